@@ -1,0 +1,410 @@
+//! The embedded Kubernetes type data (`data/k8s-merge.json`) and the lookups built on it.
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+const DATA: &str = include_str!("../data/k8s-merge.json");
+
+/// How server-side apply treats a list (`x-kubernetes-list-type`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListType {
+    /// A list-map: elements are identified by the values of these keys.
+    Map(Vec<String>),
+    /// A set of scalars: elements are identified by their value.
+    Set,
+    /// The list is one value: whoever sets it owns all of it.
+    Atomic,
+}
+
+/// How server-side apply treats a map (`x-kubernetes-map-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapType {
+    /// Each key is owned and merged separately (the default for maps and structs).
+    Granular,
+    /// The map is one value.
+    Atomic,
+}
+
+/// The scope of a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Namespaced,
+    Cluster,
+    /// A subresource-only kind (Scale, Eviction, …): not stored on its own.
+    Subresource,
+}
+
+#[derive(Debug)]
+pub(crate) enum Shape {
+    /// A Kubernetes struct type, by index into `Schema::types`.
+    Struct(usize),
+    List {
+        strategy: ListStrategy,
+        /// The patch merge key(s) as k8s-openapi records them.
+        keys: Vec<String>,
+        /// The list-map keys when Kubernetes declares more than the patch merge key.
+        ssa_keys: Option<Vec<String>>,
+        item: Option<Box<Shape>>,
+    },
+    Map {
+        atomic: bool,
+        value: Option<Box<Shape>>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListStrategy {
+    Map,
+    Set,
+    Atomic,
+}
+
+/// A list's strategy, patch merge keys and (when they differ) server-side-apply keys.
+pub(crate) type ListInfo = (ListStrategy, &'static [String], Option<&'static [String]>);
+
+#[derive(Debug)]
+pub(crate) struct TypeDef {
+    pub(crate) name: String,
+    pub(crate) fields: HashMap<String, Shape>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Schema {
+    pub(crate) types: Vec<TypeDef>,
+    /// apiVersion -> kind -> (type index or usize::MAX, scope)
+    kinds: HashMap<String, HashMap<String, (usize, Scope)>>,
+}
+
+/// The schema, parsed from the embedded data on first use and shared afterwards.
+pub(crate) fn schema() -> &'static Schema {
+    static SCHEMA: OnceLock<Schema> = OnceLock::new();
+    // The data is generated, committed and checked by tests/data_fresh.rs and the unit tests
+    // below; failing to parse it is a build defect, not an input error.
+    SCHEMA.get_or_init(|| {
+        Schema::parse(DATA).unwrap_or_else(|e| panic!("embedded data/k8s-merge.json: {e}"))
+    })
+}
+
+impl Schema {
+    fn parse(text: &str) -> Result<Schema, String> {
+        let root: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let types_json = root["types"].as_object().ok_or("no types object")?;
+        let index: HashMap<&str, usize> = types_json
+            .keys()
+            .enumerate()
+            .map(|(i, k)| (k.as_str(), i))
+            .collect();
+        let mut types = Vec::with_capacity(types_json.len());
+        for (name, fields_json) in types_json {
+            let fields_json = fields_json
+                .as_object()
+                .ok_or_else(|| format!("type {name} is not an object"))?;
+            let mut fields = HashMap::with_capacity(fields_json.len());
+            for (field, shape) in fields_json {
+                fields.insert(field.clone(), parse_shape(shape, &index)?);
+            }
+            types.push(TypeDef {
+                name: name.clone(),
+                fields,
+            });
+        }
+        let mut kinds: HashMap<String, HashMap<String, (usize, Scope)>> = HashMap::new();
+        for k in root["kinds"].as_array().ok_or("no kinds array")? {
+            let (Some(api_version), Some(kind), Some(def), Some(scope)) =
+                (k[0].as_str(), k[1].as_str(), k[2].as_str(), k[3].as_str())
+            else {
+                return Err(format!("bad kind entry {k}"));
+            };
+            let scope = match scope {
+                "Namespace" => Scope::Namespaced,
+                "Cluster" => Scope::Cluster,
+                "Sub" => Scope::Subresource,
+                other => return Err(format!("unknown scope {other}")),
+            };
+            // Kinds whose type has no structured field (e.g. Event) are not in `types`.
+            let ty = index.get(def).copied().unwrap_or(usize::MAX);
+            kinds
+                .entry(api_version.to_string())
+                .or_default()
+                .insert(kind.to_string(), (ty, scope));
+        }
+        Ok(Schema { types, kinds })
+    }
+
+    pub(crate) fn kind(&self, api_version: &str, kind: &str) -> Option<(Option<usize>, Scope)> {
+        let (t, s) = self.kinds.get(api_version)?.get(kind)?;
+        Some(((*t != usize::MAX).then_some(*t), *s))
+    }
+}
+
+fn parse_shape(v: &Value, index: &HashMap<&str, usize>) -> Result<Shape, String> {
+    if let Some(t) = v.get("type").and_then(Value::as_str) {
+        return index
+            .get(t)
+            .map(|i| Shape::Struct(*i))
+            .ok_or_else(|| format!("reference to unknown type {t}"));
+    }
+    let strings = |key: &str| -> Option<Vec<String>> {
+        v.get(key).and_then(Value::as_array).map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+    };
+    if let Some(list) = v.get("list").and_then(Value::as_str) {
+        let strategy = match list {
+            "map" => ListStrategy::Map,
+            "set" => ListStrategy::Set,
+            "atomic" => ListStrategy::Atomic,
+            other => return Err(format!("unknown list strategy {other}")),
+        };
+        let item = match v.get("item") {
+            Some(i) => Some(Box::new(parse_shape(i, index)?)),
+            None => None,
+        };
+        return Ok(Shape::List {
+            strategy,
+            keys: strings("keys").unwrap_or_default(),
+            ssa_keys: strings("ssaKeys"),
+            item,
+        });
+    }
+    if let Some(map) = v.get("map").and_then(Value::as_str) {
+        let value = match v.get("value") {
+            Some(i) => Some(Box::new(parse_shape(i, index)?)),
+            None => None,
+        };
+        return Ok(Shape::Map {
+            atomic: map == "atomic",
+            value,
+        });
+    }
+    Err(format!("unknown shape {v}"))
+}
+
+/// A position in a kind's schema: a struct, a list or a map field.
+///
+/// Walk it with [`Field::field`] (struct fields and map values) and [`Field::item`] (list
+/// elements); ask it [`Field::list_type`], [`Field::map_type`] or
+/// [`Field::patch_merge_keys`]. Fields the schema does not describe (scalars, unknown fields,
+/// custom resources) have no `Field`: treat them as scalars, granular maps and atomic lists, which
+/// is what Kubernetes does for untyped data.
+#[derive(Clone, Copy)]
+pub struct Field {
+    pub(crate) shape: ShapeRef,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum ShapeRef {
+    Struct(usize),
+    Shape(&'static Shape),
+}
+
+impl ShapeRef {
+    pub(crate) fn from_shape(s: &'static Shape) -> ShapeRef {
+        match s {
+            Shape::Struct(i) => ShapeRef::Struct(*i),
+            other => ShapeRef::Shape(other),
+        }
+    }
+
+    /// The schema of field `name` (struct field or map value).
+    pub(crate) fn field(self, name: &str) -> Option<ShapeRef> {
+        match self {
+            ShapeRef::Struct(i) => schema().types[i].fields.get(name).map(ShapeRef::from_shape),
+            ShapeRef::Shape(Shape::Map { value: Some(v), .. }) => Some(ShapeRef::from_shape(v)),
+            ShapeRef::Shape(_) => None,
+        }
+    }
+
+    /// The schema of a list's elements.
+    pub(crate) fn item(self) -> Option<ShapeRef> {
+        match self {
+            ShapeRef::Shape(Shape::List { item: Some(i), .. }) => Some(ShapeRef::from_shape(i)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn list(self) -> Option<ListInfo> {
+        match self {
+            ShapeRef::Shape(Shape::List {
+                strategy,
+                keys,
+                ssa_keys,
+                ..
+            }) => Some((*strategy, keys.as_slice(), ssa_keys.as_deref())),
+            _ => None,
+        }
+    }
+}
+
+impl Field {
+    /// The root of a built-in kind's schema; None for kinds the schema does not know (CRDs).
+    pub fn root(api_version: &str, kind: &str) -> Option<Field> {
+        let (ty, _) = schema().kind(api_version, kind)?;
+        ty.map(|t| Field {
+            shape: ShapeRef::Struct(t),
+        })
+    }
+
+    /// The field `name` of a struct, or the value of any key of a map.
+    pub fn field(&self, name: &str) -> Option<Field> {
+        self.shape.field(name).map(|shape| Field { shape })
+    }
+
+    /// The elements of a list.
+    pub fn item(&self) -> Option<Field> {
+        self.shape.item().map(|shape| Field { shape })
+    }
+
+    /// The server-side-apply list type, when this is a list.
+    pub fn list_type(&self) -> Option<ListType> {
+        let (strategy, keys, ssa_keys) = self.shape.list()?;
+        Some(match strategy {
+            ListStrategy::Map => ListType::Map(ssa_keys.unwrap_or(keys).to_vec()),
+            ListStrategy::Set => ListType::Set,
+            ListStrategy::Atomic => ListType::Atomic,
+        })
+    }
+
+    /// The strategic-merge-patch merge key of a list-map (`x-kubernetes-patch-merge-key`, as
+    /// the API server's strategic merge uses it), when this is a list merged by key.
+    pub fn patch_merge_keys(&self) -> Option<&'static [String]> {
+        match self.shape.list()? {
+            (ListStrategy::Map, keys, _) => Some(keys),
+            _ => None,
+        }
+    }
+
+    /// The server-side-apply map type, when this is a map or a struct.
+    pub fn map_type(&self) -> Option<MapType> {
+        match self.shape {
+            ShapeRef::Struct(_) => Some(MapType::Granular),
+            ShapeRef::Shape(Shape::Map { atomic, .. }) => Some(if *atomic {
+                MapType::Atomic
+            } else {
+                MapType::Granular
+            }),
+            ShapeRef::Shape(_) => None,
+        }
+    }
+
+    /// The Kubernetes definition name when this is a struct (`io.k8s.api.core.v1.PodSpec`).
+    pub fn type_name(&self) -> Option<&'static str> {
+        match self.shape {
+            ShapeRef::Struct(i) => Some(schema().types[i].name.as_str()),
+            ShapeRef::Shape(_) => None,
+        }
+    }
+}
+
+/// Whether a built-in kind is namespaced; None for kinds the schema does not know (custom
+/// resources, whose scope is in their CRD) and for subresource-only kinds.
+pub fn is_namespaced(api_version: &str, kind: &str) -> Option<bool> {
+    match schema().kind(api_version, kind)?.1 {
+        Scope::Namespaced => Some(true),
+        Scope::Cluster => Some(false),
+        Scope::Subresource => None,
+    }
+}
+
+/// The scope of a built-in kind; None for kinds the schema does not know.
+pub fn scope(api_version: &str, kind: &str) -> Option<Scope> {
+    schema().kind(api_version, kind).map(|(_, s)| s)
+}
+
+/// The server-side-apply type of the list at `path` in a built-in kind.
+///
+/// `path` names fields from the object root (`["spec", "template", "spec", "containers",
+/// "ports"]`); list elements are stepped through implicitly (the path goes from `containers` to
+/// its elements' `ports`), and a segment under a map consumes one map key. Lists the schema does
+/// not describe (custom resources, unknown fields) are [`ListType::Atomic`], as Kubernetes treats
+/// untyped lists.
+pub fn list_type(api_version: &str, kind: &str, path: &[&str]) -> ListType {
+    lookup_path(api_version, kind, path)
+        .and_then(|f| f.list_type())
+        .unwrap_or(ListType::Atomic)
+}
+
+/// The schema position at `path` (see [`list_type`] for the path convention).
+pub fn lookup_path(api_version: &str, kind: &str, path: &[&str]) -> Option<Field> {
+    let mut cur = Field::root(api_version, kind)?;
+    for seg in path {
+        // Step into list elements implicitly: paths name fields, not indexes.
+        while cur.list_type().is_some() {
+            cur = cur.item()?;
+        }
+        cur = cur.field(seg)?;
+    }
+    Some(cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_data_parses_and_knows_core_kinds() {
+        assert!(schema().types.len() > 100);
+        assert_eq!(is_namespaced("apps/v1", "Deployment"), Some(true));
+        assert_eq!(is_namespaced("v1", "Namespace"), Some(false));
+        assert_eq!(
+            is_namespaced("rbac.authorization.k8s.io/v1", "ClusterRole"),
+            Some(false)
+        );
+        assert_eq!(is_namespaced("v1", "ConfigMap"), Some(true));
+        assert_eq!(
+            is_namespaced("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+            Some(false)
+        );
+        assert_eq!(is_namespaced("example.com/v1", "Widget"), None);
+        assert_eq!(is_namespaced("apps/v1", "Nope"), None);
+    }
+
+    #[test]
+    fn list_types_distinguish_ssa_and_patch_keys() {
+        let ports = ["spec", "template", "spec", "containers", "ports"];
+        assert_eq!(
+            list_type("apps/v1", "Deployment", &ports),
+            ListType::Map(vec!["containerPort".into(), "protocol".into()])
+        );
+        let f = lookup_path("apps/v1", "Deployment", &ports).unwrap();
+        assert_eq!(f.patch_merge_keys().unwrap(), ["containerPort".to_string()]);
+        assert_eq!(
+            list_type(
+                "apps/v1",
+                "Deployment",
+                &["spec", "template", "spec", "containers"]
+            ),
+            ListType::Map(vec!["name".into()])
+        );
+        assert_eq!(
+            list_type("v1", "Pod", &["spec", "containers", "env"]),
+            ListType::Map(vec!["name".into()])
+        );
+        assert_eq!(
+            list_type("v1", "Pod", &["spec", "tolerations"]),
+            ListType::Atomic
+        );
+        assert_eq!(
+            list_type("v1", "Pod", &["metadata", "finalizers"]),
+            ListType::Set
+        );
+        assert_eq!(
+            list_type("v1", "Service", &["spec", "ports"]),
+            ListType::Map(vec!["port".into(), "protocol".into()])
+        );
+        assert_eq!(
+            list_type("example.com/v1", "Widget", &["spec", "items"]),
+            ListType::Atomic
+        );
+        let labels = lookup_path("v1", "Pod", &["metadata", "labels"]).unwrap();
+        assert_eq!(labels.map_type(), Some(MapType::Granular));
+        let sel = lookup_path("v1", "Pod", &["spec", "nodeSelector"]).unwrap();
+        assert_eq!(sel.map_type(), Some(MapType::Atomic));
+        let spec = lookup_path("v1", "Pod", &["spec"]).unwrap();
+        assert_eq!(spec.type_name(), Some("io.k8s.api.core.v1.PodSpec"));
+    }
+}

@@ -1,0 +1,758 @@
+//! Strategic merge patch with the semantics of `kubectl kustomize` (kustomize v5.5.0).
+//!
+//! kustomize merges with its own tree walker, not with the API server's algorithm, and its
+//! results differ in ways users see (patch elements come first in merged lists, multi-key lists
+//! re-order, `$setElementOrder` is not understood, …). Byte-identical builds need those results,
+//! so this module reproduces the walker's behaviour on a small tree of shared nodes: the walker
+//! mutates elements in place and later steps observe those mutations, which plain owned values
+//! cannot express.
+//!
+//! Where kustomize silently destroys data (a patch list element without its merge key empties
+//! the whole list) we return an error instead; that is the only intended divergence.
+
+use crate::MergeError;
+use crate::schema::{Field, ListStrategy, ShapeRef};
+use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+type N = Rc<RefCell<Node>>;
+
+enum Node {
+    /// An explicit null. `keep` marks a null of the original that must survive the merge.
+    Null {
+        keep: bool,
+    },
+    Scalar(Value),
+    Map(Vec<(String, N)>),
+    Seq(Vec<N>),
+}
+
+fn new(n: Node) -> N {
+    Rc::new(RefCell::new(n))
+}
+
+fn from_value(v: &Value) -> N {
+    new(match v {
+        Value::Null => Node::Null { keep: false },
+        Value::Object(m) => Node::Map(m.iter().map(|(k, v)| (k.clone(), from_value(v))).collect()),
+        Value::Array(a) => Node::Seq(a.iter().map(from_value).collect()),
+        other => Node::Scalar(other.clone()),
+    })
+}
+
+/// Converts back, sorting map keys: kustomize emits every object with sorted keys.
+fn to_value(n: &N) -> Value {
+    match &*n.borrow() {
+        Node::Null { .. } => Value::Null,
+        Node::Scalar(v) => v.clone(),
+        Node::Seq(items) => Value::Array(items.iter().map(to_value).collect()),
+        Node::Map(fields) => {
+            let mut sorted: Vec<&(String, N)> = fields.iter().collect();
+            sorted.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut m = Map::with_capacity(sorted.len());
+            for (k, v) in sorted {
+                m.insert(k.clone(), to_value(v));
+            }
+            Value::Object(m)
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Map,
+    Seq,
+    Scalar,
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::Map => "map",
+        Kind::Seq => "list",
+        Kind::Scalar => "scalar",
+    }
+}
+
+fn is_null(n: &Option<N>) -> bool {
+    match n {
+        None => true,
+        Some(n) => matches!(&*n.borrow(), Node::Null { .. }),
+    }
+}
+
+fn kind_of(n: &N) -> Option<Kind> {
+    match &*n.borrow() {
+        Node::Null { .. } => None,
+        Node::Scalar(_) => Some(Kind::Scalar),
+        Node::Map(_) => Some(Kind::Map),
+        Node::Seq(_) => Some(Kind::Seq),
+    }
+}
+
+/// The text kustomize compares scalars by (a YAML scalar's value; empty for collections).
+fn text(n: &N) -> String {
+    match &*n.borrow() {
+        Node::Null { .. } => "null".to_string(),
+        Node::Scalar(Value::String(s)) => s.clone(),
+        Node::Scalar(v) => v.to_string(),
+        Node::Map(_) | Node::Seq(_) => String::new(),
+    }
+}
+
+fn get_field(n: &N, name: &str) -> Option<N> {
+    match &*n.borrow() {
+        Node::Map(fields) => fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone()),
+        _ => None,
+    }
+}
+
+fn is_empty_map(n: &N) -> bool {
+    matches!(&*n.borrow(), Node::Map(f) if f.is_empty())
+}
+
+/// Whether a key's value counts as absent (null, empty map, empty list).
+fn nil_or_empty(n: &N) -> bool {
+    match &*n.borrow() {
+        Node::Null { .. } => true,
+        Node::Map(f) => f.is_empty(),
+        Node::Seq(s) => s.is_empty(),
+        Node::Scalar(_) => false,
+    }
+}
+
+fn seq_items(n: &N) -> Vec<N> {
+    match &*n.borrow() {
+        Node::Seq(items) => items.clone(),
+        _ => Vec::new(),
+    }
+}
+
+fn set_seq_items(n: &N, items: Vec<N>) {
+    if let Node::Seq(s) = &mut *n.borrow_mut() {
+        *s = items;
+    }
+}
+
+/// Sets or removes a field the way kustomize's field setter does: a missing value or an
+/// unkept null removes it, an existing key keeps its position, a new key is appended.
+fn set_field(map: &N, name: &str, value: Option<N>) {
+    let remove = match &value {
+        None => true,
+        Some(v) => matches!(&*v.borrow(), Node::Null { keep: false }),
+    };
+    if let Node::Map(fields) = &mut *map.borrow_mut() {
+        if remove {
+            fields.retain(|(k, _)| k != name);
+            return;
+        }
+        let Some(value) = value else { return };
+        if let Some(slot) = fields.iter_mut().find(|(k, _)| k == name) {
+            slot.1 = value;
+        } else {
+            fields.push((name.to_string(), value));
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Directive {
+    Merge,
+    Replace,
+    Delete,
+}
+
+const DIRECTIVE: &str = "$patch";
+
+fn parse_directive(v: &str, path: &Path) -> Result<Directive, MergeError> {
+    match v {
+        "merge" => Ok(Directive::Merge),
+        "replace" => Ok(Directive::Replace),
+        "delete" => Ok(Directive::Delete),
+        other => Err(MergeError::UnknownDirective {
+            path: path.render(),
+            value: other.to_string(),
+        }),
+    }
+}
+
+/// Reads the `$patch` directive of a patch node and removes it from the node.
+fn take_directive(patch: &Option<N>, path: &Path) -> Result<Directive, MergeError> {
+    let Some(p) = patch else {
+        return Ok(Directive::Merge);
+    };
+    let kind = kind_of(p);
+    match kind {
+        Some(Kind::Map) => {
+            let Some(v) = get_field(p, DIRECTIVE) else {
+                return Ok(Directive::Merge);
+            };
+            let d = parse_directive(&text(&v), path)?;
+            set_field(p, DIRECTIVE, None);
+            Ok(d)
+        }
+        Some(Kind::Seq) => {
+            // A list directive is an element holding nothing but `$patch`.
+            let found = seq_items(p)
+                .into_iter()
+                .find(|e| get_field(e, DIRECTIVE).is_some());
+            let Some(elem) = found else {
+                return Ok(Directive::Merge);
+            };
+            if matches!(&*elem.borrow(), Node::Map(f) if f.len() > 1) {
+                return Ok(Directive::Merge);
+            }
+            let Some(v) = get_field(&elem, DIRECTIVE) else {
+                return Ok(Directive::Merge);
+            };
+            let value = text(&v);
+            let d = parse_directive(&value, path)?;
+            element_setter(p, None, &[DIRECTIVE.to_string()], &[value])?;
+            Ok(d)
+        }
+        _ => Err(MergeError::KindMismatch {
+            path: path.render(),
+            expected: "map or list".to_string(),
+            found: "scalar".to_string(),
+        }),
+    }
+}
+
+/// A field path for error messages.
+struct Path(Vec<String>);
+
+impl Path {
+    fn render(&self) -> String {
+        if self.0.is_empty() {
+            return "<root>".to_string();
+        }
+        let mut s = String::new();
+        for seg in &self.0 {
+            if !seg.starts_with('[') && !s.is_empty() {
+                s.push('.');
+            }
+            s.push_str(seg);
+        }
+        s
+    }
+}
+
+/// The schema of an object that names its own kind (the root, or an embedded object).
+fn schema_from_meta(sources: &[Option<N>; 2]) -> Option<ShapeRef> {
+    for n in sources.iter().flatten() {
+        let (Some(a), Some(k)) = (get_field(n, "apiVersion"), get_field(n, "kind")) else {
+            continue;
+        };
+        if nil_or_empty(&a) || nil_or_empty(&k) {
+            continue;
+        }
+        if let Some(f) = Field::root(&text(&a), &text(&k)) {
+            return Some(f.shape);
+        }
+    }
+    None
+}
+
+struct Walker {
+    path: Path,
+}
+
+impl Walker {
+    /// Merges `patch` into `dest`; None means the value is removed.
+    fn walk(
+        &mut self,
+        dest: Option<N>,
+        patch: Option<N>,
+        schema: Option<ShapeRef>,
+    ) -> Result<Option<N>, MergeError> {
+        let sources = [dest, patch];
+        let schema = schema.or_else(|| schema_from_meta(&sources));
+        let [dest, patch] = sources;
+        let kind = dest
+            .as_ref()
+            .and_then(kind_of)
+            .or_else(|| patch.as_ref().and_then(kind_of));
+        if let Some(expected) = kind {
+            for n in [&dest, &patch].into_iter().flatten() {
+                if let Some(found) = kind_of(n)
+                    && found != expected
+                {
+                    return Err(MergeError::KindMismatch {
+                        path: self.path.render(),
+                        expected: kind_name(expected).to_string(),
+                        found: kind_name(found).to_string(),
+                    });
+                }
+            }
+        }
+        match kind {
+            Some(Kind::Scalar) => Ok(patch.or(dest)),
+            Some(Kind::Seq) => self.walk_seq(dest, patch, schema),
+            Some(Kind::Map) | None => self.walk_map(dest, patch, schema),
+        }
+    }
+
+    fn walk_map(
+        &mut self,
+        dest: Option<N>,
+        patch: Option<N>,
+        schema: Option<ShapeRef>,
+    ) -> Result<Option<N>, MergeError> {
+        let new_dest = if is_null(&dest) {
+            // A directive error cannot surface here: kustomize ignores it on this path.
+            let d = take_directive(&patch, &self.path).unwrap_or(Directive::Merge);
+            if d == Directive::Delete {
+                return Ok(None);
+            }
+            if patch.is_none() && dest.is_some() {
+                // A null the original spells out survives a patch that does not mention it.
+                return Ok(Some(new(Node::Null { keep: true })));
+            }
+            patch.clone()
+        } else if matches!(&patch, Some(p) if matches!(&*p.borrow(), Node::Null { .. })) {
+            return Ok(None);
+        } else {
+            match take_directive(&patch, &self.path)? {
+                Directive::Delete => return Ok(None),
+                Directive::Replace => patch.clone(),
+                Directive::Merge => dest.clone(),
+            }
+        };
+        let Some(d) = new_dest else {
+            return Ok(None);
+        };
+        let mut names: Vec<String> = Vec::new();
+        for n in [Some(&d), patch.as_ref()].into_iter().flatten() {
+            if let Node::Map(fields) = &*n.borrow() {
+                for (k, _) in fields {
+                    if !names.contains(k) {
+                        names.push(k.clone());
+                    }
+                }
+            }
+        }
+        names.sort();
+        for name in names {
+            let child_schema = schema.and_then(|s| s.field(&name));
+            let dv = get_field(&d, &name);
+            let pv = patch.as_ref().and_then(|p| get_field(p, &name));
+            self.path.0.push(name.clone());
+            let val = self.walk(dv, pv, child_schema)?;
+            self.path.0.pop();
+            set_field(&d, &name, val);
+        }
+        Ok(Some(d))
+    }
+
+    fn walk_seq(
+        &mut self,
+        dest: Option<N>,
+        patch: Option<N>,
+        schema: Option<ShapeRef>,
+    ) -> Result<Option<N>, MergeError> {
+        let list = schema.and_then(|s| s.list());
+        let Some((strategy, patch_keys, ssa_keys)) =
+            list.filter(|(s, _, _)| *s != ListStrategy::Atomic)
+        else {
+            // Lists without a merge strategy are replaced by the patch.
+            return Ok(patch.or(dest));
+        };
+        let d = if is_null(&dest) {
+            patch.clone()
+        } else if is_null(&patch) && patch.is_some() {
+            return Ok(None);
+        } else {
+            match take_directive(&patch, &self.path)? {
+                Directive::Delete => return Ok(None),
+                Directive::Replace => patch.clone(),
+                Directive::Merge => dest.clone(),
+            }
+        };
+        let Some(d) = d else {
+            return Ok(None);
+        };
+        // kustomize prefers the list-map keys over the patch merge key.
+        let keys: Vec<String> = match strategy {
+            ListStrategy::Map => ssa_keys.unwrap_or(patch_keys).to_vec(),
+            _ => Vec::new(),
+        };
+        if let (Some(first), Some(p)) = (keys.first(), &patch) {
+            self.check_merge_keys(p, first)?;
+        }
+        let item_schema = schema.and_then(|s| s.item());
+        // Patch elements first: kustomize merges with "prepend" list direction.
+        let order = [patch.clone(), Some(d.clone())];
+        if !keys.is_empty() {
+            let mut values: Vec<Vec<String>> = Vec::new();
+            for src in order.iter().flatten() {
+                for elem in seq_items(src) {
+                    let tuple: Vec<String> = keys
+                        .iter()
+                        .map(|k| match get_field(&elem, k) {
+                            Some(v) if !nil_or_empty(&v) => text(&v),
+                            _ => String::new(),
+                        })
+                        .collect();
+                    if !values.contains(&tuple) {
+                        values.push(tuple);
+                    }
+                }
+            }
+            return self.set_elements(values, &keys, d, patch, item_schema);
+        }
+        let mut values: Vec<Vec<String>> = Vec::new();
+        for src in order.iter().flatten() {
+            for elem in seq_items(src) {
+                let t = vec![text(&elem)];
+                if !values.contains(&t) {
+                    values.push(t);
+                }
+            }
+        }
+        self.set_elements(values, &[String::new()], d, patch, item_schema)
+    }
+
+    fn check_merge_keys(&self, patch: &N, key: &str) -> Result<(), MergeError> {
+        for elem in seq_items(patch) {
+            let ok = match &*elem.borrow() {
+                Node::Map(fields) => fields.iter().any(|(k, _)| k == key || k == DIRECTIVE),
+                _ => false,
+            };
+            if !ok {
+                let mut shown = to_value(&elem).to_string();
+                if shown.len() > 120 {
+                    let mut cut = 117;
+                    while !shown.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    shown.truncate(cut);
+                    shown.push_str("...");
+                }
+                return Err(MergeError::MissingMergeKey {
+                    path: self.path.render(),
+                    key: key.to_string(),
+                    element: shown,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn set_elements(
+        &mut self,
+        mut values_list: Vec<Vec<String>>,
+        keys: &[String],
+        dest: N,
+        patch: Option<N>,
+        item_schema: Option<ShapeRef>,
+    ) -> Result<Option<N>, MergeError> {
+        let items = new(Node::Seq(Vec::new()));
+        if keys.len() > 1 {
+            merge_values(&mut values_list);
+        }
+        let mut valid_keys: Vec<String> = keys.to_vec();
+        for values in &values_list {
+            if values.is_empty() {
+                continue;
+            }
+            let (vk, vv) = validate_keys(&values_list, values, keys);
+            valid_keys = vk.clone();
+            let (lk, lv) = validate_keys(std::slice::from_ref(&vv), &vv, &vk);
+            let de = element_list(&dest, &lk, &lv);
+            let pe = patch.as_ref().and_then(|p| element_list(p, &lk, &lv));
+            self.path.0.push(element_label(&vk, &vv));
+            let val = self.walk(de, pe, item_schema)?;
+            self.path.0.pop();
+            let mut removed = false;
+            for (i, key) in vk.iter().enumerate() {
+                match &val {
+                    Some(v) if !is_null(&val) && !is_empty_map(v) => {
+                        if matches!(&*v.borrow(), Node::Map(_))
+                            && get_field(v, key).is_none()
+                            && !vv[i].is_empty()
+                        {
+                            set_field(
+                                v,
+                                key,
+                                Some(new(Node::Scalar(Value::String(vv[i].clone())))),
+                            );
+                        }
+                    }
+                    _ => {
+                        element_setter(&dest, None, &vk, &vv)?;
+                        removed = true;
+                    }
+                }
+            }
+            if removed {
+                continue;
+            }
+            element_setter(&items, val, &vk, &vv)?;
+        }
+        if values_list.is_empty() {
+            return Ok(Some(dest));
+        }
+        append_list(&items, &dest, &valid_keys)?;
+        Ok(Some(items))
+    }
+}
+
+fn element_label(keys: &[String], values: &[String]) -> String {
+    if keys.len() == 1 && keys[0].is_empty() {
+        return format!("[{}]", values.first().map(String::as_str).unwrap_or(""));
+    }
+    let parts: Vec<String> = keys
+        .iter()
+        .zip(values)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    format!("[{}]", parts.join(","))
+}
+
+/// Treats key tuples that differ only where one side is empty as the same element (a port
+/// without a protocol matches the same port with one).
+fn merge_values(list: &mut [Vec<String>]) {
+    for i in 0..list.len() {
+        for j in 0..list.len() {
+            if let Some(m) = match_values(&list[i], &list[j]) {
+                list[i] = m.clone();
+                list[j] = m;
+            }
+        }
+    }
+}
+
+fn match_values(a: &[String], b: &[String]) -> Option<Vec<String>> {
+    if a.len() != b.len() {
+        return None;
+    }
+    let mut common = false;
+    let mut out = Vec::with_capacity(a.len());
+    for (x, y) in a.iter().zip(b) {
+        if x == y {
+            common = true;
+            out.push(x.clone());
+        } else if !x.is_empty() && !y.is_empty() {
+            return None;
+        } else if !x.is_empty() {
+            out.push(x.clone());
+        } else {
+            out.push(y.clone());
+        }
+    }
+    common.then_some(out)
+}
+
+/// Keeps the keys some element has a value for (secondary keys may be missing everywhere).
+fn validate_keys(
+    values_list: &[Vec<String>],
+    values: &[String],
+    keys: &[String],
+) -> (Vec<String>, Vec<String>) {
+    let mut valid: Vec<&String> = Vec::new();
+    for vals in values_list {
+        for (i, v) in vals.iter().enumerate() {
+            if !v.is_empty()
+                && let Some(k) = keys.get(i)
+                && !valid.contains(&k)
+            {
+                valid.push(k);
+            }
+        }
+    }
+    if valid.is_empty() {
+        return (keys.to_vec(), values.to_vec());
+    }
+    let vk: Vec<String> = keys.iter().filter(|k| valid.contains(k)).cloned().collect();
+    let vv: Vec<String> = values
+        .iter()
+        .enumerate()
+        .filter(|(i, v)| !v.is_empty() || keys.get(*i).is_some_and(|k| valid.contains(&k)))
+        .map(|(_, v)| v.clone())
+        .collect();
+    (vk, vv)
+}
+
+/// The first element of `list` whose keys have exactly these values.
+fn element_list(list: &N, keys: &[String], values: &[String]) -> Option<N> {
+    if kind_of(list) != Some(Kind::Seq) {
+        return None;
+    }
+    let items = seq_items(list);
+    if keys.first().is_none_or(|k| k.is_empty()) {
+        let want = values.first().cloned().unwrap_or_default();
+        return items.into_iter().find(|e| text(e) == want);
+    }
+    if keys.len() != values.len() {
+        return None;
+    }
+    items.into_iter().find(|e| {
+        kind_of(e) == Some(Kind::Map)
+            && keys
+                .iter()
+                .zip(values)
+                .all(|(k, v)| get_field(e, k).is_some_and(|f| text(&f) == *v))
+    })
+}
+
+/// Whether `elem` has field `name` (with value `value`, unless `value` is empty).
+fn field_matches(elem: &N, name: &str, value: &str) -> Result<bool, MergeError> {
+    if is_null(&Some(elem.clone())) {
+        return Ok(false);
+    }
+    if name.is_empty() {
+        if kind_of(elem) != Some(Kind::Scalar) {
+            return Err(MergeError::KindMismatch {
+                path: String::from("list element"),
+                expected: "scalar".to_string(),
+                found: kind_of(elem).map(kind_name).unwrap_or("null").to_string(),
+            });
+        }
+        return Ok(text(elem) == value);
+    }
+    if kind_of(elem) != Some(Kind::Map) {
+        return Err(MergeError::KindMismatch {
+            path: String::from("list element"),
+            expected: "map".to_string(),
+            found: kind_of(elem).map(kind_name).unwrap_or("null").to_string(),
+        });
+    }
+    Ok(match get_field(elem, name) {
+        None => false,
+        Some(f) => value.is_empty() || text(&f) == value,
+    })
+}
+
+/// Replaces (or with `element` None, removes) the elements of `list` matching the key values,
+/// appending `element` when nothing matched. Like kustomize, it also drops null and empty-map
+/// elements it walks past.
+fn element_setter(
+    list: &N,
+    element: Option<N>,
+    keys: &[String],
+    values: &[String],
+) -> Result<(), MergeError> {
+    let keys: Vec<String> = if keys.is_empty() {
+        vec![String::new()]
+    } else {
+        keys.to_vec()
+    };
+    let mapping_setter = !keys[0].is_empty() && values.first().is_some_and(|v| !v.is_empty());
+    let mut out = Vec::new();
+    let mut matched = false;
+    for elem in seq_items(list) {
+        if is_null(&Some(elem.clone())) || is_empty_map(&elem) {
+            continue;
+        }
+        if kind_of(&elem) != Some(Kind::Map) && mapping_setter {
+            out.push(elem);
+            continue;
+        }
+        let mut found = true;
+        let mut last = false;
+        for (j, key) in keys.iter().enumerate() {
+            if let Some(v) = values.get(j) {
+                last = field_matches(&elem, key, v)?;
+            }
+            if !last {
+                found = false;
+                break;
+            }
+        }
+        if !found {
+            if !values.is_empty() {
+                out.push(elem);
+            }
+            continue;
+        }
+        matched = true;
+        if let Some(e) = &element {
+            out.push(e.clone());
+        }
+    }
+    let append = match &element {
+        Some(e) if !is_null(&Some(e.clone())) && !matched => Some(e.clone()),
+        _ => None,
+    };
+    if let Some(e) = append {
+        out.push(e);
+    }
+    set_seq_items(list, out);
+    Ok(())
+}
+
+/// Adds the original list's elements after the patch's, each replacing its merged twin.
+fn append_list(dst: &N, src: &N, keys: &[String]) -> Result<(), MergeError> {
+    for elem in seq_items(src) {
+        if keys.first().is_none_or(|k| k.is_empty()) {
+            let v = text(&elem);
+            element_setter(dst, Some(elem), &[String::new()], &[v])?;
+            continue;
+        }
+        let mut v = Vec::new();
+        for key in keys {
+            let field = match &*elem.borrow() {
+                Node::Map(_) => None,
+                Node::Null { .. } => Some(None),
+                _ => {
+                    return Err(MergeError::KindMismatch {
+                        path: String::from("list element"),
+                        expected: "map".to_string(),
+                        found: "scalar".to_string(),
+                    });
+                }
+            };
+            let field = field.unwrap_or_else(|| get_field(&elem, key));
+            match field {
+                // Elements without the key are appended as they are.
+                None => {
+                    if let Node::Seq(items) = &mut *dst.borrow_mut() {
+                        items.push(elem.clone());
+                    }
+                }
+                Some(f) => v.push(text(&f)),
+            }
+        }
+        if keys.len() > 1 {
+            element_setter(dst, None, keys, &v)?;
+        }
+        element_setter(dst, Some(elem), keys, &v)?;
+    }
+    Ok(())
+}
+
+/// Applies a strategic merge patch the way `kubectl kustomize` does.
+pub fn strategic_merge(original: &Value, patch: &Value) -> Result<Value, MergeError> {
+    if !original.is_object() {
+        return Err(MergeError::OriginalNotObject {
+            found: json_kind(original),
+        });
+    }
+    if !patch.is_object() {
+        return Err(MergeError::PatchNotObject {
+            found: json_kind(patch),
+        });
+    }
+    let mut w = Walker {
+        path: Path(Vec::new()),
+    };
+    let result = w.walk(Some(from_value(original)), Some(from_value(patch)), None)?;
+    Ok(match result {
+        Some(n) => to_value(&n),
+        None => Value::Null,
+    })
+}
+
+pub(crate) fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
