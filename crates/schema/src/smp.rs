@@ -725,7 +725,7 @@ fn append_list(dst: &N, src: &N, keys: &[String]) -> Result<(), MergeError> {
 }
 
 /// Applies a strategic merge patch the way `kubectl kustomize` does.
-pub fn strategic_merge(original: &Value, patch: &Value) -> Result<Value, MergeError> {
+pub(crate) fn strategic_merge(original: &Value, patch: &Value) -> Result<Value, MergeError> {
     if !original.is_object() {
         return Err(MergeError::OriginalNotObject {
             found: json_kind(original),
