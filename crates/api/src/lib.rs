@@ -1,0 +1,47 @@
+//! Rust types of the CRDs ferroflux serves, compatible with Flux's APIs.
+//!
+//! Owns: `GitRepository` (`source.toolkit.fluxcd.io/v1`) and `Kustomization`
+//! (`kustomize.toolkit.fluxcd.io/v1`) with their specs and statuses, the generated CRD manifests,
+//! the condition types and reasons tooling matches on, inventory ids, revision strings and Go
+//! duration parsing. It holds no behaviour that talks to a cluster or to Git.
+
+pub mod common;
+pub mod conditions;
+mod crd;
+pub mod duration;
+pub mod git_repository;
+pub mod inventory;
+pub mod kustomization;
+pub mod revision;
+
+pub use common::{Artifact, LocalObjectReference, SecretKeyReference, Selector};
+pub use git_repository::{GitRepository, GitRepositoryRef, GitRepositorySpec, GitRepositoryStatus};
+pub use inventory::ObjectId;
+pub use kustomization::{Kustomization, KustomizationSpec, KustomizationStatus};
+pub use revision::{Revision, short_revision};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+
+/// The finalizer every Flux object carries while it owns something outside itself.
+pub const FINALIZER: &str = "finalizers.fluxcd.io";
+/// Any new value asks for an immediate reconciliation.
+pub const RECONCILE_REQUESTED_AT: &str = "reconcile.fluxcd.io/requestedAt";
+
+/// The CRDs ferroflux serves, in the order they must be applied.
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    vec![
+        crd::flux_shaped(GitRepository::crd()),
+        crd::flux_shaped(Kustomization::crd()),
+    ]
+}
+
+/// The CRDs as one multi-document YAML stream.
+pub fn crds_yaml() -> Result<String, serde_saphyr::ser::Error> {
+    let mut out = String::new();
+    for crd in crds() {
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(&crd)?);
+    }
+    Ok(out)
+}

@@ -1,0 +1,279 @@
+//! Our generated CRDs must accept every field Flux's CRDs accept, with the same names, types,
+//! enums, defaults and required lists, and carry the same names and printer columns.
+//! The fixtures are Flux v2.9's CRDs, copied from the project's shared reference data.
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+fn flux_crd(file: &str) -> Value {
+    let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    serde_saphyr::from_str(&text).unwrap()
+}
+
+fn ours(kind: &str) -> Value {
+    let crd = ferroflux_api::crds()
+        .into_iter()
+        .find(|c| c.spec.names.kind == kind)
+        .unwrap();
+    serde_json::to_value(crd).unwrap()
+}
+
+fn schema_of(crd: &Value) -> &Value {
+    &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+}
+
+/// Walks Flux's schema and records every difference in what ours accepts.
+fn compare(path: &str, flux: &Value, ours: &Value, diffs: &mut Vec<String>) {
+    let ty = |v: &Value| v.get("type").cloned();
+    if ty(flux) != ty(ours)
+        && !(ours.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)))
+    {
+        diffs.push(format!(
+            "{path}: type {:?} vs ours {:?}",
+            ty(flux),
+            ty(ours)
+        ));
+    }
+    for key in ["enum", "default"] {
+        let f = flux.get(key);
+        let o = ours.get(key);
+        let same = match (f, o) {
+            (Some(Value::Array(a)), Some(Value::Array(b))) if key == "enum" => {
+                a.len() == b.len() && a.iter().all(|x| b.contains(x))
+            }
+            _ => f == o,
+        };
+        if !same {
+            diffs.push(format!("{path}: {key} {f:?} vs ours {o:?}"));
+        }
+    }
+    // Constraints are where a schema can refuse what Flux accepts: any we set must be Flux's.
+    for key in [
+        "pattern",
+        "format",
+        "minLength",
+        "maxLength",
+        "minimum",
+        "maximum",
+    ] {
+        let same = |f: &Value, o: &Value| match (f.as_f64(), o.as_f64()) {
+            (Some(a), Some(b)) => a == b,
+            _ => f == o,
+        };
+        if let Some(o) = ours.get(key)
+            && !flux.get(key).is_some_and(|f| same(f, o))
+        {
+            diffs.push(format!("{path}: {key} {:?} vs ours {o:?}", flux.get(key)));
+        }
+    }
+    let req = |v: &Value| -> BTreeSet<String> {
+        v.get("required")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    if req(flux) != req(ours) {
+        diffs.push(format!(
+            "{path}: required {:?} vs ours {:?}",
+            req(flux),
+            req(ours)
+        ));
+    }
+    let props = |v: &Value| -> BTreeSet<String> {
+        v.get("properties")
+            .and_then(Value::as_object)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let (fp, op) = (props(flux), props(ours));
+    for missing in fp.difference(&op) {
+        diffs.push(format!("{path}.{missing}: missing in ours"));
+    }
+    for extra in op.difference(&fp) {
+        diffs.push(format!("{path}.{extra}: not in Flux's CRD"));
+    }
+    for name in fp.intersection(&op) {
+        compare(
+            &format!("{path}.{name}"),
+            &flux["properties"][name],
+            &ours["properties"][name],
+            diffs,
+        );
+    }
+    if let (Some(f), Some(o)) = (flux.get("items"), ours.get("items")) {
+        compare(&format!("{path}[]"), f, o, diffs);
+    } else if flux.get("items").is_some() {
+        diffs.push(format!("{path}: items missing in ours"));
+    }
+    match (
+        flux.get("additionalProperties"),
+        ours.get("additionalProperties"),
+    ) {
+        (Some(f), Some(o)) if f.is_object() && o.is_object() => {
+            compare(&format!("{path}{{}}"), f, o, diffs)
+        }
+        (Some(f), o) if f.is_object() && o.is_none() => {
+            diffs.push(format!("{path}: additionalProperties missing in ours"))
+        }
+        _ => {}
+    }
+}
+
+fn assert_compatible(kind: &str, file: &str) {
+    let flux = flux_crd(file);
+    let ours = ours(kind);
+    for key in ["group", "scope"] {
+        assert_eq!(flux["spec"][key], ours["spec"][key], "{kind} spec.{key}");
+    }
+    for key in [
+        "kind",
+        "listKind",
+        "plural",
+        "singular",
+        "shortNames",
+        "categories",
+    ] {
+        assert_eq!(
+            flux["spec"]["names"][key], ours["spec"]["names"][key],
+            "{kind} names.{key}"
+        );
+    }
+    let version = |v: &Value| {
+        let v = &v["spec"]["versions"][0];
+        (
+            v["name"].clone(),
+            v["served"].clone(),
+            v["storage"].clone(),
+            v["subresources"].clone(),
+            v["additionalPrinterColumns"].clone(),
+        )
+    };
+    assert_eq!(
+        version(&flux),
+        version(&ours),
+        "{kind} version, subresources, printer columns"
+    );
+    let mut diffs = Vec::new();
+    compare("", schema_of(&flux), schema_of(&ours), &mut diffs);
+    assert!(
+        diffs.is_empty(),
+        "{kind} schema differs from Flux's:\n{}",
+        diffs.join("\n")
+    );
+}
+
+#[test]
+fn git_repository_crd_matches_flux() {
+    assert_compatible(
+        "GitRepository",
+        "source.toolkit.fluxcd.io_gitrepositories.yaml",
+    );
+}
+
+#[test]
+fn kustomization_crd_matches_flux() {
+    assert_compatible(
+        "Kustomization",
+        "kustomize.toolkit.fluxcd.io_kustomizations.yaml",
+    );
+}
+
+/// The comparison itself must notice a difference, or the two tests above prove nothing.
+#[test]
+fn comparison_detects_a_renamed_field_and_a_changed_enum() {
+    let flux = flux_crd("kustomize.toolkit.fluxcd.io_kustomizations.yaml");
+    let mut changed = schema_of(&flux).clone();
+    let spec = changed["properties"]["spec"]["properties"]
+        .as_object_mut()
+        .unwrap();
+    let prune = spec.remove("prune").unwrap();
+    spec.insert("prunes".into(), prune);
+    changed["properties"]["spec"]["properties"]["deletionPolicy"]["enum"] =
+        serde_json::json!(["MirrorPrune", "Delete"]);
+    let mut diffs = Vec::new();
+    compare("", schema_of(&flux), &changed, &mut diffs);
+    let text = diffs.join("\n");
+    assert!(text.contains(".spec.prune: missing in ours"), "{text}");
+    assert!(text.contains(".spec.prunes: not in Flux's CRD"), "{text}");
+    assert!(text.contains(".spec.deletionPolicy: enum"), "{text}");
+}
+
+#[test]
+fn typed_objects_round_trip_flux_manifests() {
+    let ks: ferroflux_api::Kustomization = serde_saphyr::from_str(
+        r#"
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  interval: 10m
+  dependsOn:
+    - name: infrastructure
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+  path: ./apps/production
+  prune: true
+  wait: true
+  postBuild:
+    substituteFrom:
+      - kind: ConfigMap
+        name: cluster-vars
+"#,
+    )
+    .unwrap();
+    assert_eq!(
+        ks.spec.depends_on.as_ref().unwrap()[0].name,
+        "infrastructure"
+    );
+    assert_eq!(
+        ks.spec.force,
+        Some(false),
+        "force defaults to false as in Flux"
+    );
+    let back = serde_json::to_value(&ks).unwrap();
+    assert_eq!(back["spec"]["sourceRef"]["kind"], "GitRepository");
+    assert_eq!(
+        back["spec"]["postBuild"]["substituteFrom"][0]["optional"],
+        false
+    );
+
+    let repo: ferroflux_api::GitRepository = serde_saphyr::from_str(
+        r#"
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 1m
+  url: ssh://git@example.com/fleet-infra
+  ref:
+    semver: ">=1.0.0 <2.0.0"
+  secretRef:
+    name: flux-system
+"#,
+    )
+    .unwrap();
+    assert_eq!(repo.spec.timeout.as_deref(), Some("60s"));
+    assert_eq!(
+        repo.spec.r#ref.unwrap().semver.as_deref(),
+        Some(">=1.0.0 <2.0.0")
+    );
+}
+
+#[test]
+fn crd_yaml_stream_holds_both_crds() {
+    let yaml = ferroflux_api::crds_yaml().unwrap();
+    assert_eq!(yaml.matches("---\n").count(), 2);
+    assert!(yaml.contains("name: gitrepositories.source.toolkit.fluxcd.io"));
+    assert!(yaml.contains("name: kustomizations.kustomize.toolkit.fluxcd.io"));
+    assert!(yaml.contains("listKind: KustomizationList"));
+}
