@@ -16,7 +16,7 @@ pub mod revision;
 
 pub use common::{Artifact, LocalObjectReference, SecretKeyReference, Selector};
 pub use git_repository::{GitRepository, GitRepositoryRef, GitRepositorySpec, GitRepositoryStatus};
-pub use inventory::ObjectId;
+pub use inventory::{ObjectId, ObjectIdError};
 pub use kustomization::{Kustomization, KustomizationSpec, KustomizationStatus};
 pub use revision::{Revision, short_revision};
 

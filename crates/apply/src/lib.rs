@@ -1,0 +1,13 @@
+//! Applying a built set of objects to a cluster the way Flux's kustomize-controller does.
+//!
+//! Owns: the stage and kind order of a staged server-side apply, drift classification
+//! (created / configured / unchanged) and the change set, the inventory of applied objects and
+//! what a new inventory makes stale (prune candidates, in reverse apply order), and health
+//! assessment of live objects in the spirit of kstatus. It knows nothing of Git, of kustomize or
+//! of the reconcile loop that calls it.
+
+pub mod changeset;
+pub mod health;
+pub mod inventory;
+pub mod object;
+pub mod order;
