@@ -39,7 +39,30 @@ pub fn strategic_merge(
     original: &serde_json::Value,
     patch: &serde_json::Value,
 ) -> Result<serde_json::Value, MergeError> {
-    smp::strategic_merge(original, patch)
+    strategic_merge_with(original, patch, Flavor::Kustomize)
+}
+
+/// How deep an object or patch may nest. Kubernetes objects stay far below it (a CRD's schema
+/// is the deepest common case); the merge recurses per level, so the bound keeps untrusted input
+/// from exhausting the stack.
+pub const MAX_DEPTH: usize = 512;
+
+fn check_depth(v: &serde_json::Value, which: &'static str) -> Result<(), MergeError> {
+    let mut stack = vec![(v, 1usize)];
+    while let Some((v, depth)) = stack.pop() {
+        if depth > MAX_DEPTH {
+            return Err(MergeError::TooDeep {
+                which,
+                limit: MAX_DEPTH,
+            });
+        }
+        match v {
+            serde_json::Value::Array(a) => stack.extend(a.iter().map(|c| (c, depth + 1))),
+            serde_json::Value::Object(m) => stack.extend(m.values().map(|c| (c, depth + 1))),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Applies a strategic merge patch with the semantics of `flavor`.
@@ -48,6 +71,8 @@ pub fn strategic_merge_with(
     patch: &serde_json::Value,
     flavor: Flavor,
 ) -> Result<serde_json::Value, MergeError> {
+    check_depth(original, "the object to patch")?;
+    check_depth(patch, "the patch")?;
     match flavor {
         Flavor::Kustomize => smp::strategic_merge(original, patch),
         Flavor::ApiServer => smp_server::strategic_merge_api_server(original, patch),
@@ -83,8 +108,71 @@ pub enum MergeError {
     },
     #[error("{path}: {reason}")]
     UnsupportedList { path: String, reason: String },
+    #[error("{which} is nested deeper than {limit} levels")]
+    TooDeep { which: &'static str, limit: usize },
     #[error(
         "strategic merge patch is not supported for {kind:?} ({api_version:?}): the schema does not know this kind; use a JSON merge patch"
     )]
     UnsupportedKind { api_version: String, kind: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn nested(depth: usize) -> Value {
+        // Built by hand: `json!` would serialize the inner value recursively.
+        let mut v = Value::String("leaf".into());
+        for _ in 0..depth {
+            let mut m = serde_json::Map::new();
+            m.insert("a".into(), v);
+            v = Value::Object(m);
+        }
+        v
+    }
+
+    #[test]
+    fn deep_input_is_refused_without_overflowing() {
+        let original = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let mut patch = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        patch["data"] = nested(10_000);
+        for flavor in [Flavor::Kustomize, Flavor::ApiServer] {
+            let err = strategic_merge_with(&original, &patch, flavor).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "the patch is nested deeper than 512 levels"
+            );
+        }
+        // serde_json drops deep values recursively; leak the test input instead of overflowing.
+        std::mem::forget(patch);
+    }
+
+    #[test]
+    fn depth_at_the_limit_merges() {
+        let original = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let mut patch = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        patch["data"] = nested(MAX_DEPTH - 2);
+        for flavor in [Flavor::Kustomize, Flavor::ApiServer] {
+            let merged = strategic_merge_with(&original, &patch, flavor).unwrap();
+            assert_eq!(merged["metadata"]["name"], "c");
+            std::mem::forget(merged);
+        }
+        std::mem::forget(patch);
+    }
+
+    #[test]
+    fn non_object_inputs_are_refused() {
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        let err = strategic_merge(&obj, &json!([1])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "strategic merge patch must be an object, got a list"
+        );
+        let err = strategic_merge(&json!("x"), &obj).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "object to patch must be an object, got a string"
+        );
+    }
 }
