@@ -32,7 +32,8 @@ pub enum Flavor {
 ///
 /// Merge keys and strategies come from the original's `apiVersion`/`kind` and the field path.
 /// The result has every map's keys sorted, as kustomize emits them. A top-level
-/// `$patch: delete` returns `Value::Null` (the resource is removed). Protecting the name, kind
+/// `$patch: delete` returns `Value::Null` (the resource is removed); a top-level
+/// `$patch: replace` leaves it unchanged, as kustomize does. Protecting the name, kind
 /// and namespace from the patch (kustomize's `allowNameChange`/`allowKindChange`) is the
 /// caller's job.
 pub fn strategic_merge(

@@ -739,9 +739,12 @@ pub(crate) fn strategic_merge(original: &Value, patch: &Value) -> Result<Value, 
     let mut w = Walker {
         path: Path(Vec::new()),
     };
-    let result = w.walk(Some(from_value(original)), Some(from_value(patch)), None)?;
+    let root = from_value(original);
+    let result = w.walk(Some(root.clone()), Some(from_value(patch)), None)?;
+    // kustomize keeps the resource node it merged into in place and only looks at the walk's
+    // result to see whether the resource was deleted: a top-level `$patch: replace` is a no-op.
     Ok(match result {
-        Some(n) => to_value(&n),
+        Some(_) => to_value(&root),
         None => Value::Null,
     })
 }
