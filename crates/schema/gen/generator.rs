@@ -110,7 +110,8 @@ struct TypeSource {
     json_names: HashMap<String, String>,
     /// the statements of `fn merge_from`, if the type implements DeepMerge as a struct
     merge_statements: Vec<String>,
-    resource: Option<(String, String, String)>,
+    /// (apiVersion, kind, scope, URL path segment)
+    resource: Option<(String, String, String, String)>,
 }
 
 /// The element type of a Rust field type, as k8s-openapi writes them.
@@ -286,7 +287,11 @@ fn parse_file(path: &Path, version_dir: &Path) -> Result<Option<TypeSource>, Str
         let mut api_version = None;
         let mut kind = None;
         let mut scope = None;
+        let mut plural = None;
         for line in body.lines() {
+            if let Some(v) = quoted_after(line, "const URL_PATH_SEGMENT") {
+                plural = Some(v.to_string());
+            }
             if let Some(v) = quoted_after(line, "const API_VERSION") {
                 api_version = Some(v.to_string());
             }
@@ -301,8 +306,8 @@ fn parse_file(path: &Path, version_dir: &Path) -> Result<Option<TypeSource>, Str
                 );
             }
         }
-        if let (Some(a), Some(k), Some(s)) = (api_version, kind, scope) {
-            ts.resource = Some((a, k, s));
+        if let (Some(a), Some(k), Some(s), Some(p)) = (api_version, kind, scope, plural) {
+            ts.resource = Some((a, k, s, p));
         }
     }
     Ok(Some(ts))
@@ -476,12 +481,18 @@ pub fn generate(crate_dir: &Path) -> Result<String, String> {
         }
     }
 
-    let mut kinds: Vec<(String, String, String, String)> = by_path
+    let mut kinds: Vec<(String, String, String, String, String)> = by_path
         .values()
         .filter_map(|ts| {
-            ts.resource
-                .as_ref()
-                .map(|(a, k, s)| (a.clone(), k.clone(), ts.definition.clone(), s.clone()))
+            ts.resource.as_ref().map(|(a, k, s, p)| {
+                (
+                    a.clone(),
+                    k.clone(),
+                    ts.definition.clone(),
+                    s.clone(),
+                    p.clone(),
+                )
+            })
         })
         .collect();
     kinds.sort();
@@ -523,7 +534,7 @@ pub fn generate(crate_dir: &Path) -> Result<String, String> {
     out.push_str("\"kinds\": [\n");
     let kind_lines: Vec<String> = kinds
         .iter()
-        .map(|(a, k, d, s)| json!([a, k, d, s]).to_string())
+        .map(|(a, k, d, s, p)| json!([a, k, d, s, p]).to_string())
         .collect();
     out.push_str(&kind_lines.join(",\n"));
     out.push_str("\n],\n\"types\": {\n");

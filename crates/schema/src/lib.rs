@@ -13,7 +13,10 @@ mod schema;
 mod smp;
 mod smp_server;
 
-pub use schema::{Field, ListType, MapType, Scope, is_namespaced, list_type, lookup_path, scope};
+pub use schema::{
+    Field, KindInfo, ListType, MapType, Scope, builtin_kinds, is_namespaced, kind_info, list_type,
+    lookup_path, scope,
+};
 
 /// Whose strategic merge patch semantics to reproduce. They differ in list order, in the merge
 /// keys of a few lists and in the directives they understand (see the crate README).

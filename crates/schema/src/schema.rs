@@ -69,11 +69,34 @@ pub(crate) struct TypeDef {
     pub(crate) fields: HashMap<String, Shape>,
 }
 
+/// A built-in kind: what discovery and the REST paths need to know about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindInfo {
+    /// `apps/v1`, `v1`, …
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    /// The resource name in URLs (`deployments`); for subresource kinds the subresource name
+    /// (`scale`, `eviction`, `status`, `token`).
+    pub plural: &'static str,
+    pub scope: Scope,
+}
+
+#[derive(Debug)]
+struct KindEntry {
+    api_version: String,
+    kind: String,
+    plural: String,
+    scope: Scope,
+    /// index into `types`, None for kinds without structured fields
+    ty: Option<usize>,
+}
+
 #[derive(Debug)]
 pub(crate) struct Schema {
     pub(crate) types: Vec<TypeDef>,
-    /// apiVersion -> kind -> (type index or usize::MAX, scope)
-    kinds: HashMap<String, HashMap<String, (usize, Scope)>>,
+    kinds: Vec<KindEntry>,
+    /// apiVersion -> kind -> index into `kinds`
+    by_kind: HashMap<String, HashMap<String, usize>>,
 }
 
 /// The schema, parsed from the embedded data on first use and shared afterwards.
@@ -109,11 +132,16 @@ impl Schema {
                 fields,
             });
         }
-        let mut kinds: HashMap<String, HashMap<String, (usize, Scope)>> = HashMap::new();
+        let mut kinds = Vec::new();
+        let mut by_kind: HashMap<String, HashMap<String, usize>> = HashMap::new();
         for k in root["kinds"].as_array().ok_or("no kinds array")? {
-            let (Some(api_version), Some(kind), Some(def), Some(scope)) =
-                (k[0].as_str(), k[1].as_str(), k[2].as_str(), k[3].as_str())
-            else {
+            let (Some(api_version), Some(kind), Some(def), Some(scope), Some(plural)) = (
+                k[0].as_str(),
+                k[1].as_str(),
+                k[2].as_str(),
+                k[3].as_str(),
+                k[4].as_str(),
+            ) else {
                 return Err(format!("bad kind entry {k}"));
             };
             let scope = match scope {
@@ -122,19 +150,39 @@ impl Schema {
                 "Sub" => Scope::Subresource,
                 other => return Err(format!("unknown scope {other}")),
             };
-            // Kinds whose type has no structured field (e.g. Event) are not in `types`.
-            let ty = index.get(def).copied().unwrap_or(usize::MAX);
-            kinds
+            by_kind
                 .entry(api_version.to_string())
                 .or_default()
-                .insert(kind.to_string(), (ty, scope));
+                .insert(kind.to_string(), kinds.len());
+            kinds.push(KindEntry {
+                api_version: api_version.to_string(),
+                kind: kind.to_string(),
+                plural: plural.to_string(),
+                scope,
+                // Kinds whose type has no structured field (e.g. Event) are not in `types`.
+                ty: index.get(def).copied(),
+            });
         }
-        Ok(Schema { types, kinds })
+        Ok(Schema {
+            types,
+            kinds,
+            by_kind,
+        })
     }
 
     pub(crate) fn kind(&self, api_version: &str, kind: &str) -> Option<(Option<usize>, Scope)> {
-        let (t, s) = self.kinds.get(api_version)?.get(kind)?;
-        Some(((*t != usize::MAX).then_some(*t), *s))
+        let e = &self.kinds[*self.by_kind.get(api_version)?.get(kind)?];
+        Some((e.ty, e.scope))
+    }
+
+    fn info(&'static self, i: usize) -> KindInfo {
+        let e = &self.kinds[i];
+        KindInfo {
+            api_version: &e.api_version,
+            kind: &e.kind,
+            plural: &e.plural,
+            scope: e.scope,
+        }
     }
 }
 
@@ -310,6 +358,19 @@ pub fn is_namespaced(api_version: &str, kind: &str) -> Option<bool> {
     }
 }
 
+/// Every built-in kind the schema knows, sorted by apiVersion then kind.
+pub fn builtin_kinds() -> impl Iterator<Item = KindInfo> {
+    let s = schema();
+    (0..s.kinds.len()).map(move |i| s.info(i))
+}
+
+/// A built-in kind's discovery facts; None for kinds the schema does not know.
+pub fn kind_info(api_version: &str, kind: &str) -> Option<KindInfo> {
+    let s = schema();
+    let i = *s.by_kind.get(api_version)?.get(kind)?;
+    Some(s.info(i))
+}
+
 /// The scope of a built-in kind; None for kinds the schema does not know.
 pub fn scope(api_version: &str, kind: &str) -> Option<Scope> {
     schema().kind(api_version, kind).map(|(_, s)| s)
@@ -360,6 +421,23 @@ mod tests {
             Some(false)
         );
         assert_eq!(is_namespaced("example.com/v1", "Widget"), None);
+        let d = kind_info("apps/v1", "Deployment").unwrap();
+        assert_eq!((d.plural, d.scope), ("deployments", Scope::Namespaced));
+        assert_eq!(
+            kind_info("autoscaling/v1", "Scale").unwrap().scope,
+            Scope::Subresource
+        );
+        assert_eq!(is_namespaced("autoscaling/v1", "Scale"), None);
+        let all: Vec<KindInfo> = builtin_kinds().collect();
+        assert!(all.len() > 100);
+        assert!(
+            all.windows(2)
+                .all(|w| (w[0].api_version, w[0].kind) < (w[1].api_version, w[1].kind))
+        );
+        assert!(
+            all.iter()
+                .any(|k| k.api_version == "v1" && k.kind == "Secret" && k.plural == "secrets")
+        );
         assert_eq!(is_namespaced("apps/v1", "Nope"), None);
     }
 
