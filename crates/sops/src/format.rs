@@ -229,13 +229,21 @@ fn json_text(value: &Value) -> Result<String, ErrorKind> {
     String::from_utf8(out).map_err(|_| format_error(Format::Json, "output is not UTF-8"))
 }
 
+/// Long single-line strings (every `ENC[...]` value) stay on one line, as sops writes them;
+/// multi-line strings use literal blocks.
+fn yaml_writer() -> serde_saphyr::SerializerOptions {
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.folded_wrap_chars = usize::MAX;
+    options
+}
+
 fn yaml_text(docs: Vec<Node>) -> Result<String, ErrorKind> {
     let mut out = String::new();
     for (i, doc) in docs.into_iter().enumerate() {
         if i > 0 {
             out.push_str("---\n");
         }
-        let text = serde_saphyr::to_string(&doc.into_json())
+        let text = serde_saphyr::to_string_with_options(&doc.into_json(), yaml_writer())
             .map_err(|e| format_error(Format::Yaml, e.to_string()))?;
         out.push_str(&text);
         if !out.ends_with('\n') {
