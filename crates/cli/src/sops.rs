@@ -26,7 +26,12 @@ enum SopsCommand {
 #[derive(Args)]
 struct EncryptArgs {
     /// age recipient (age1…) to encrypt for; repeat or separate with commas for several.
-    #[arg(long = "age", value_name = "RECIPIENT", required = true, value_delimiter = ',')]
+    #[arg(
+        long = "age",
+        value_name = "RECIPIENT",
+        required = true,
+        value_delimiter = ','
+    )]
     age: Vec<String>,
     /// Format of the input: yaml, json, dotenv or binary (default: from the file extension).
     #[arg(long, value_name = "FORMAT")]

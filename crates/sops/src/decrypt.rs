@@ -156,8 +156,8 @@ impl Decryptor {
             if meta.mac.is_empty() {
                 return Err(ErrorKind::BadMac("the file has no MAC".into()));
             }
-            let (stored, _) = cipher::decrypt(&meta.mac, &key, &meta.last_modified)
-                .map_err(ErrorKind::BadMac)?;
+            let (stored, _) =
+                cipher::decrypt(&meta.mac, &key, &meta.last_modified).map_err(ErrorKind::BadMac)?;
             if stored != computed.as_bytes() {
                 return Err(ErrorKind::MacMismatch);
             }
@@ -179,24 +179,15 @@ impl Decryptor {
         if is_encrypted_object(object) {
             let size = serde_json::to_vec(object).map(|v| v.len()).unwrap_or(0);
             self.check_size(&subject, size as u64)?;
-            let mut docs = vec![Node::from_json(object.take())];
-            let result = format::split_metadata(&mut docs, Format::Json)
-                .and_then(|meta| self.decrypt_tree(&mut docs, &meta));
-            match result {
-                Ok(()) => {
-                    if let Some(doc) = docs.pop() {
-                        *object = doc.into_json();
-                    }
-                    return Ok(ObjectDecryption::Whole);
-                }
-                Err(kind) => {
-                    // Leave the caller's object as it was (still encrypted) on failure.
-                    if let Some(doc) = docs.pop() {
-                        *object = doc.into_json();
-                    }
-                    return Err(Error::new(subject, kind));
-                }
+            // Work on a copy so a failure leaves the caller's object exactly as it was.
+            let mut docs = vec![Node::from_json(object.clone())];
+            format::split_metadata(&mut docs, Format::Json)
+                .and_then(|meta| self.decrypt_tree(&mut docs, &meta))
+                .map_err(|kind| Error::new(&subject, kind))?;
+            if let Some(doc) = docs.pop() {
+                *object = doc.into_json();
             }
+            return Ok(ObjectDecryption::Whole);
         }
         if object.get("kind").and_then(Value::as_str) != Some("Secret") {
             return Ok(ObjectDecryption::Unchanged);
@@ -254,12 +245,18 @@ pub fn decryption_disabled(object: &Value) -> bool {
 
 /// `Kind namespace/name` of an object, for messages.
 pub fn object_subject(object: &Value) -> String {
-    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("object");
+    let kind = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("object");
     let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("<unnamed>");
-    match object.pointer("/metadata/namespace").and_then(Value::as_str) {
+    match object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+    {
         Some(ns) if !ns.is_empty() => format!("{kind} {ns}/{name}"),
         _ => format!("{kind} {name}"),
     }

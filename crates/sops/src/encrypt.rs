@@ -89,7 +89,11 @@ pub fn encrypt(
     encrypt_inner(data, format, options).map_err(|kind| Error::new(subject, kind))
 }
 
-fn encrypt_inner(data: &[u8], format: Format, options: &EncryptOptions) -> Result<Vec<u8>, ErrorKind> {
+fn encrypt_inner(
+    data: &[u8],
+    format: Format,
+    options: &EncryptOptions,
+) -> Result<Vec<u8>, ErrorKind> {
     let rules = options.selection.rules()?;
     let groups: Vec<Vec<age::x25519::Recipient>> = options
         .key_groups
@@ -104,10 +108,18 @@ fn encrypt_inner(data: &[u8], format: Format, options: &EncryptOptions) -> Resul
     let threshold = options.shamir_threshold.unwrap_or(groups.len());
 
     let mut docs = format::load_plain(data, format)?;
-    format::check_reserved(&docs, if format == Format::Binary { Format::Json } else { format })?;
+    format::check_reserved(
+        &docs,
+        if format == Format::Binary {
+            Format::Json
+        } else {
+            format
+        },
+    )?;
 
     let mut data_key = [0u8; 32];
-    getrandom::fill(&mut data_key).map_err(|e| ErrorKind::Encrypt(format!("no randomness: {e}")))?;
+    getrandom::fill(&mut data_key)
+        .map_err(|e| ErrorKind::Encrypt(format!("no randomness: {e}")))?;
     let parts = if groups.len() == 1 {
         vec![data_key.to_vec()]
     } else {

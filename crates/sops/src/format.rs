@@ -178,10 +178,7 @@ pub(crate) fn load_plain(data: &[u8], format: Format) -> Result<Vec<Node>, Error
 }
 
 /// Removes the metadata from the documents and parses it.
-pub(crate) fn split_metadata(
-    docs: &mut [Node],
-    format: Format,
-) -> Result<Metadata, ErrorKind> {
+pub(crate) fn split_metadata(docs: &mut [Node], format: Format) -> Result<Metadata, ErrorKind> {
     if format == Format::Dotenv {
         let mut entries = Vec::new();
         if let Some(Node::Map(items)) = docs.first_mut() {
@@ -255,7 +252,10 @@ fn yaml_text(docs: Vec<Node>) -> Result<String, ErrorKind> {
 
 fn dotenv_text(doc: &Node) -> Result<String, ErrorKind> {
     let Node::Map(items) = doc else {
-        return Err(format_error(Format::Dotenv, "the document is not a mapping"));
+        return Err(format_error(
+            Format::Dotenv,
+            "the document is not a mapping",
+        ));
     };
     let mut out = String::new();
     for item in items {
@@ -308,7 +308,10 @@ pub(crate) fn emit_plain(docs: Vec<Node>, format: Format) -> Result<Vec<u8>, Err
                 {
                     return match value {
                         Node::Str(s) => Ok(s.into_bytes()),
-                        _ => Err(format_error(Format::Binary, "the data entry is not a string")),
+                        _ => Err(format_error(
+                            Format::Binary,
+                            "the data entry is not a string",
+                        )),
                     };
                 }
             }

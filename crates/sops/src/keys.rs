@@ -52,10 +52,7 @@ impl AgeIdentities {
             }
             for word in line.split_whitespace() {
                 self.add_one(word).map_err(|reason| {
-                    Error::new(
-                        source,
-                        ErrorKind::Key(format!("line {}: {reason}", n + 1)),
-                    )
+                    Error::new(source, ErrorKind::Key(format!("line {}: {reason}", n + 1)))
                 })?;
             }
         }
@@ -106,9 +103,8 @@ impl AgeIdentities {
             }
             found = true;
             let source = format!("{secret} entry {name}");
-            let text = std::str::from_utf8(value).map_err(|_| {
-                Error::new(&source, ErrorKind::Key("not UTF-8 text".into()))
-            })?;
+            let text = std::str::from_utf8(value)
+                .map_err(|_| Error::new(&source, ErrorKind::Key("not UTF-8 text".into())))?;
             ids.add(&source, text)?;
         }
         if !found {
@@ -149,10 +145,7 @@ impl AgeIdentities {
         let armored = key.enc.trim();
         let reader = age::armor::ArmoredReader::new(armored.as_bytes());
         let decryptor = age::Decryptor::new_buffered(reader).map_err(|e| damaged(e.to_string()))?;
-        let identities = self
-            .identities
-            .iter()
-            .map(|i| i as &dyn age::Identity);
+        let identities = self.identities.iter().map(|i| i as &dyn age::Identity);
         let mut stream = match decryptor.decrypt(identities) {
             Ok(stream) => stream,
             Err(age::DecryptError::NoMatchingKeys) => return Ok(None),

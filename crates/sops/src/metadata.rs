@@ -93,7 +93,10 @@ fn parse_group(map: &Map<String, Value>) -> Result<KeyGroup, ErrorKind> {
                 ))
             })?;
             if recipient.starts_with("age1pq1") {
-                push_unique(&mut group.unsupported, "age post-quantum recipients (age1pq1…)");
+                push_unique(
+                    &mut group.unsupported,
+                    "age post-quantum recipients (age1pq1…)",
+                );
             } else if recipient.starts_with("age1") && recipient.matches('1').count() > 1 {
                 // age1<plugin>1… is a plugin recipient; X25519 recipients have one separator.
                 push_unique(&mut group.unsupported, "age plugin recipients");
@@ -135,9 +138,8 @@ impl Metadata {
             .ok_or_else(|| ErrorKind::InvalidMetadata("the sops entry is not a mapping".into()))?;
         let version = opt_string(map, "version").unwrap_or_default();
         check_version(&version)?;
-        let last_modified = opt_string(map, "lastmodified").ok_or_else(|| {
-            ErrorKind::InvalidMetadata("lastmodified is missing".into())
-        })?;
+        let last_modified = opt_string(map, "lastmodified")
+            .ok_or_else(|| ErrorKind::InvalidMetadata("lastmodified is missing".into()))?;
         let last_modified = normalize_rfc3339(&last_modified).ok_or_else(|| {
             ErrorKind::InvalidMetadata(format!(
                 "lastmodified {last_modified:?} is not an RFC 3339 time"
@@ -158,7 +160,9 @@ impl Metadata {
             }
         }
         if key_groups.is_empty() {
-            return Err(ErrorKind::InvalidMetadata("no keys found in the file".into()));
+            return Err(ErrorKind::InvalidMetadata(
+                "no keys found in the file".into(),
+            ));
         }
         let shamir_threshold = match map.get("shamir_threshold").and_then(weak_string) {
             None => 0,

@@ -108,7 +108,10 @@ mod tests {
         let shares = split(&secret, 3, 2).unwrap();
         assert_eq!(combine(&shares[0..2]).unwrap(), secret);
         assert_eq!(combine(&shares[1..3]).unwrap(), secret);
-        assert_eq!(combine(&[shares[0].clone(), shares[2].clone()]).unwrap(), secret);
+        assert_eq!(
+            combine(&[shares[0].clone(), shares[2].clone()]).unwrap(),
+            secret
+        );
         assert_eq!(combine(&shares).unwrap(), secret);
         assert!(combine(&shares[0..1]).is_err());
     }

@@ -90,7 +90,11 @@ pub(crate) fn format_float(f: f64) -> String {
     if f.is_nan() {
         "NaN".into()
     } else if f.is_infinite() {
-        if f > 0.0 { "+Inf".into() } else { "-Inf".into() }
+        if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        }
     } else {
         format!("{f}")
     }
@@ -206,7 +210,8 @@ fn typed(plain: Vec<u8>, ty: ValueType) -> Result<Node, String> {
                 .map_err(|_| "decrypted float value is not a number".to_string())?,
         ),
         ValueType::Bool => Node::Bool(
-            parse_go_bool(&text).ok_or_else(|| "decrypted bool value is not a boolean".to_string())?,
+            parse_go_bool(&text)
+                .ok_or_else(|| "decrypted bool value is not a boolean".to_string())?,
         ),
     })
 }
@@ -343,12 +348,20 @@ fn run(docs: &mut [Node], rules: &Rules, key: &[u8], mode: Mode) -> Result<Strin
 }
 
 /// Decrypts every value the rules select, in place; returns the MAC of the plaintext.
-pub(crate) fn decrypt_docs(docs: &mut [Node], rules: &Rules, key: &[u8]) -> Result<String, ErrorKind> {
+pub(crate) fn decrypt_docs(
+    docs: &mut [Node],
+    rules: &Rules,
+    key: &[u8],
+) -> Result<String, ErrorKind> {
     run(docs, rules, key, Mode::Decrypt)
 }
 
 /// Encrypts every value the rules select, in place; returns the MAC of the plaintext.
-pub(crate) fn encrypt_docs(docs: &mut [Node], rules: &Rules, key: &[u8]) -> Result<String, ErrorKind> {
+pub(crate) fn encrypt_docs(
+    docs: &mut [Node],
+    rules: &Rules,
+    key: &[u8],
+) -> Result<String, ErrorKind> {
     run(docs, rules, key, Mode::Encrypt)
 }
 

@@ -25,7 +25,11 @@ fn yaml(text: &[u8]) -> Value {
 #[test]
 fn age_yaml_secret_decrypts_with_mac() {
     let out = decryptor()
-        .decrypt("algorithms/age.yaml", &fixture("algorithms/age.yaml"), Format::Yaml)
+        .decrypt(
+            "algorithms/age.yaml",
+            &fixture("algorithms/age.yaml"),
+            Format::Yaml,
+        )
         .unwrap();
     let doc = yaml(&out);
     assert_eq!(
@@ -52,7 +56,9 @@ fn patches_decrypt_to_merge_values() {
         ("patches/merge1.yaml", "key", "merge1"),
         ("patches/merge2.yaml", "merge2", "merge2"),
     ] {
-        let out = decryptor().decrypt(file, &fixture(file), Format::Yaml).unwrap();
+        let out = decryptor()
+            .decrypt(file, &fixture(file), Format::Yaml)
+            .unwrap();
         assert_eq!(yaml(&out)["stringData"][key], json!(value), "{file}");
     }
 }
@@ -61,7 +67,11 @@ fn patches_decrypt_to_merge_values() {
 fn global_key_secret_written_by_sops_3_10() {
     let d = Decryptor::new(identities("age-global.txt"));
     let out = d
-        .decrypt("global/secret.yaml", &fixture("global/secret.yaml"), Format::Yaml)
+        .decrypt(
+            "global/secret.yaml",
+            &fixture("global/secret.yaml"),
+            Format::Yaml,
+        )
         .unwrap();
     let doc = yaml(&out);
     assert_eq!(doc["stringData"]["key"], json!("global-value"));
@@ -104,7 +114,10 @@ fn generator_input_api_skips_plain_files() {
 #[test]
 fn sops_file_inside_secret_data_decrypts() {
     let mut obj = yaml(&fixture("inside/secret.yaml"));
-    let res = decryptor().verify_mac(false).decrypt_object(&mut obj).unwrap();
+    let res = decryptor()
+        .verify_mac(false)
+        .decrypt_object(&mut obj)
+        .unwrap();
     assert_eq!(res, ObjectDecryption::SecretEntries(vec!["key".into()]));
     // "key" has no extension: the plaintext is written as binary, i.e. the original bytes.
     assert_eq!(obj["data"]["key"], json!("dmFsdWU="));
@@ -117,7 +130,10 @@ fn whole_object_decrypts_after_a_build_without_mac() {
     // objects decrypted after a build skip the check.
     obj["metadata"]["name"] = json!("algo-age");
     obj["metadata"]["namespace"] = json!("team-a");
-    let res = decryptor().verify_mac(false).decrypt_object(&mut obj).unwrap();
+    let res = decryptor()
+        .verify_mac(false)
+        .decrypt_object(&mut obj)
+        .unwrap();
     assert_eq!(res, ObjectDecryption::Whole);
     assert_eq!(obj["stringData"]["key"], json!("value"));
     assert_eq!(obj["metadata"]["name"], json!("algo-age"));
@@ -144,7 +160,11 @@ fn decryption_disabled_annotation_leaves_object() {
 #[test]
 fn pgp_file_is_not_supported_yet() {
     let err = decryptor()
-        .decrypt("algorithms/pgp.yaml", &fixture("algorithms/pgp.yaml"), Format::Yaml)
+        .decrypt(
+            "algorithms/pgp.yaml",
+            &fixture("algorithms/pgp.yaml"),
+            Format::Yaml,
+        )
         .unwrap_err();
     let msg = err.to_string();
     assert!(

@@ -12,13 +12,20 @@ fn read(path: &str) -> Vec<u8> {
 }
 
 fn key(file: &str) -> AgeIdentities {
-    AgeIdentities::parse(file, &String::from_utf8(read(&format!("keys/{file}"))).unwrap()).unwrap()
+    AgeIdentities::parse(
+        file,
+        &String::from_utf8(read(&format!("keys/{file}"))).unwrap(),
+    )
+    .unwrap()
 }
 
 fn both_keys() -> AgeIdentities {
     let mut ids = key("age.txt");
-    ids.add("age-global.txt", &String::from_utf8(read("keys/age-global.txt")).unwrap())
-        .unwrap();
+    ids.add(
+        "age-global.txt",
+        &String::from_utf8(read("keys/age-global.txt")).unwrap(),
+    )
+    .unwrap();
     ids
 }
 
@@ -32,7 +39,11 @@ fn yaml_docs(bytes: &[u8]) -> Vec<Value> {
 
 fn check_yaml(name: &str, ids: AgeIdentities) {
     let out = Decryptor::new(ids)
-        .decrypt(name, &read(&format!("generated/{name}.enc.yaml")), Format::Yaml)
+        .decrypt(
+            name,
+            &read(&format!("generated/{name}.enc.yaml")),
+            Format::Yaml,
+        )
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         yaml_docs(&out),
@@ -53,8 +64,22 @@ fn decrypted_yaml_keeps_key_order_and_types() {
         .decrypt("types", &read("generated/types.enc.yaml"), Format::Yaml)
         .unwrap();
     let text = String::from_utf8(out).unwrap();
-    let keys = ["apiVersion:", "kind:", "metadata:", "stringData:", "numbers:", "flags:", "nothing:", "list:", "public_unencrypted:", "nested_unencrypted:"];
-    let positions: Vec<usize> = keys.iter().map(|k| text.find(k).unwrap_or_else(|| panic!("{k} in {text}"))).collect();
+    let keys = [
+        "apiVersion:",
+        "kind:",
+        "metadata:",
+        "stringData:",
+        "numbers:",
+        "flags:",
+        "nothing:",
+        "list:",
+        "public_unencrypted:",
+        "nested_unencrypted:",
+    ];
+    let positions: Vec<usize> = keys
+        .iter()
+        .map(|k| text.find(k).unwrap_or_else(|| panic!("{k} in {text}")))
+        .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
     let doc = &yaml_docs(text.as_bytes())[0];
     assert_eq!(doc["numbers"]["int"], Value::from(42));
@@ -62,7 +87,10 @@ fn decrypted_yaml_keeps_key_order_and_types() {
     assert_eq!(doc["numbers"]["float"], Value::from(3.25));
     assert_eq!(doc["flags"]["on"], Value::from(true));
     assert_eq!(doc["flags"]["yes_string"], Value::from("yes"));
-    assert_eq!(doc["stringData"]["multiline"], Value::from("line one\nline two\n"));
+    assert_eq!(
+        doc["stringData"]["multiline"],
+        Value::from("line one\nline two\n")
+    );
 }
 
 #[test]
@@ -101,11 +129,18 @@ fn either_of_two_recipients() {
 fn key_groups_need_every_group_at_threshold_two_of_two() {
     check_yaml("groups", both_keys());
     let err = Decryptor::new(key("age.txt"))
-        .decrypt("groups.enc.yaml", &read("generated/groups.enc.yaml"), Format::Yaml)
+        .decrypt(
+            "groups.enc.yaml",
+            &read("generated/groups.enc.yaml"),
+            Format::Yaml,
+        )
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("groups.enc.yaml: only 1 of 2 key groups could be decrypted and 2 are needed; key group 2: no age identity can decrypt"), "{err}");
-    assert!(err.contains("age1henwn645drkd3fa34t27t2w2x0nsgw3w4h62gmg5x5xflyjpy38s5cncph"), "{err}");
+    assert!(
+        err.contains("age1henwn645drkd3fa34t27t2w2x0nsgw3w4h62gmg5x5xflyjpy38s5cncph"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -114,10 +149,17 @@ fn shamir_threshold_two_of_three_groups() {
     check_yaml("threshold", key("age.txt"));
     // age-global.txt opens group 2 only.
     let err = Decryptor::new(key("age-global.txt"))
-        .decrypt("threshold", &read("generated/threshold.enc.yaml"), Format::Yaml)
+        .decrypt(
+            "threshold",
+            &read("generated/threshold.enc.yaml"),
+            Format::Yaml,
+        )
         .unwrap_err()
         .to_string();
-    assert!(err.contains("only 1 of 3 key groups could be decrypted and 2 are needed"), "{err}");
+    assert!(
+        err.contains("only 1 of 3 key groups could be decrypted and 2 are needed"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -131,13 +173,25 @@ fn json_with_encrypted_suffix() {
     // Keys without the suffix stayed clear in the encrypted file.
     let enc: Value = serde_json::from_slice(&read("generated/suffix.enc.json")).unwrap();
     assert_eq!(enc["name"], Value::from("app"));
-    assert!(enc["db_password_secret"].as_str().unwrap().starts_with("ENC["));
+    assert!(
+        enc["db_password_secret"]
+            .as_str()
+            .unwrap()
+            .starts_with("ENC[")
+    );
 }
 
 #[test]
 fn dotenv_round_trips_byte_for_byte() {
     let out = Decryptor::new(key("age.txt"))
-        .decrypt("app.enc.env", &read("generated/app.enc.env"), Format::Dotenv)
+        .decrypt(
+            "app.enc.env",
+            &read("generated/app.enc.env"),
+            Format::Dotenv,
+        )
         .unwrap();
-    assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(read("generated/app.plain.env")).unwrap());
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(read("generated/app.plain.env")).unwrap()
+    );
 }

@@ -13,7 +13,9 @@ const A: &str = "age1l44xcng8dqj32nlv6d930qvvrny05hglzcv9qpc7kxjc6902ma4qufys29"
 const B: &str = "age1henwn645drkd3fa34t27t2w2x0nsgw3w4h62gmg5x5xflyjpy38s5cncph";
 
 fn here(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(path)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(path)
 }
 
 fn key_file(name: &str) -> PathBuf {
@@ -75,7 +77,13 @@ fn sops_decrypt(file: &Path, input_type: &str, keys: &[&Path]) -> Vec<u8> {
         .join("\n");
     let home = tempfile::tempdir().unwrap();
     let out = Command::new(sops_binary())
-        .args(["decrypt", "--input-type", input_type, "--output-type", input_type])
+        .args([
+            "decrypt",
+            "--input-type",
+            input_type,
+            "--output-type",
+            input_type,
+        ])
         .arg(file)
         .env_clear()
         .env("HOME", home.path())
@@ -105,7 +113,10 @@ fn sops_age_decrypts_our_yaml_json_and_dotenv() {
 
     let enc = encrypt("app.yaml", YAML.as_bytes(), Format::Yaml, &opts).unwrap();
     let path = write_temp(&dir, "app.enc.yaml", &enc);
-    assert_eq!(sops_age_decrypt(&path, "yaml", &key), yaml_value(YAML.as_bytes()));
+    assert_eq!(
+        sops_age_decrypt(&path, "yaml", &key),
+        yaml_value(YAML.as_bytes())
+    );
 
     let json_plain = br#"{"name": "db", "password": "hunter2", "port": 5432, "nested": {"token": "t", "list": [1, "two", false]}}"#;
     let enc = encrypt("app.json", json_plain, Format::Json, &opts).unwrap();
@@ -161,7 +172,10 @@ fn real_sops_decrypts_and_verifies_every_format() {
     let env_plain = b"#note\nA=1\nB=two\\nlines\nC_unencrypted=clear\n";
     let enc = encrypt("app.env", env_plain, Format::Dotenv, &opts).unwrap();
     let out = sops_decrypt(&write_temp(&dir, "a.env", &enc), "dotenv", &[&key]);
-    assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8_lossy(env_plain));
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        String::from_utf8_lossy(env_plain)
+    );
 
     let bin_plain = "any bytes\n\twith {\"json\"} inside\u{1F512}\n".as_bytes();
     let enc = encrypt("blob", bin_plain, Format::Binary, &opts).unwrap();
@@ -183,6 +197,10 @@ fn real_sops_decrypts_our_key_groups_and_rules() {
     };
     let enc = encrypt("app.yaml", YAML.as_bytes(), Format::Yaml, &opts).unwrap();
     let path = write_temp(&dir, "groups.yaml", &enc);
-    let out = sops_decrypt(&path, "yaml", &[&key_file("age.txt"), &key_file("age-global.txt")]);
+    let out = sops_decrypt(
+        &path,
+        "yaml",
+        &[&key_file("age.txt"), &key_file("age-global.txt")],
+    );
     assert_eq!(yaml_value(&out), yaml_value(YAML.as_bytes()));
 }

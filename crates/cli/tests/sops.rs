@@ -1,0 +1,439 @@
+//! `ferroflux sops encrypt|decrypt` end to end, including every bad input issue 8 names: each
+//! fails with exit code 1 (never a panic) and a message naming the file and the reason.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const A: &str = "age1l44xcng8dqj32nlv6d930qvvrny05hglzcv9qpc7kxjc6902ma4qufys29";
+const B: &str = "age1henwn645drkd3fa34t27t2w2x0nsgw3w4h62gmg5x5xflyjpy38s5cncph";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../sops/tests/fixtures")
+}
+
+fn key(name: &str) -> PathBuf {
+    fixtures().join("keys").join(name)
+}
+
+/// Runs the binary with a clean environment: no sops variables, an empty HOME (so no default
+/// key file is picked up), no backtraces.
+fn ferroflux(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferroflux"));
+    cmd.args(args)
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// The command failed cleanly (exit 1, not a panic) and said `needles`.
+fn fails_with(out: &Output, needles: &[&str]) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "expected a clean failure: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "expected {n:?} in:\n{err}");
+    }
+    err
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn encrypted_yaml(dir: &tempfile::TempDir) -> PathBuf {
+    let plain = dir.path().join("secret.yaml");
+    std::fs::write(
+        &plain,
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: hunter2\n",
+    )
+    .unwrap();
+    let out = ferroflux(
+        &[
+            "sops",
+            "encrypt",
+            "--age",
+            A,
+            "--encrypted-regex",
+            "^(data|stringData)$",
+            s(&plain),
+        ],
+        &[],
+    );
+    let enc = ok(&out);
+    assert!(!enc.contains("hunter2"));
+    assert!(enc.contains("name: db"));
+    let path = dir.path().join("secret.enc.yaml");
+    std::fs::write(&path, enc).unwrap();
+    path
+}
+
+#[test]
+fn encrypt_then_decrypt_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in [
+        ("a.yaml", "a: 1\nb:\n  c: text\n"),
+        (
+            "a.json",
+            "{\n\t\"a\": 1,\n\t\"b\": {\n\t\t\"c\": \"text\"\n\t}\n}\n",
+        ),
+        ("a.env", "A=1\nB=text\n"),
+        ("a.bin", "raw\nbytes\n"),
+    ] {
+        let plain = dir.path().join(name);
+        std::fs::write(&plain, content).unwrap();
+        let enc = ok(&ferroflux(
+            &["sops", "encrypt", "--age", A, "--age", B, s(&plain)],
+            &[],
+        ));
+        let enc_path = dir.path().join(format!("enc-{name}"));
+        std::fs::write(&enc_path, &enc).unwrap();
+        for k in ["age.txt", "age-global.txt"] {
+            let out = ok(&ferroflux(
+                &[
+                    "sops",
+                    "decrypt",
+                    "--age-key-file",
+                    s(&key(k)),
+                    s(&enc_path),
+                ],
+                &[],
+            ));
+            assert_eq!(out, content, "{name} with {k}");
+        }
+    }
+}
+
+#[test]
+fn input_type_overrides_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("values.txt");
+    std::fs::write(&plain, "k: v\n").unwrap();
+    let enc = ok(&ferroflux(
+        &[
+            "sops",
+            "encrypt",
+            "--age",
+            A,
+            "--input-type",
+            "yaml",
+            s(&plain),
+        ],
+        &[],
+    ));
+    assert!(enc.contains("k: ENC[AES256_GCM,"), "{enc}");
+    let enc_path = dir.path().join("values.enc.txt");
+    std::fs::write(&enc_path, enc).unwrap();
+    let out = ok(&ferroflux(
+        &["sops", "decrypt", "--input-type", "yaml", s(&enc_path)],
+        &[("SOPS_AGE_KEY_FILE", s(&key("age.txt")))],
+    ));
+    assert_eq!(out, "k: v\n");
+}
+
+#[test]
+fn decrypts_real_sops_files_with_sops_environment_variables() {
+    let file = fixtures().join("generated/app.enc.env");
+    let want = std::fs::read_to_string(fixtures().join("generated/app.plain.env")).unwrap();
+    let out = ok(&ferroflux(
+        &["sops", "decrypt", s(&file)],
+        &[("SOPS_AGE_KEY_FILE", s(&key("age.txt")))],
+    ));
+    assert_eq!(out, want);
+    let key_text = std::fs::read_to_string(key("age.txt")).unwrap();
+    let out = ok(&ferroflux(
+        &["sops", "decrypt", s(&file)],
+        &[("SOPS_AGE_KEY", &key_text)],
+    ));
+    assert_eq!(out, want);
+}
+
+#[test]
+fn default_user_key_file_is_read() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join(".config/sops/age");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(key("age.txt"), dir.join("keys.txt")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args(["sops", "decrypt", s(&fixtures().join("files/file.txt"))])
+        .env_clear()
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert_eq!(ok(&out), "value");
+}
+
+#[test]
+fn wrong_key_names_the_recipients() {
+    let dir = tempfile::tempdir().unwrap();
+    let enc = encrypted_yaml(&dir);
+    let out = ferroflux(
+        &[
+            "sops",
+            "decrypt",
+            "--age-key-file",
+            s(&key("age-global.txt")),
+            s(&enc),
+        ],
+        &[],
+    );
+    fails_with(
+        &out,
+        &[
+            s(&enc),
+            "no age identity can decrypt the data key",
+            A,
+            "the 1 identity given matches none of them",
+        ],
+    );
+}
+
+#[test]
+fn corrupted_enc_value_names_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let enc = encrypted_yaml(&dir);
+    let text = std::fs::read_to_string(&enc).unwrap();
+    // Flip one base64 character of the encrypted password.
+    let start = text.find("password: ENC[AES256_GCM,data:").unwrap() + 31;
+    let mut bytes = text.into_bytes();
+    bytes[start] = if bytes[start] == b'A' { b'B' } else { b'A' };
+    std::fs::write(&enc, bytes).unwrap();
+    let out = ferroflux(
+        &[
+            "sops",
+            "decrypt",
+            "--age-key-file",
+            s(&key("age.txt")),
+            s(&enc),
+        ],
+        &[],
+    );
+    let err = fails_with(
+        &out,
+        &[
+            s(&enc),
+            "value at stringData.password",
+            "authentication failed",
+        ],
+    );
+    assert!(!err.contains("hunter2"));
+}
+
+#[test]
+fn malformed_enc_value_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let enc = encrypted_yaml(&dir);
+    let text = std::fs::read_to_string(&enc).unwrap();
+    let broken = text.replacen(",iv:", ",xx:", 1);
+    std::fs::write(&enc, broken).unwrap();
+    let out = ferroflux(
+        &[
+            "sops",
+            "decrypt",
+            "--age-key-file",
+            s(&key("age.txt")),
+            s(&enc),
+        ],
+        &[],
+    );
+    fails_with(
+        &out,
+        &[s(&enc), "value at stringData.password", "no iv field"],
+    );
+}
+
+#[test]
+fn truncated_armored_stanza() {
+    let dir = tempfile::tempdir().unwrap();
+    let enc = encrypted_yaml(&dir);
+    let text = std::fs::read_to_string(&enc).unwrap();
+    // Keep the armor's first two lines and its end marker: the header is cut short.
+    let begin = text.find("-----BEGIN AGE ENCRYPTED FILE-----").unwrap();
+    let end = text.find("      -----END AGE ENCRYPTED FILE-----").unwrap();
+    let first_lines: Vec<&str> = text[begin..end].lines().take(2).collect();
+    let truncated = format!(
+        "{}{}\n{}",
+        &text[..begin],
+        first_lines.join("\n"),
+        &text[end..]
+    );
+    std::fs::write(&enc, truncated).unwrap();
+    let out = ferroflux(
+        &[
+            "sops",
+            "decrypt",
+            "--age-key-file",
+            s(&key("age.txt")),
+            s(&enc),
+        ],
+        &[],
+    );
+    fails_with(
+        &out,
+        &[
+            s(&enc),
+            &format!("the age-encrypted data key for recipient {A} is damaged"),
+        ],
+    );
+}
+
+#[test]
+fn unsupported_metadata_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let enc = encrypted_yaml(&dir);
+    let text = std::fs::read_to_string(&enc).unwrap();
+    let old = text.replace("version: \"3.10.2\"", "version: 2.0.0");
+    assert_ne!(old, text);
+    std::fs::write(&enc, old).unwrap();
+    let out = ferroflux(
+        &[
+            "sops",
+            "decrypt",
+            "--age-key-file",
+            s(&key("age.txt")),
+            s(&enc),
+        ],
+        &[],
+    );
+    fails_with(
+        &out,
+        &[s(&enc), "sops metadata version \"2.0.0\" is not supported"],
+    );
+}
+
+#[test]
+fn hundred_megabyte_file_is_refused_above_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.enc.yaml");
+    // A sparse file: 100 MB long without writing 100 MB.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(100 * 1024 * 1024)
+        .unwrap();
+    let out = ferroflux(
+        &[
+            "sops",
+            "decrypt",
+            "--age-key-file",
+            s(&key("age.txt")),
+            s(&big),
+        ],
+        &[],
+    );
+    fails_with(
+        &out,
+        &[
+            s(&big),
+            "file is 104857600 bytes, above the limit of 5242880 bytes",
+        ],
+    );
+}
+
+#[test]
+fn missing_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let enc = encrypted_yaml(&dir);
+    let out = ferroflux(&["sops", "decrypt", s(&enc)], &[]);
+    fails_with(
+        &out,
+        &[
+            "no age key given: pass --age-key-file FILE, or set SOPS_AGE_KEY_FILE or SOPS_AGE_KEY",
+            s(&enc),
+            A,
+        ],
+    );
+    let missing = dir.path().join("nope.txt");
+    let out = ferroflux(
+        &["sops", "decrypt", "--age-key-file", s(&missing), s(&enc)],
+        &[],
+    );
+    fails_with(&out, &["reading age key file", s(&missing)]);
+}
+
+#[test]
+fn key_file_with_garbage_is_refused_without_echoing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let enc = encrypted_yaml(&dir);
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, "# comment\nAGE-SECRET-KEY-1NOTAKEY\n").unwrap();
+    let out = ferroflux(
+        &["sops", "decrypt", "--age-key-file", s(&bad), s(&enc)],
+        &[],
+    );
+    let err = fails_with(&out, &[s(&bad), "line 2", "invalid age identity"]);
+    assert!(!err.contains("NOTAKEY"), "{err}");
+}
+
+#[test]
+fn tampered_clear_value_fails_the_mac_unless_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let enc = encrypted_yaml(&dir);
+    let text = std::fs::read_to_string(&enc).unwrap();
+    std::fs::write(&enc, text.replace("name: db", "name: other")).unwrap();
+    let age_key = key("age.txt");
+    let args = ["sops", "decrypt", "--age-key-file", s(&age_key), s(&enc)];
+    fails_with(&ferroflux(&args, &[]), &[s(&enc), "MAC mismatch"]);
+    let mut ignore = args.to_vec();
+    ignore.insert(2, "--ignore-mac");
+    let out = ok(&ferroflux(&ignore, &[]));
+    assert!(
+        out.contains("name: other") && out.contains("password: hunter2"),
+        "{out}"
+    );
+}
+
+#[test]
+fn pgp_and_post_quantum_are_not_supported_yet() {
+    let out = ferroflux(
+        &[
+            "sops",
+            "decrypt",
+            "--age-key-file",
+            s(&key("age.txt")),
+            s(&fixtures().join("algorithms/pgp.yaml")),
+        ],
+        &[],
+    );
+    fails_with(&out, &["algorithms/pgp.yaml: not supported yet: pgp"]);
+    let out = ferroflux(
+        &[
+            "sops",
+            "decrypt",
+            "--age-key-file",
+            s(&key("age-pq.txt")),
+            s(&fixtures().join("algorithms/age-pq.yaml")),
+        ],
+        &[],
+    );
+    fails_with(&out, &["not supported yet: age post-quantum recipients"]);
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("x.yaml");
+    std::fs::write(&plain, "a: b\n").unwrap();
+    let out = ferroflux(&["sops", "encrypt", "--age", "age1pq1abc", s(&plain)], &[]);
+    fails_with(&out, &["not supported yet: age post-quantum recipients"]);
+}
+
+#[test]
+fn encrypting_an_encrypted_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let enc = encrypted_yaml(&dir);
+    let out = ferroflux(&["sops", "encrypt", "--age", A, s(&enc)], &[]);
+    fails_with(&out, &[s(&enc), "reserved for sops metadata"]);
+}
