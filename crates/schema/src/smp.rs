@@ -268,6 +268,18 @@ impl Walker {
         patch: Option<N>,
         schema: Option<ShapeRef>,
     ) -> Result<Option<N>, MergeError> {
+        // Most of an object is not mentioned by the patch; skip the walk where it provably
+        // returns the value as it is.
+        if patch.is_none()
+            && let Some(d) = &dest
+            && unchanged_without_patch(d, schema)
+        {
+            if matches!(&*d.borrow(), Node::Null { .. }) {
+                // A null the original spells out survives a patch that does not mention it.
+                return Ok(Some(new(Node::Null { keep: true })));
+            }
+            return Ok(dest);
+        }
         let sources = [dest, patch];
         let schema = schema.or_else(|| schema_from_meta(&sources));
         let [dest, patch] = sources;
@@ -327,14 +339,11 @@ impl Walker {
         let mut names: Vec<String> = Vec::new();
         for n in [Some(&d), patch.as_ref()].into_iter().flatten() {
             if let Node::Map(fields) = &*n.borrow() {
-                for (k, _) in fields {
-                    if !names.contains(k) {
-                        names.push(k.clone());
-                    }
-                }
+                names.extend(fields.iter().map(|(k, _)| k.clone()));
             }
         }
-        names.sort();
+        names.sort_unstable();
+        names.dedup();
         for name in names {
             let child_schema = schema.and_then(|s| s.field(&name));
             let dv = get_field(&d, &name);
@@ -497,6 +506,77 @@ impl Walker {
         }
         append_list(&items, &dest, &valid_keys)?;
         Ok(Some(items))
+    }
+}
+
+/// Whether walking `n` with no patch gives `n` back unchanged. It does unless a merged list is
+/// irregular (duplicate or missing keys, empty or null elements), where kustomize's list
+/// handling rewrites the list even when the patch does not mention it.
+fn unchanged_without_patch(n: &N, schema: Option<ShapeRef>) -> bool {
+    let schema = schema.or_else(|| schema_from_meta(&[Some(n.clone()), None]));
+    match &*n.borrow() {
+        Node::Null { .. } | Node::Scalar(_) => true,
+        Node::Map(fields) => fields
+            .iter()
+            .all(|(k, v)| unchanged_without_patch(v, schema.and_then(|s| s.field(k)))),
+        Node::Seq(items) => {
+            let Some((strategy, patch_keys, ssa_keys)) = schema.and_then(|s| s.list()) else {
+                return true;
+            };
+            match strategy {
+                ListStrategy::Atomic => true,
+                ListStrategy::Set => {
+                    let mut seen = Vec::with_capacity(items.len());
+                    for e in items {
+                        if !matches!(&*e.borrow(), Node::Scalar(_)) {
+                            return false;
+                        }
+                        let t = text(e);
+                        if seen.contains(&t) {
+                            return false;
+                        }
+                        seen.push(t);
+                    }
+                    true
+                }
+                ListStrategy::Map => {
+                    let keys = ssa_keys.unwrap_or(patch_keys);
+                    let item_schema = schema.and_then(|s| s.item());
+                    // Each key must be present in every element or in none.
+                    let mut present: Vec<Option<bool>> = vec![None; keys.len()];
+                    let mut seen: Vec<Vec<String>> = Vec::with_capacity(items.len());
+                    for e in items {
+                        let tuple = match &*e.borrow() {
+                            Node::Map(f) if !f.is_empty() => {
+                                let mut tuple = Vec::with_capacity(keys.len());
+                                for (i, k) in keys.iter().enumerate() {
+                                    let v = f
+                                        .iter()
+                                        .find(|(fk, _)| fk == k)
+                                        .map(|(_, v)| v)
+                                        .filter(|v| !nil_or_empty(v));
+                                    let has = v.is_some();
+                                    if *present[i].get_or_insert(has) != has {
+                                        return false;
+                                    }
+                                    tuple.push(v.map(text).unwrap_or_default());
+                                }
+                                tuple
+                            }
+                            _ => return false,
+                        };
+                        if seen.contains(&tuple) || tuple.iter().all(String::is_empty) {
+                            return false;
+                        }
+                        seen.push(tuple);
+                        if !unchanged_without_patch(e, item_schema) {
+                            return false;
+                        }
+                    }
+                    true
+                }
+            }
+        }
     }
 }
 
