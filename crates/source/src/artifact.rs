@@ -1,0 +1,371 @@
+//! Packing a commit's tree into a reproducible tar.gz, read straight from the object database
+//! (no checkout, so nothing on disk can be reached through a symlink).
+//!
+//! Reproducible: entries in depth-first order with names sorted bytewise inside each directory,
+//! mtime 0, uid/gid 0, no user or group names, modes normalised to 0644/0755, gzip header
+//! without a timestamp or file name. The same commit and ignore rules give the same bytes, so
+//! the same sha256 digest.
+//!
+//! Exclusions follow source-controller: `.git/`, `.gitignore`, `.gitmodules`, `.gitattributes`
+//! always; the default list (images, archives, CI configs, …) unless some `.sourceignore` file
+//! or `spec.ignore` supplies patterns, which then replace it; nested `.sourceignore` files apply
+//! below their own directory; `spec.ignore` applies at the root and wins over the files.
+
+use std::io::Write;
+
+use gix::bstr::{BStr, BString, ByteSlice};
+use gix::objs::tree::EntryKind;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// Patterns always excluded (source-controller's `ExcludeVCS`).
+pub const VCS_EXCLUDES: &[&str] = &[".git/", ".gitignore", ".gitmodules", ".gitattributes"];
+
+/// Patterns excluded unless `.sourceignore` or `spec.ignore` give patterns of their own
+/// (source-controller's `ExcludeExt`, `ExcludeCI` and `ExcludeExtra`).
+pub const DEFAULT_EXCLUDES: &[&str] = &[
+    "*.jpg",
+    "*.jpeg",
+    "*.gif",
+    "*.png",
+    "*.wmv",
+    "*.flv",
+    "*.tar.gz",
+    "*.zip",
+    ".github/",
+    ".circleci/",
+    ".travis.yml",
+    ".gitlab-ci.yml",
+    "appveyor.yml",
+    ".drone.yml",
+    "cloudbuild.yaml",
+    "codeship-services.yml",
+    "codeship-steps.yml",
+    "**/.goreleaser.yml",
+    "**/.sops.yaml",
+    "**/.flux.yaml",
+];
+
+/// The name of the per-directory ignore file.
+pub const IGNORE_FILE: &str = ".sourceignore";
+
+/// Default largest single file accepted into an artifact: 100 MiB.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 100 * 1024 * 1024;
+/// Default largest total of file sizes in one artifact: 1 GiB.
+pub const DEFAULT_MAX_ARTIFACT_SIZE: u64 = 1024 * 1024 * 1024;
+
+/// How to pack.
+#[derive(Debug, Clone)]
+pub struct PackOptions {
+    /// `spec.ignore`, in .gitignore syntax.
+    pub ignore: Option<String>,
+    pub max_file_size: u64,
+    pub max_artifact_size: u64,
+}
+
+impl Default for PackOptions {
+    fn default() -> Self {
+        PackOptions {
+            ignore: None,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+            max_artifact_size: DEFAULT_MAX_ARTIFACT_SIZE,
+        }
+    }
+}
+
+/// What packing produced.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PackStats {
+    pub files: usize,
+    /// Sum of the packed files' sizes (uncompressed).
+    pub content_bytes: u64,
+    /// Symlinks left out, with why (their target leaves the repository, or is not a file).
+    pub skipped_symlinks: Vec<String>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    path: BString,
+    kind: EntryKind,
+    oid: gix::ObjectId,
+}
+
+fn archive_err(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Archive(format!("{what}: {e}"))
+}
+
+/// Lists the tree depth-first, each directory's entries sorted by name.
+fn walk(repo: &gix::Repository, tree: gix::ObjectId, prefix: &BStr, out: &mut Vec<Entry>) -> Result<()> {
+    let tree = repo
+        .find_tree(tree)
+        .map_err(|e| archive_err("reading a tree", e))?;
+    let mut entries: Vec<(BString, EntryKind, gix::ObjectId)> = tree
+        .iter()
+        .map(|e| {
+            e.map(|e| (e.filename().to_owned(), e.mode().kind(), e.oid().to_owned()))
+                .map_err(|e| archive_err("decoding a tree", e))
+        })
+        .collect::<Result<_>>()?;
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, kind, oid) in entries {
+        let mut path = prefix.to_owned();
+        if !path.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(&name);
+        out.push(Entry {
+            path: path.clone(),
+            kind,
+            oid,
+        });
+        if kind == EntryKind::Tree {
+            walk(repo, oid, path.as_bstr(), out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The ignore rules of one artifact.
+struct Matcher {
+    search: gix::ignore::Search,
+}
+
+impl Matcher {
+    fn new(sourceignore_files: &[(BString, Vec<u8>)], spec_ignore: Option<&str>) -> Result<Self> {
+        let root = std::path::Path::new("/repo");
+        let mut search = gix::ignore::Search::default();
+        let parse = gix::ignore::search::Ignore::default();
+        let mut add = |bytes: &[u8], dir: &BStr| -> Result<()> {
+            let mut source = root.to_path_buf();
+            for part in dir.split_str("/").filter(|p| !p.is_empty()) {
+                source.push(part.to_str_lossy().as_ref());
+            }
+            source.push(IGNORE_FILE);
+            search
+                .add_patterns_buffer(bytes, source, Some(root), parse)
+                .map_err(|e| archive_err("reading ignore patterns", e))
+        };
+        add(VCS_EXCLUDES.join("\n").as_bytes(), BStr::new(""))?;
+        let user_patterns = sourceignore_files.iter().any(|(_, b)| has_patterns(b))
+            || spec_ignore.is_some_and(|s| has_patterns(s.as_bytes()));
+        if !user_patterns {
+            add(DEFAULT_EXCLUDES.join("\n").as_bytes(), BStr::new(""))?;
+        }
+        for (dir, bytes) in sourceignore_files {
+            add(bytes, dir.as_bstr())?;
+        }
+        if let Some(s) = spec_ignore {
+            add(s.as_bytes(), BStr::new(""))?;
+        }
+        Ok(Matcher { search })
+    }
+
+    fn excluded(&self, path: &BStr, is_dir: bool) -> bool {
+        self.search
+            .pattern_matching_relative_path(path, Some(is_dir), gix::glob::pattern::Case::Sensitive)
+            .is_some_and(|m| !m.pattern.is_negative())
+    }
+}
+
+fn has_patterns(bytes: &[u8]) -> bool {
+    bytes.lines().any(|l| {
+        let t = l.trim();
+        !t.is_empty() && !t.starts_with(b"#")
+    })
+}
+
+/// Resolves a symlink's target against the tree; `None` when it leaves the repository.
+fn resolve_link(link_path: &BStr, target: &[u8]) -> Option<BString> {
+    if target.starts_with(b"/") {
+        return None;
+    }
+    let mut parts: Vec<&[u8]> = link_path.split_str("/").collect();
+    parts.pop();
+    for comp in target.split_str("/") {
+        match comp {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop()?;
+            }
+            c => parts.push(c),
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(BString::from(parts.join(&b"/"[..])))
+}
+
+/// Writes `w` and keeps the count and sha256 of what went through.
+pub(crate) struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+    written: u64,
+}
+
+impl<W: Write> HashingWriter<W> {
+    pub(crate) fn new(inner: W) -> Self {
+        HashingWriter {
+            inner,
+            hasher: Sha256::new(),
+            written: 0,
+        }
+    }
+    /// `("sha256:<hex>", size)` and the inner writer.
+    pub(crate) fn finish(self) -> (String, u64, W) {
+        let digest = self.hasher.finalize();
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        (format!("sha256:{hex}"), self.written, self.inner)
+    }
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.written += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Packs the tree `tree` of `repo` as tar.gz into `out`.
+pub fn pack_tree(
+    repo: &gix::Repository,
+    tree: gix::ObjectId,
+    opts: &PackOptions,
+    out: impl Write,
+) -> Result<PackStats> {
+    let mut entries = Vec::new();
+    walk(repo, tree, BStr::new(""), &mut entries)?;
+
+    let read_blob = |oid: gix::ObjectId| -> Result<Vec<u8>> {
+        repo.find_object(oid)
+            .map(|o| o.detach().data)
+            .map_err(|e| archive_err("reading a file", e))
+    };
+    let mut sourceignores = Vec::new();
+    for e in &entries {
+        let name = e.path.rsplit_str("/").next().unwrap_or_default();
+        if name == IGNORE_FILE.as_bytes() && matches!(e.kind, EntryKind::Blob | EntryKind::BlobExecutable) {
+            let dir = e.path.rsplit_once_str("/").map(|(d, _)| d).unwrap_or_default();
+            sourceignores.push((BString::from(dir), read_blob(e.oid)?));
+        }
+    }
+    let matcher = Matcher::new(&sourceignores, opts.ignore.as_deref())?;
+    let by_path: std::collections::HashMap<&BStr, &Entry> =
+        entries.iter().map(|e| (e.path.as_bstr(), e)).collect();
+
+    let gz = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(out, flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    tar.mode(tar::HeaderMode::Deterministic);
+    let mut stats = PackStats::default();
+    let mut excluded_dirs: Vec<BString> = Vec::new();
+
+    for e in &entries {
+        if excluded_dirs.iter().any(|d| {
+            e.path.starts_with(d.as_slice()) && e.path.get(d.len()) == Some(&b'/')
+        }) {
+            continue;
+        }
+        let is_dir = e.kind == EntryKind::Tree;
+        if matcher.excluded(e.path.as_bstr(), is_dir) {
+            if is_dir {
+                excluded_dirs.push(e.path.clone());
+            }
+            continue;
+        }
+        let path = e.path.to_str().map_err(|_| {
+            Error::Archive(format!("path {:?} is not UTF-8", e.path.to_str_lossy()))
+        })?;
+        let mut header = tar::Header::new_gnu();
+        header.set_mtime(0);
+        header.set_uid(0);
+        header.set_gid(0);
+        let (oid, mode) = match e.kind {
+            EntryKind::Tree => {
+                header.set_entry_type(tar::EntryType::Directory);
+                header.set_mode(0o755);
+                header.set_size(0);
+                tar.append_data(&mut header, format!("{path}/"), std::io::empty())
+                    .map_err(|err| archive_err("writing the archive", err))?;
+                continue;
+            }
+            // Submodules are not fetched (recurseSubmodules is not supported).
+            EntryKind::Commit => continue,
+            EntryKind::Blob => (e.oid, 0o644),
+            EntryKind::BlobExecutable => (e.oid, 0o755),
+            EntryKind::Link => {
+                let target = read_blob(e.oid)?;
+                let resolved = resolve_link(e.path.as_bstr(), &target);
+                let file = resolved
+                    .as_ref()
+                    .and_then(|p| by_path.get(p.as_bstr()))
+                    .filter(|t| matches!(t.kind, EntryKind::Blob | EntryKind::BlobExecutable));
+                match file {
+                    Some(t) => (t.oid, if t.kind == EntryKind::BlobExecutable { 0o755 } else { 0o644 }),
+                    None => {
+                        let why = if resolved.is_none() {
+                            "points outside the repository"
+                        } else {
+                            "does not point to a file of the repository"
+                        };
+                        tracing::info!(path, why, "symlink left out of the artifact");
+                        stats.skipped_symlinks.push(format!("{path}: {why}"));
+                        continue;
+                    }
+                }
+            }
+        };
+        let size = repo
+            .find_header(oid)
+            .map_err(|err| archive_err("reading a file header", err))?
+            .size();
+        if size > opts.max_file_size {
+            return Err(Error::FileTooLarge {
+                path: path.to_string(),
+                size,
+                limit: opts.max_file_size,
+            });
+        }
+        stats.content_bytes += size;
+        if stats.content_bytes > opts.max_artifact_size {
+            return Err(Error::ArtifactTooLarge {
+                limit: opts.max_artifact_size,
+            });
+        }
+        let data = read_blob(oid)?;
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_mode(mode);
+        header.set_size(data.len() as u64);
+        tar.append_data(&mut header, path, data.as_slice())
+            .map_err(|err| archive_err("writing the archive", err))?;
+        stats.files += 1;
+    }
+    let gz = tar
+        .into_inner()
+        .map_err(|e| archive_err("finishing the archive", e))?;
+    let mut out = gz.finish().map_err(|e| archive_err("finishing the archive", e))?;
+    out.flush().map_err(|e| archive_err("finishing the archive", e))?;
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symlink_targets_resolve_inside_only() {
+        let r = |l: &str, t: &str| resolve_link(BStr::new(l), t.as_bytes()).map(|b| b.to_string());
+        assert_eq!(r("a/link", "../b/file"), Some("b/file".into()));
+        assert_eq!(r("link", "./x"), Some("x".into()));
+        assert_eq!(r("a/link", "../../etc/passwd"), None);
+        assert_eq!(r("link", "/etc/passwd"), None);
+        assert_eq!(r("link", ".."), None);
+    }
+}

@@ -1,0 +1,90 @@
+//! Errors of the Git source, classified the way a `GitRepository`'s `FetchFailed` condition is.
+
+use std::path::PathBuf;
+
+/// Every failure of resolving, fetching, packing or storing. Messages never contain a
+/// credential: URLs are shown without user info and [`crate::Credentials::redact`] scrubs
+/// every text that came from Git or the network before it is put in an error.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The URL cannot be used at all; retrying will not help (Flux: `URLInvalid`, stalled).
+    #[error("invalid URL '{url}': {reason}")]
+    InvalidUrl { url: String, reason: String },
+    /// `spec.ref` cannot be used as written (a short commit id, a bad semver range, …).
+    #[error("invalid reference: {0}")]
+    InvalidRef(String),
+    /// The secret is missing a key or holds something unusable (Flux: `AuthenticationFailed`).
+    #[error("invalid credentials: {0}")]
+    InvalidSecret(String),
+    /// The server refused the credentials, or none were given and it wanted some.
+    #[error("authentication failed for '{url}': {detail}")]
+    Authentication { url: String, detail: String },
+    /// Anything else Git: network, protocol, a missing ref, a host key that does not match.
+    #[error("failed to checkout and determine revision: unable to fetch '{url}': {detail}")]
+    Git { url: String, detail: String },
+    /// The remote has no commits at all.
+    #[error("git repository is empty: '{url}' has no branches or tags")]
+    EmptyRepository { url: String },
+    /// A file of the commit is larger than the per-file limit.
+    #[error(
+        "file '{path}' is {size} bytes, over the limit of {limit} bytes per file \
+         (max_file_size); the artifact was not written"
+    )]
+    FileTooLarge { path: String, size: u64, limit: u64 },
+    /// The artifact would be larger than the limit for a whole artifact.
+    #[error(
+        "the files of the commit add up to more than {limit} bytes (max_artifact_size); \
+         the artifact was not written"
+    )]
+    ArtifactTooLarge { limit: u64 },
+    /// Reading the fetched objects to build the artifact failed.
+    #[error("failed to build the artifact: {0}")]
+    Archive(String),
+    /// Writing, renaming or deleting in the storage directory failed.
+    #[error("storage operation on '{path}' failed: {source}")]
+    Storage {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The condition reasons Flux uses for these failures.
+pub mod reason {
+    pub const AUTHENTICATION_FAILED: &str = "AuthenticationFailed";
+    pub const GIT_OPERATION_FAILED: &str = "GitOperationFailed";
+    pub const URL_INVALID: &str = "URLInvalid";
+    pub const EMPTY_GIT_REPOSITORY: &str = "EmptyGitRepository";
+    pub const ARCHIVE_OPERATION_FAILED: &str = "ArchiveOperationFailed";
+    pub const STORAGE_OPERATION_FAILED: &str = "StorageOperationFailed";
+}
+
+impl Error {
+    /// The reason for the `FetchFailed` (or storage) condition.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Error::InvalidUrl { .. } => reason::URL_INVALID,
+            Error::InvalidSecret(_) | Error::Authentication { .. } => reason::AUTHENTICATION_FAILED,
+            Error::Git { .. } | Error::InvalidRef(_) => reason::GIT_OPERATION_FAILED,
+            Error::EmptyRepository { .. } => reason::EMPTY_GIT_REPOSITORY,
+            Error::FileTooLarge { .. } | Error::ArtifactTooLarge { .. } | Error::Archive(_) => {
+                reason::ARCHIVE_OPERATION_FAILED
+            }
+            Error::Storage { .. } => reason::STORAGE_OPERATION_FAILED,
+        }
+    }
+
+    /// True when retrying without a spec change cannot succeed (Flux marks these `Stalled`).
+    pub fn is_stalling(&self) -> bool {
+        matches!(self, Error::InvalidUrl { .. } | Error::InvalidRef(_))
+    }
+
+    pub(crate) fn storage(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Storage {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

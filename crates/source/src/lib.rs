@@ -1,0 +1,121 @@
+//! The Git source of ferroflux: what a `GitRepository` reconciler needs below the Kubernetes
+//! API.
+//!
+//! Owns: validating a repository URL and `spec.ref`; resolving the ref against the remote
+//! (ls-refs only, so an unchanged ref costs one round trip and no download); fetching the one
+//! commit with gix (https with basic auth, bearer token or a private CA; ssh through the `ssh`
+//! program with host keys always verified; `file://` only when allowed); packing its tree into a
+//! reproducible tar.gz with Flux's exclusions; storing artifacts atomically under
+//! `gitrepository/<ns>/<name>/<commit>.tar.gz`, garbage-collecting them, and serving them over
+//! HTTP. Errors carry Flux's condition reasons and never a credential.
+//!
+//! Must not touch: Kubernetes (no client, no CRD types, no status writing — the reconciler in
+//! `crates/controller` maps [`Outcome`] and [`Error`] onto conditions and events), and nothing
+//! outside the storage root and its own temporary directories.
+
+mod artifact;
+mod credentials;
+mod error;
+mod fetch;
+mod http;
+pub mod semver;
+mod server;
+mod ssh;
+mod storage;
+mod url;
+
+pub use artifact::{
+    DEFAULT_EXCLUDES, DEFAULT_MAX_ARTIFACT_SIZE, DEFAULT_MAX_FILE_SIZE, IGNORE_FILE, PackOptions,
+    PackStats, VCS_EXCLUDES, pack_tree,
+};
+pub use credentials::Credentials;
+pub use error::{Error, Result, reason};
+pub use fetch::{DEFAULT_BRANCH, FetchOptions, Fetched, GitRef, GitSource, RemoteRef, Resolved};
+pub use server::{router, serve};
+pub use storage::{Artifact, KEEP_ARTIFACTS, ObjectKey, Storage};
+pub use url::{RepoUrl, Scheme};
+
+use std::time::SystemTime;
+
+/// What the last successful reconcile stored (from `status.artifact` and
+/// `status.observedIgnore`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Previous {
+    pub artifact: Artifact,
+    /// `status.observedIgnore`: the `spec.ignore` the artifact was packed with.
+    pub observed_ignore: Option<String>,
+}
+
+/// The result of [`reconcile`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The ref still designates the stored commit and the ignore rules did not change:
+    /// nothing was downloaded and nothing written.
+    Unchanged { artifact: Artifact },
+    /// A new artifact was stored; `removed` lists the artifacts garbage-collected.
+    Stored {
+        artifact: Artifact,
+        stats: PackStats,
+        removed: Vec<String>,
+    },
+}
+
+impl Outcome {
+    pub fn artifact(&self) -> &Artifact {
+        match self {
+            Outcome::Unchanged { artifact } | Outcome::Stored { artifact, .. } => artifact,
+        }
+    }
+}
+
+/// The commit in a revision string (`main@sha1:<hex>` or `sha1:<hex>`).
+pub fn revision_commit(revision: &str) -> Option<&str> {
+    let hex = revision.rsplit_once("sha1:").map(|(_, h)| h)?;
+    (hex.len() == 40 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hex)
+}
+
+/// One reconcile of a GitRepository's source: resolve, and when the commit or the ignore
+/// rules changed, fetch, pack, store and garbage-collect. Blocking; run it on a blocking
+/// thread. On error nothing in storage changed, so the previous artifact is still served.
+pub fn reconcile(
+    source: &GitSource,
+    storage: &Storage,
+    key: &ObjectKey,
+    pack: &PackOptions,
+    previous: Option<&Previous>,
+) -> Result<Outcome> {
+    let resolved = source.resolve()?;
+    if let Some(prev) = previous
+        && revision_commit(&prev.artifact.revision) == Some(resolved.commit.as_str())
+        && prev.artifact.revision == resolved.revision
+        && prev.observed_ignore == pack.ignore
+        && storage.exists(&prev.artifact.path)
+    {
+        return Ok(Outcome::Unchanged {
+            artifact: prev.artifact.clone(),
+        });
+    }
+    let fetched = source.fetch(&resolved)?;
+    store(&fetched, storage, key, pack)
+}
+
+/// Packs a fetched commit into storage and garbage-collects older artifacts.
+pub fn store(fetched: &Fetched, storage: &Storage, key: &ObjectKey, pack: &PackOptions) -> Result<Outcome> {
+    let file_name = format!("{}.tar.gz", fetched.resolved.commit);
+    let (path, digest, size, stats) = storage.write_atomic(key, &file_name, |w| {
+        pack_tree(&fetched.repo, fetched.tree, pack, w)
+    })?;
+    let removed = storage.garbage_collect(key, &path, KEEP_ARTIFACTS)?;
+    Ok(Outcome::Stored {
+        artifact: Artifact {
+            url: storage.url_for(&path),
+            path,
+            revision: fetched.resolved.revision.clone(),
+            digest,
+            size,
+            last_update_time: SystemTime::now(),
+        },
+        stats,
+        removed,
+    })
+}

@@ -1,0 +1,171 @@
+//! The artifact store: `<root>/gitrepository/<namespace>/<name>/<commit>.tar.gz`, written
+//! atomically (temporary file in the same directory, then rename), garbage-collected to the
+//! newest few, and addressed by URL under the storage server's base URL.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::artifact::HashingWriter;
+use crate::error::{Error, Result};
+
+/// How many artifacts of one object GC keeps (Flux's `--artifact-retention-records` default).
+pub const KEEP_ARTIFACTS: usize = 2;
+
+/// Which object an artifact belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ObjectKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+    /// `gitrepository/<ns>/<name>`
+    pub fn dir(&self) -> String {
+        format!("gitrepository/{}/{}", self.namespace, self.name)
+    }
+}
+
+/// An artifact in storage, with the fields of `status.artifact`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Artifact {
+    /// Relative to the storage root: `gitrepository/<ns>/<name>/<commit>.tar.gz`.
+    pub path: String,
+    pub url: String,
+    pub revision: String,
+    /// `sha256:<hex>` of the tar.gz file.
+    pub digest: String,
+    pub size: u64,
+    pub last_update_time: SystemTime,
+}
+
+#[derive(Debug, Clone)]
+pub struct Storage {
+    root: PathBuf,
+    base_url: String,
+}
+
+fn valid_segment(s: &str) -> bool {
+    !s.is_empty() && s != "." && s != ".." && !s.contains('/') && !s.contains('\0')
+}
+
+impl Storage {
+    /// `root` is `--storage-path`; `base_url` is how clients reach the file server
+    /// (`http://<storage-addr>`), used to build artifact URLs.
+    pub fn new(root: impl Into<PathBuf>, base_url: impl Into<String>) -> Result<Self> {
+        let root = root.into();
+        std::fs::create_dir_all(&root).map_err(|e| Error::storage(&root, e))?;
+        Ok(Storage {
+            root,
+            base_url: base_url.into().trim_end_matches('/').to_string(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    pub fn local_path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    pub fn url_for(&self, rel: &str) -> String {
+        format!("{}/{}", self.base_url, rel)
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.local_path(rel).is_file()
+    }
+
+    fn object_dir(&self, key: &ObjectKey) -> Result<PathBuf> {
+        if !valid_segment(&key.namespace) || !valid_segment(&key.name) {
+            return Err(Error::storage(
+                &self.root,
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("invalid object key {}/{}", key.namespace, key.name),
+                ),
+            ));
+        }
+        Ok(self.root.join(key.dir()))
+    }
+
+    /// Writes `file_name` for `key` through `fill`, atomically: readers see the old file or
+    /// the complete new one, never a part. Returns the relative path, digest and size.
+    pub fn write_atomic<T>(
+        &self,
+        key: &ObjectKey,
+        file_name: &str,
+        fill: impl FnOnce(&mut dyn Write) -> Result<T>,
+    ) -> Result<(String, String, u64, T)> {
+        let dir = self.object_dir(key)?;
+        std::fs::create_dir_all(&dir).map_err(|e| Error::storage(&dir, e))?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".tmp-")
+            .tempfile_in(&dir)
+            .map_err(|e| Error::storage(&dir, e))?;
+        let mut w = HashingWriter::new(std::io::BufWriter::new(tmp));
+        let value = fill(&mut w)?;
+        let (digest, size, buffered) = w.finish();
+        let tmp = buffered
+            .into_inner()
+            .map_err(|e| Error::storage(&dir, e.into_error()))?;
+        tmp.as_file().sync_all().map_err(|e| Error::storage(tmp.path(), e))?;
+        let dest = dir.join(file_name);
+        tmp.persist(&dest).map_err(|e| Error::storage(&dest, e.error))?;
+        Ok((format!("{}/{}", key.dir(), file_name), digest, size, value))
+    }
+
+    /// Deletes all but the `keep` newest `*.tar.gz` of `key`, never `current`.
+    /// Returns the removed relative paths.
+    pub fn garbage_collect(&self, key: &ObjectKey, current: &str, keep: usize) -> Result<Vec<String>> {
+        let dir = self.object_dir(key)?;
+        let mut files = Vec::new();
+        let rd = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::storage(&dir, e)),
+        };
+        for entry in rd {
+            let entry = entry.map_err(|e| Error::storage(&dir, e))?;
+            let name = entry.file_name().to_string_lossy().to_string();
+            if !name.ends_with(".tar.gz") || name.starts_with('.') {
+                continue;
+            }
+            let mtime = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            files.push((format!("{}/{}", key.dir(), name), mtime));
+        }
+        // Newest first; the current artifact always counts as the newest.
+        files.sort_by(|a, b| (b.0 == current).cmp(&(a.0 == current)).then(b.1.cmp(&a.1)).then(a.0.cmp(&b.0)));
+        let mut removed = Vec::new();
+        for (rel, _) in files.into_iter().skip(keep.max(1)) {
+            let p = self.local_path(&rel);
+            std::fs::remove_file(&p).map_err(|e| Error::storage(&p, e))?;
+            removed.push(rel);
+        }
+        Ok(removed)
+    }
+
+    /// Removes every artifact of `key` (the finalizer's job when the object is deleted).
+    pub fn remove_all(&self, key: &ObjectKey) -> Result<()> {
+        let dir = self.object_dir(key)?;
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::storage(&dir, e)),
+        }
+    }
+}
