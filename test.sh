@@ -8,6 +8,8 @@ need_apt=()
 have() { command -v "$1" >/dev/null 2>&1; }
 # --- tools the tests use (each section names the crate that needs it) ---
 have git || need_apt+=(git)
+# crates/source: the ssh tests run OpenSSH's sshd on a loopback port
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
 have kubectl || { echo "kubectl is required (the tests use it as the Kubernetes client and kustomize oracle)" >&2; exit 1; }
 
 # crates/sops: interop tests decrypt our output with the npm package sops-age and the real sops

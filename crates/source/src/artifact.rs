@@ -96,7 +96,12 @@ fn archive_err(what: &str, e: impl std::fmt::Display) -> Error {
 }
 
 /// Lists the tree depth-first, each directory's entries sorted by name.
-fn walk(repo: &gix::Repository, tree: gix::ObjectId, prefix: &BStr, out: &mut Vec<Entry>) -> Result<()> {
+fn walk(
+    repo: &gix::Repository,
+    tree: gix::ObjectId,
+    prefix: &BStr,
+    out: &mut Vec<Entry>,
+) -> Result<()> {
     let tree = repo
         .find_tree(tree)
         .map_err(|e| archive_err("reading a tree", e))?;
@@ -250,8 +255,14 @@ pub fn pack_tree(
     let mut sourceignores = Vec::new();
     for e in &entries {
         let name = e.path.rsplit_str("/").next().unwrap_or_default();
-        if name == IGNORE_FILE.as_bytes() && matches!(e.kind, EntryKind::Blob | EntryKind::BlobExecutable) {
-            let dir = e.path.rsplit_once_str("/").map(|(d, _)| d).unwrap_or_default();
+        if name == IGNORE_FILE.as_bytes()
+            && matches!(e.kind, EntryKind::Blob | EntryKind::BlobExecutable)
+        {
+            let dir = e
+                .path
+                .rsplit_once_str("/")
+                .map(|(d, _)| d)
+                .unwrap_or_default();
             sourceignores.push((BString::from(dir), read_blob(e.oid)?));
         }
     }
@@ -268,9 +279,10 @@ pub fn pack_tree(
     let mut excluded_dirs: Vec<BString> = Vec::new();
 
     for e in &entries {
-        if excluded_dirs.iter().any(|d| {
-            e.path.starts_with(d.as_slice()) && e.path.get(d.len()) == Some(&b'/')
-        }) {
+        if excluded_dirs
+            .iter()
+            .any(|d| e.path.starts_with(d.as_slice()) && e.path.get(d.len()) == Some(&b'/'))
+        {
             continue;
         }
         let is_dir = e.kind == EntryKind::Tree;
@@ -308,7 +320,14 @@ pub fn pack_tree(
                     .and_then(|p| by_path.get(p.as_bstr()))
                     .filter(|t| matches!(t.kind, EntryKind::Blob | EntryKind::BlobExecutable));
                 match file {
-                    Some(t) => (t.oid, if t.kind == EntryKind::BlobExecutable { 0o755 } else { 0o644 }),
+                    Some(t) => (
+                        t.oid,
+                        if t.kind == EntryKind::BlobExecutable {
+                            0o755
+                        } else {
+                            0o644
+                        },
+                    ),
                     None => {
                         let why = if resolved.is_none() {
                             "points outside the repository"
@@ -350,8 +369,11 @@ pub fn pack_tree(
     let gz = tar
         .into_inner()
         .map_err(|e| archive_err("finishing the archive", e))?;
-    let mut out = gz.finish().map_err(|e| archive_err("finishing the archive", e))?;
-    out.flush().map_err(|e| archive_err("finishing the archive", e))?;
+    let mut out = gz
+        .finish()
+        .map_err(|e| archive_err("finishing the archive", e))?;
+    out.flush()
+        .map_err(|e| archive_err("finishing the archive", e))?;
     Ok(stats)
 }
 

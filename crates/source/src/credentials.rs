@@ -28,7 +28,10 @@ impl std::fmt::Debug for Credentials {
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "***"))
             .field("ca_cert", &self.ca_cert.is_some())
             .field("identity", &self.identity.as_ref().map(|_| "***"))
-            .field("identity_passphrase", &self.identity_passphrase.as_ref().map(|_| "***"))
+            .field(
+                "identity_passphrase",
+                &self.identity_passphrase.as_ref().map(|_| "***"),
+            )
             .field("known_hosts", &self.known_hosts.is_some())
             .finish()
     }
@@ -121,7 +124,8 @@ mod tests {
 
     #[test]
     fn keys_as_flux_names_them() {
-        let c = Credentials::from_secret_data(&data(&[("username", "u"), ("password", "p4ss")])).unwrap();
+        let c = Credentials::from_secret_data(&data(&[("username", "u"), ("password", "p4ss")]))
+            .unwrap();
         assert_eq!(c.basic, Some(("u".into(), "p4ss".into())));
         assert!(c.identity_passphrase.is_none());
         let c = Credentials::from_secret_data(&data(&[
@@ -145,7 +149,10 @@ mod tests {
         ]))
         .unwrap();
         let dbg = format!("{c:?}");
-        assert!(!dbg.contains("hunter2") && !dbg.contains("tok-123"), "{dbg}");
+        assert!(
+            !dbg.contains("hunter2") && !dbg.contains("tok-123"),
+            "{dbg}"
+        );
         assert_eq!(
             c.redact("x hunter2 https://u:hunter2@h/p tok-123"),
             "x *** https://u:***@h/p ***"

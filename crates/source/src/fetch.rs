@@ -181,13 +181,19 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 impl GitSource {
     /// Validates the URL (scheme, scp-style, `file://` permission), the ref and the
     /// credentials' fit to the scheme. Nothing touches the network.
-    pub fn new(url: &str, reference: &GitRef, creds: Credentials, opts: FetchOptions) -> Result<Self> {
+    pub fn new(
+        url: &str,
+        reference: &GitRef,
+        creds: Credentials,
+        opts: FetchOptions,
+    ) -> Result<Self> {
         let url = RepoUrl::parse(url, opts.allow_file_urls)?;
         let plan = Plan::from_ref(reference)?;
         if url.scheme == Scheme::Ssh {
             if creds.known_hosts.is_none() {
                 return Err(Error::InvalidSecret(
-                    "ssh URLs need 'known_hosts' in the secret: host keys are always verified".into(),
+                    "ssh URLs need 'known_hosts' in the secret: host keys are always verified"
+                        .into(),
                 ));
             }
             if creds.identity.is_none() {
@@ -276,7 +282,10 @@ impl GitSource {
                         Error::Authentication {
                             url,
                             detail: if given {
-                                format!("the server refused the credentials (HTTP {})", status.unwrap_or(401))
+                                format!(
+                                    "the server refused the credentials (HTTP {})",
+                                    status.unwrap_or(401)
+                                )
                             } else {
                                 "the server requires credentials and the GitRepository has no secretRef \
                                  with username/password or bearerToken"
@@ -328,7 +337,8 @@ impl GitSource {
             .tempdir()
             .map_err(|e| Error::storage(std::env::temp_dir(), e))?;
         let path = dir.path().to_path_buf();
-        gix::init_bare(&path).map_err(|e| Error::Archive(format!("creating a scratch repository: {e}")))?;
+        gix::init_bare(&path)
+            .map_err(|e| Error::Archive(format!("creating a scratch repository: {e}")))?;
         // Isolated: no user or system config may redirect URLs or run credential helpers.
         let repo = gix::open_opts(
             &path,
@@ -409,13 +419,21 @@ impl GitSource {
                 let full = format!("refs/heads/{b}");
                 find(&full)
                     .map(|r| with(b, full.clone(), r))
-                    .ok_or_else(|| self.not_found(format!("couldn't find remote ref \"{full}\" (branch '{b}' does not exist)")))
+                    .ok_or_else(|| {
+                        self.not_found(format!(
+                            "couldn't find remote ref \"{full}\" (branch '{b}' does not exist)"
+                        ))
+                    })
             }
             Plan::Tag(t) => {
                 let full = format!("refs/tags/{t}");
                 find(&full)
                     .map(|r| with(t, full.clone(), r))
-                    .ok_or_else(|| self.not_found(format!("couldn't find remote ref \"{full}\" (tag '{t}' does not exist)")))
+                    .ok_or_else(|| {
+                        self.not_found(format!(
+                            "couldn't find remote ref \"{full}\" (tag '{t}' does not exist)"
+                        ))
+                    })
             }
             Plan::Name(n) => find(n)
                 .map(|r| with(n, n.clone(), r))
@@ -425,11 +443,11 @@ impl GitSource {
                     .iter()
                     .filter_map(|r| r.name.strip_prefix("refs/tags/"))
                     .collect();
-                let v = latest_matching(range, tags.iter().copied()).ok_or_else(|| {
-                    self.not_found(format!("no match found for semver: {range}"))
-                })?;
+                let v = latest_matching(range, tags.iter().copied())
+                    .ok_or_else(|| self.not_found(format!("no match found for semver: {range}")))?;
                 let full = format!("refs/tags/{}", v.original);
-                let r = find(&full).ok_or_else(|| self.not_found(format!("tag {full} vanished")))?;
+                let r =
+                    find(&full).ok_or_else(|| self.not_found(format!("tag {full} vanished")))?;
                 Ok(with(&v.original, full.clone(), r))
             }
         }
@@ -504,5 +522,9 @@ impl GitSource {
 }
 
 fn last_line(s: &str) -> &str {
-    s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(s).trim()
+    s.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(s)
+        .trim()
 }

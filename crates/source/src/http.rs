@@ -87,18 +87,25 @@ fn parse_pem_certificates(pem: &[u8]) -> Result<Vec<Certificate<'static>>> {
     const END: &str = "-----END CERTIFICATE-----";
     while let Some(start) = rest.find(BEGIN) {
         let after = &rest[start + BEGIN.len()..];
-        let end = after
-            .find(END)
-            .ok_or_else(|| Error::InvalidSecret("key 'ca.crt' has an unterminated certificate".into()))?;
-        let b64: String = after[..end].chars().filter(|c| !c.is_whitespace()).collect();
+        let end = after.find(END).ok_or_else(|| {
+            Error::InvalidSecret("key 'ca.crt' has an unterminated certificate".into())
+        })?;
+        let b64: String = after[..end]
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
         let der = base64::engine::general_purpose::STANDARD
             .decode(b64)
-            .map_err(|_| Error::InvalidSecret("key 'ca.crt' holds a certificate that is not base64".into()))?;
+            .map_err(|_| {
+                Error::InvalidSecret("key 'ca.crt' holds a certificate that is not base64".into())
+            })?;
         certs.push(Certificate::from_der(&der).to_owned());
         rest = &after[end + END.len()..];
     }
     if certs.is_empty() {
-        return Err(Error::InvalidSecret("key 'ca.crt' holds no PEM certificate".into()));
+        return Err(Error::InvalidSecret(
+            "key 'ca.crt' holds no PEM certificate".into(),
+        ));
     }
     Ok(certs)
 }
@@ -197,7 +204,10 @@ impl PendingHeaders {
     fn wait(&mut self) -> std::io::Result<()> {
         if let Some(rx) = self.rx.take() {
             let headers = rx.recv().map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the HTTP request was abandoned")
+                std::io::Error::new(
+                    std::io::ErrorKind::BrokenPipe,
+                    "the HTTP request was abandoned",
+                )
             })??;
             self.buf = Cursor::new(headers);
         }
@@ -270,7 +280,10 @@ impl Write for ChannelWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match &self.tx {
             Some(tx) => tx.send(buf.to_vec()).map(|_| buf.len()).map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the HTTP request was abandoned")
+                std::io::Error::new(
+                    std::io::ErrorKind::BrokenPipe,
+                    "the HTTP request was abandoned",
+                )
             }),
             None => Err(std::io::ErrorKind::BrokenPipe.into()),
         }
@@ -292,7 +305,15 @@ impl Http for Client {
         headers: impl IntoIterator<Item = impl AsRef<str>>,
     ) -> gix_error::Result<GetResponse<Self::Headers, Self::ResponseBody>> {
         let headers = header_pairs(headers);
-        let resp = send(&self.agent, "GET", url, &headers, self.auth_header.as_deref(), None).map_err(to_gix)?;
+        let resp = send(
+            &self.agent,
+            "GET",
+            url,
+            &headers,
+            self.auth_header.as_deref(),
+            None,
+        )
+        .map_err(to_gix)?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
             return Err(to_gix(status_error(status, &self.outcome)));

@@ -100,7 +100,12 @@ pub fn reconcile(
 }
 
 /// Packs a fetched commit into storage and garbage-collects older artifacts.
-pub fn store(fetched: &Fetched, storage: &Storage, key: &ObjectKey, pack: &PackOptions) -> Result<Outcome> {
+pub fn store(
+    fetched: &Fetched,
+    storage: &Storage,
+    key: &ObjectKey,
+    pack: &PackOptions,
+) -> Result<Outcome> {
     let file_name = format!("{}.tar.gz", fetched.resolved.commit);
     let (path, digest, size, stats) = storage.write_atomic(key, &file_name, |w| {
         pack_tree(&fetched.repo, fetched.tree, pack, w)

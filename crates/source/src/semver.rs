@@ -243,7 +243,9 @@ fn rewrite_hyphen_ranges(segment: &str) -> Option<String> {
         return Some(segment.to_string());
     };
     let (left, right) = (segment[..pos].trim_end(), segment[pos + 3..].trim_start());
-    let lstart = left.rfind(|c: char| c.is_whitespace() || c == ',').map_or(0, |i| i + 1);
+    let lstart = left
+        .rfind(|c: char| c.is_whitespace() || c == ',')
+        .map_or(0, |i| i + 1);
     let rend = right
         .find(|c: char| c.is_whitespace() || c == ',')
         .unwrap_or(right.len());
@@ -291,10 +293,20 @@ fn parse_constraint(op: Op, cur: &mut Cursor<'_>) -> Option<Constraint> {
         (Version::triple(num(major)?, 0, 0, pre), true, true, false)
     } else if patch.is_none_or(is_x) {
         let minor = num(minor?)?;
-        (Version::triple(num(major)?, minor, 0, pre), true, false, true)
+        (
+            Version::triple(num(major)?, minor, 0, pre),
+            true,
+            false,
+            true,
+        )
     } else {
         let (minor, patch) = (num(minor?)?, num(patch?)?);
-        (Version::triple(num(major)?, minor, patch, pre), false, false, false)
+        (
+            Version::triple(num(major)?, minor, patch, pre),
+            false,
+            false,
+            false,
+        )
     };
     Some(Constraint {
         op,
@@ -338,7 +350,8 @@ impl Constraint {
                 if !self.dirty {
                     return v.compare(c) != Ordering::Greater;
                 }
-                !(v.major > c.major || (v.major == c.major && v.minor > c.minor && !self.minor_dirty))
+                !(v.major > c.major
+                    || (v.major == c.major && v.minor > c.minor && !self.minor_dirty))
             }
             Op::Tilde => self.tilde(v),
             Op::Caret => self.caret(v),
@@ -564,7 +577,16 @@ mod tests {
 
     #[test]
     fn improper_ranges_are_errors() {
-        for bad in ["", "abc", ">=1.0.0 <", "1.2.3.4", ">>1", "1.0.0 ||", "~1.2x", "1.2 -"] {
+        for bad in [
+            "",
+            "abc",
+            ">=1.0.0 <",
+            "1.2.3.4",
+            ">>1",
+            "1.0.0 ||",
+            "~1.2x",
+            "1.2 -",
+        ] {
             assert!(Range::parse(bad).is_err(), "{bad:?} should not parse");
         }
     }
@@ -582,7 +604,14 @@ mod tests {
     #[test]
     fn latest_matching_orders_by_precedence() {
         let r = Range::parse(">=1.0.0 <2.0.0").unwrap();
-        let tags = ["v1.0.0", "v1.10.0", "v1.9.3", "v2.0.0", "v1.11.0-rc.1", "junk"];
+        let tags = [
+            "v1.0.0",
+            "v1.10.0",
+            "v1.9.3",
+            "v2.0.0",
+            "v1.11.0-rc.1",
+            "junk",
+        ];
         assert_eq!(latest_matching(&r, tags).unwrap().original, "v1.10.0");
         let r = Range::parse("^3").unwrap();
         assert!(latest_matching(&r, tags).is_none());

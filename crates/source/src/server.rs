@@ -22,10 +22,7 @@ pub async fn serve(root: PathBuf, listener: tokio::net::TcpListener) -> std::io:
 
 fn safe_join(root: &Path, rel: &str) -> Option<PathBuf> {
     let rel = Path::new(rel);
-    if rel
-        .components()
-        .any(|c| !matches!(c, Component::Normal(_)))
-    {
+    if rel.components().any(|c| !matches!(c, Component::Normal(_))) {
         return None;
     }
     // Temporary files of in-progress writes are not artifacts.

@@ -63,9 +63,9 @@ impl SshSetup {
         write_private(&hosts_path, known_hosts, 0o600)?;
         let stderr_log = dir.path().join("ssh.stderr");
         let path_str = |p: &Path| {
-            p.to_str()
-                .map(sh_quote)
-                .ok_or_else(|| Error::Archive(format!("temporary path {} is not UTF-8", p.display())))
+            p.to_str().map(sh_quote).ok_or_else(|| {
+                Error::Archive(format!("temporary path {} is not UTF-8", p.display()))
+            })
         };
         let passphrase = creds
             .identity_passphrase

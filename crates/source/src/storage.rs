@@ -120,15 +120,23 @@ impl Storage {
         let tmp = buffered
             .into_inner()
             .map_err(|e| Error::storage(&dir, e.into_error()))?;
-        tmp.as_file().sync_all().map_err(|e| Error::storage(tmp.path(), e))?;
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| Error::storage(tmp.path(), e))?;
         let dest = dir.join(file_name);
-        tmp.persist(&dest).map_err(|e| Error::storage(&dest, e.error))?;
+        tmp.persist(&dest)
+            .map_err(|e| Error::storage(&dest, e.error))?;
         Ok((format!("{}/{}", key.dir(), file_name), digest, size, value))
     }
 
     /// Deletes all but the `keep` newest `*.tar.gz` of `key`, never `current`.
     /// Returns the removed relative paths.
-    pub fn garbage_collect(&self, key: &ObjectKey, current: &str, keep: usize) -> Result<Vec<String>> {
+    pub fn garbage_collect(
+        &self,
+        key: &ObjectKey,
+        current: &str,
+        keep: usize,
+    ) -> Result<Vec<String>> {
         let dir = self.object_dir(key)?;
         let mut files = Vec::new();
         let rd = match std::fs::read_dir(&dir) {
@@ -149,7 +157,12 @@ impl Storage {
             files.push((format!("{}/{}", key.dir(), name), mtime));
         }
         // Newest first; the current artifact always counts as the newest.
-        files.sort_by(|a, b| (b.0 == current).cmp(&(a.0 == current)).then(b.1.cmp(&a.1)).then(a.0.cmp(&b.0)));
+        files.sort_by(|a, b| {
+            (b.0 == current)
+                .cmp(&(a.0 == current))
+                .then(b.1.cmp(&a.1))
+                .then(a.0.cmp(&b.0))
+        });
         let mut removed = Vec::new();
         for (rel, _) in files.into_iter().skip(keep.max(1)) {
             let p = self.local_path(&rel);

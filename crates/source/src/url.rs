@@ -61,8 +61,12 @@ impl RepoUrl {
                 )));
             }
         };
-        let mut parsed = gix::url::parse(gix::bstr::BStr::new(url.as_bytes()))
-            .map_err(|e| invalid(format!("cannot parse it: {}", redact_userinfo(&e.to_string()))))?;
+        let mut parsed = gix::url::parse(gix::bstr::BStr::new(url.as_bytes())).map_err(|e| {
+            invalid(format!(
+                "cannot parse it: {}",
+                redact_userinfo(&e.to_string())
+            ))
+        })?;
         if scheme != Scheme::File && parsed.host().is_none_or(str::is_empty) {
             return Err(invalid("the URL has no host".into()));
         }
@@ -89,7 +93,10 @@ fn scp_to_ssh(s: &str) -> Option<String> {
     if host_part.is_empty() || host_part.contains('/') || path.is_empty() {
         return None;
     }
-    Some(format!("ssh://{host_part}/{}", path.trim_start_matches('/')))
+    Some(format!(
+        "ssh://{host_part}/{}",
+        path.trim_start_matches('/')
+    ))
 }
 
 /// Removes `user:password@` from every URL-looking part of `s`, keeping the user name.
@@ -129,7 +136,10 @@ mod tests {
     fn scp_style_is_refused_with_the_ssh_form() {
         let err = RepoUrl::parse("git@github.com:org/repo.git", false).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("use 'ssh://git@github.com/org/repo.git'"), "{msg}");
+        assert!(
+            msg.contains("use 'ssh://git@github.com/org/repo.git'"),
+            "{msg}"
+        );
         assert_eq!(err.reason(), "URLInvalid");
         assert!(err.is_stalling());
     }
@@ -138,7 +148,10 @@ mod tests {
     fn file_urls_need_permission() {
         let err = RepoUrl::parse("file:///srv/repo", false).unwrap_err();
         assert!(err.to_string().contains("--allow-file-urls"), "{err}");
-        assert_eq!(RepoUrl::parse("file:///srv/repo", true).unwrap().scheme, Scheme::File);
+        assert_eq!(
+            RepoUrl::parse("file:///srv/repo", true).unwrap().scheme,
+            Scheme::File
+        );
     }
 
     #[test]

@@ -18,7 +18,12 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
-        .args(["-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always"])
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "protocol.file.allow=always",
+        ])
         .args(args)
         .current_dir(dir)
         .env("GIT_AUTHOR_NAME", "Test")
@@ -49,13 +54,19 @@ impl Repo {
     /// `<root>/<name>.git` (bare) and `<root>/work` (clone).
     pub fn new(name: &str) -> Self {
         let root = tempfile::tempdir().unwrap();
-        git(root.path(), &["init", "--bare", "-q", &format!("{name}.git")]);
+        git(
+            root.path(),
+            &["init", "--bare", "-q", &format!("{name}.git")],
+        );
         git(root.path(), &["init", "-q", "work"]);
         let r = Repo {
             root,
             name: name.to_string(),
         };
-        git(&r.work(), &["remote", "add", "origin", r.bare().to_str().unwrap()]);
+        git(
+            &r.work(),
+            &["remote", "add", "origin", r.bare().to_str().unwrap()],
+        );
         r
     }
     pub fn bare(&self) -> PathBuf {
@@ -228,7 +239,10 @@ async fn cgi(State(state): State<CgiState>, req: Request) -> Response {
     }
     // Keep the child alive (and reaped) while its output streams.
     let stream = async_stream(stdout, child);
-    builder.status(status).body(Body::from_stream(stream)).unwrap()
+    builder
+        .status(status)
+        .body(Body::from_stream(stream))
+        .unwrap()
 }
 
 fn async_stream(
@@ -283,11 +297,15 @@ impl GitHttpServer {
                 let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config.clone());
                 runtime.spawn(async move {
                     loop {
-                        let Ok((tcp, _)) = listener.accept().await else { return };
+                        let Ok((tcp, _)) = listener.accept().await else {
+                            return;
+                        };
                         let acceptor = acceptor.clone();
                         let app = app.clone();
                         tokio::spawn(async move {
-                            let Ok(stream) = acceptor.accept(tcp).await else { return };
+                            let Ok(stream) = acceptor.accept(tcp).await else {
+                                return;
+                            };
                             let io = hyper_util::rt::TokioIo::new(stream);
                             let svc = hyper_util::service::TowerToHyperService::new(app);
                             hyper::server::conn::http1::Builder::new()
@@ -333,7 +351,11 @@ pub fn keygen(path: &Path, passphrase: &str) -> (String, String) {
         .arg(path)
         .output()
         .expect("ssh-keygen runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     (
         std::fs::read_to_string(path).unwrap(),
         std::fs::read_to_string(path.with_extension("pub")).unwrap(),
@@ -389,10 +411,7 @@ impl Sshd {
         // Readiness: sshd says so on stderr once it listens.
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         loop {
-            let line = lines
-                .next()
-                .expect("sshd exited before listening")
-                .unwrap();
+            let line = lines.next().expect("sshd exited before listening").unwrap();
             if line.contains("Server listening on") {
                 break;
             }
@@ -414,7 +433,12 @@ impl Sshd {
     }
 
     pub fn url(&self, bare: &Path) -> String {
-        format!("ssh://{}@127.0.0.1:{}{}", self.user, self.port, bare.display())
+        format!(
+            "ssh://{}@127.0.0.1:{}{}",
+            self.user,
+            self.port,
+            bare.display()
+        )
     }
 }
 
