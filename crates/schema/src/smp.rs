@@ -14,6 +14,7 @@ use crate::MergeError;
 use crate::schema::{Field, ListStrategy, ShapeRef};
 use serde_json::{Map, Value};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 type N = Rc<RefCell<Node>>;
@@ -97,6 +98,21 @@ fn text(n: &N) -> String {
         Node::Scalar(Value::String(s)) => s.clone(),
         Node::Scalar(v) => v.to_string(),
         Node::Map(_) | Node::Seq(_) => String::new(),
+    }
+}
+
+/// `text(n) == want` without allocating for strings (the common merge-key type).
+fn text_is(n: &N, want: &str) -> bool {
+    match &*n.borrow() {
+        Node::Scalar(Value::String(s)) => s == want,
+        Node::Scalar(Value::Bool(b)) => want == if *b { "true" } else { "false" },
+        Node::Scalar(v) => {
+            // Numbers compare by their JSON text, as kustomize compares YAML scalars.
+            let t = v.to_string();
+            t == want
+        }
+        Node::Null { .. } => want == "null",
+        Node::Map(_) | Node::Seq(_) => want.is_empty(),
     }
 }
 
@@ -336,22 +352,59 @@ impl Walker {
         let Some(d) = new_dest else {
             return Ok(None);
         };
-        let mut names: Vec<String> = Vec::new();
-        for n in [Some(&d), patch.as_ref()].into_iter().flatten() {
-            if let Node::Map(fields) = &*n.borrow() {
-                names.extend(fields.iter().map(|(k, _)| k.clone()));
+        let fields_of = |n: Option<&N>| -> Vec<(String, N)> {
+            match n.map(|n| n.borrow()) {
+                Some(b) => match &*b {
+                    Node::Map(f) => f.clone(),
+                    _ => Vec::new(),
+                },
+                None => Vec::new(),
             }
-        }
+        };
+        let d_fields = fields_of(Some(&d));
+        let p_fields = fields_of(patch.as_ref());
+        let d_index: HashMap<&str, &N> = d_fields.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let p_index: HashMap<&str, &N> = p_fields.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let mut names: Vec<&str> = d_index.keys().chain(p_index.keys()).copied().collect();
         names.sort_unstable();
         names.dedup();
-        for name in names {
-            let child_schema = schema.and_then(|s| s.field(&name));
-            let dv = get_field(&d, &name);
-            let pv = patch.as_ref().and_then(|p| get_field(p, &name));
-            self.path.0.push(name.clone());
+        // Children are independent subtrees, so merging them all before writing any back is
+        // the same as kustomize's field-by-field setting, without its quadratic lookups.
+        let mut results: HashMap<&str, Option<N>> = HashMap::with_capacity(names.len());
+        for name in &names {
+            let child_schema = schema.and_then(|s| s.field(name));
+            let dv = d_index.get(name).map(|n| (*n).clone());
+            let pv = p_index.get(name).map(|n| (*n).clone());
+            self.path.0.push(name.to_string());
             let val = self.walk(dv, pv, child_schema)?;
             self.path.0.pop();
-            set_field(&d, &name, val);
+            results.insert(name, val);
+        }
+        let keep = |v: &Option<N>| match v {
+            None => false,
+            Some(v) => !matches!(&*v.borrow(), Node::Null { keep: false }),
+        };
+        if let Node::Map(fields) = &mut *d.borrow_mut() {
+            let mut out = Vec::with_capacity(names.len());
+            for (k, _) in &d_fields {
+                if let Some(v) = results
+                    .get(k.as_str())
+                    .filter(|v| keep(v))
+                    .cloned()
+                    .flatten()
+                {
+                    out.push((k.clone(), v));
+                }
+            }
+            for name in &names {
+                if d_index.contains_key(name) {
+                    continue;
+                }
+                if let Some(v) = results.get(name).filter(|v| keep(v)).cloned().flatten() {
+                    out.push((name.to_string(), v));
+                }
+            }
+            *fields = out;
         }
         Ok(Some(d))
     }
@@ -396,6 +449,7 @@ impl Walker {
         let order = [patch.clone(), Some(d.clone())];
         if !keys.is_empty() {
             let mut values: Vec<Vec<String>> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
             for src in order.iter().flatten() {
                 for elem in seq_items(src) {
                     let tuple: Vec<String> = keys
@@ -405,7 +459,7 @@ impl Walker {
                             _ => String::new(),
                         })
                         .collect();
-                    if !values.contains(&tuple) {
+                    if seen.insert(tuple.clone()) {
                         values.push(tuple);
                     }
                 }
@@ -413,10 +467,11 @@ impl Walker {
             return self.set_elements(values, &keys, d, patch, item_schema);
         }
         let mut values: Vec<Vec<String>> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for src in order.iter().flatten() {
             for elem in seq_items(src) {
                 let t = vec![text(&elem)];
-                if !values.contains(&t) {
+                if seen.insert(t.clone()) {
                     values.push(t);
                 }
             }
@@ -663,8 +718,8 @@ fn element_list(list: &N, keys: &[String], values: &[String]) -> Option<N> {
     }
     let items = seq_items(list);
     if keys.first().is_none_or(|k| k.is_empty()) {
-        let want = values.first().cloned().unwrap_or_default();
-        return items.into_iter().find(|e| text(e) == want);
+        let want = values.first().map(String::as_str).unwrap_or("");
+        return items.into_iter().find(|e| text_is(e, want));
     }
     if keys.len() != values.len() {
         return None;
@@ -674,7 +729,7 @@ fn element_list(list: &N, keys: &[String], values: &[String]) -> Option<N> {
             && keys
                 .iter()
                 .zip(values)
-                .all(|(k, v)| get_field(e, k).is_some_and(|f| text(&f) == *v))
+                .all(|(k, v)| get_field(e, k).is_some_and(|f| text_is(&f, v)))
     })
 }
 
@@ -691,7 +746,7 @@ fn field_matches(elem: &N, name: &str, value: &str) -> Result<bool, MergeError> 
                 found: kind_of(elem).map(kind_name).unwrap_or("null").to_string(),
             });
         }
-        return Ok(text(elem) == value);
+        return Ok(text_is(elem, value));
     }
     if kind_of(elem) != Some(Kind::Map) {
         return Err(MergeError::KindMismatch {
@@ -702,7 +757,7 @@ fn field_matches(elem: &N, name: &str, value: &str) -> Result<bool, MergeError> 
     }
     Ok(match get_field(elem, name) {
         None => false,
-        Some(f) => value.is_empty() || text(&f) == value,
+        Some(f) => value.is_empty() || text_is(&f, value),
     })
 }
 

@@ -9,6 +9,7 @@
 use crate::MergeError;
 use crate::schema::{Field, ListStrategy, ShapeRef};
 use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
 
 const DIRECTIVE: &str = "$patch";
 const RETAIN_KEYS: &str = "$retainKeys";
@@ -580,19 +581,21 @@ impl Merger {
         key: &str,
     ) -> Result<Vec<Value>, MergeError> {
         let item = schema.and_then(|s| s.item());
+        for o in &original {
+            if !o.is_object() {
+                return Err(self.not_a_map(o));
+            }
+        }
+        let mut index: HashMap<String, usize> = HashMap::with_capacity(original.len());
+        for (i, o) in original.iter().enumerate() {
+            if o.get(key).is_some() {
+                index.entry(canonical(o.get(key))).or_insert(i);
+            }
+        }
         for v in patch {
             let kv = v.get(key).cloned().ok_or_else(|| self.no_key(&v, key))?;
-            let mut found = None;
-            for (i, o) in original.iter().enumerate() {
-                if !o.is_object() {
-                    return Err(self.not_a_map(o));
-                }
-                if o.get(key).is_some_and(|ov| same(ov, &kv)) {
-                    found = Some(i);
-                    break;
-                }
-            }
-            match (found, v) {
+            let id = canonical(Some(&kv));
+            match (index.get(&id).copied(), v) {
                 (Some(i), Value::Object(pm)) => {
                     let om = match original[i].take() {
                         Value::Object(m) => m,
@@ -603,7 +606,10 @@ impl Merger {
                     self.path.pop();
                     original[i] = Value::Object(merged);
                 }
-                (_, v) => original.push(v),
+                (_, v) => {
+                    index.entry(id).or_insert(original.len());
+                    original.push(v);
+                }
             }
         }
         Ok(original)
@@ -616,30 +622,27 @@ impl Merger {
         key: Option<&str>,
         kind: ElemKind,
     ) -> Result<(Vec<Value>, Vec<Value>), MergeError> {
+        if let (ElemKind::Map, Some(k)) = (kind, key) {
+            for v in merged.iter().chain(by) {
+                if !v.is_object() {
+                    return Err(self.not_a_map(v));
+                }
+            }
+            for v in &merged {
+                if v.get(k).is_none() {
+                    return Err(self.no_key(v, k));
+                }
+            }
+        }
+        let in_by: HashSet<String> = by
+            .iter()
+            .filter(|b| kind != ElemKind::Map || key.is_none_or(|k| b.get(k).is_some()))
+            .map(|b| identity(b, key, kind))
+            .collect();
         let mut in_patch = Vec::new();
         let mut server_only = Vec::new();
         for v in merged {
-            let present = match (kind, key) {
-                (ElemKind::Map, Some(k)) => {
-                    if !v.is_object() {
-                        return Err(self.not_a_map(&v));
-                    }
-                    let kv = v.get(k).ok_or_else(|| self.no_key(&v, k))?;
-                    let mut present = false;
-                    for b in by {
-                        if !b.is_object() {
-                            return Err(self.not_a_map(b));
-                        }
-                        if b.get(k).is_some_and(|bv| same(bv, kv)) {
-                            present = true;
-                            break;
-                        }
-                    }
-                    present
-                }
-                _ => by.iter().any(|b| same(b, &v)),
-            };
-            if present {
+            if in_by.contains(&identity(&v, key, kind)) {
                 in_patch.push(v);
             } else {
                 server_only.push(v);
@@ -661,6 +664,10 @@ impl Merger {
     ) -> Result<Vec<Value>, MergeError> {
         let patch_items = self.sort_by_order(patch_items, patch_order, key, kind)?;
         let server_only = self.sort_by_order(server_only, server_order, key, kind)?;
+        let server_pos = positions(server_order, key, kind);
+        let pos = |v: &Value| server_pos.get(&identity(v, key, kind)).copied();
+        let left_pos: Vec<Option<usize>> = server_only.iter().map(pos).collect();
+        let right_pos: Vec<Option<usize>> = patch_items.iter().map(pos).collect();
         let (left, right) = (server_only, patch_items);
         let mut out = Vec::with_capacity(left.len() + right.len());
         let (mut i, mut j) = (0, 0);
@@ -672,9 +679,7 @@ impl Merger {
                 out.push(left[i].clone());
                 i += 1;
             } else {
-                let li = index_of(server_order, &left[i], key, kind);
-                let ri = index_of(server_order, &right[j], key, kind);
-                match (li, ri) {
+                match (left_pos[i], right_pos[j]) {
                     (Some(l), Some(r)) if l < r => {
                         out.push(left[i].clone());
                         i += 1;
@@ -714,14 +719,18 @@ impl Merger {
             to_sort = keep;
             to_delete = del;
         }
-        to_sort.sort_by(|a, b| {
-            match (index_of(order, a, key, kind), index_of(order, b, key, kind)) {
-                (Some(x), Some(y)) => x.cmp(&y),
-                _ => std::cmp::Ordering::Equal,
-            }
+        let order_pos = positions(order, key, kind);
+        let mut keyed: Vec<(Option<usize>, Value)> = to_sort
+            .into_iter()
+            .map(|v| (order_pos.get(&identity(&v, key, kind)).copied(), v))
+            .collect();
+        keyed.sort_by(|(a, _), (b, _)| match (a, b) {
+            (Some(x), Some(y)) => x.cmp(y),
+            _ => std::cmp::Ordering::Equal,
         });
-        to_sort.extend(to_delete);
-        Ok(to_sort)
+        let mut sorted: Vec<Value> = keyed.into_iter().map(|(_, v)| v).collect();
+        sorted.extend(to_delete);
+        Ok(sorted)
     }
 }
 
@@ -732,18 +741,31 @@ fn scalar_text(v: &Value) -> String {
     }
 }
 
-fn index_of(list: &[Value], v: &Value, key: Option<&str>, kind: ElemKind) -> Option<usize> {
-    match (kind, key) {
-        (ElemKind::Map, Some(k)) => {
-            let want = v.get(k);
-            list.iter().position(|x| match (x.get(k), want) {
-                (Some(a), Some(b)) => same(a, b),
-                (None, None) => true,
-                _ => false,
-            })
-        }
-        _ => list.iter().position(|x| same(x, v)),
+/// A hashable identity with the equality of `same` (numbers compare as f64).
+fn canonical(v: Option<&Value>) -> String {
+    match v {
+        None => "\u{0}absent".to_string(),
+        Some(Value::Number(n)) => format!("n:{:?}", n.as_f64()),
+        Some(Value::String(s)) => format!("s:{s}"),
+        Some(other) => format!("j:{other}"),
     }
+}
+
+/// The identity an element is looked up by: its merge key's value, or itself.
+fn identity(v: &Value, key: Option<&str>, kind: ElemKind) -> String {
+    match (kind, key) {
+        (ElemKind::Map, Some(k)) => canonical(v.get(k)),
+        _ => canonical(Some(v)),
+    }
+}
+
+/// First position of each identity in `list`.
+fn positions(list: &[Value], key: Option<&str>, kind: ElemKind) -> HashMap<String, usize> {
+    let mut m = HashMap::with_capacity(list.len());
+    for (i, v) in list.iter().enumerate() {
+        m.entry(identity(v, key, kind)).or_insert(i);
+    }
+    m
 }
 
 /// Removes duplicates the way apimachinery does (the last element fills each hole).
