@@ -512,12 +512,9 @@ pub fn generate(crate_dir: &Path) -> Result<String, String> {
             stack.extend(refs);
         }
     }
-    // Types with no structured field merge exactly like unknown maps: drop them and their refs.
-    let empty: BTreeSet<String> = types
-        .iter()
-        .filter(|(_, f)| f.is_empty())
-        .map(|(n, _)| n.clone())
-        .collect();
+    // Types with only scalar fields stay (with no fields listed): merging does not need them,
+    // but server-side apply asks their names (struct-level atomicity, e.g. SecretKeySelector).
+    let empty: BTreeSet<String> = BTreeSet::new();
 
     let version = crate_dir
         .file_name()

@@ -484,5 +484,18 @@ mod tests {
         assert_eq!(sel.map_type(), Some(MapType::Atomic));
         let spec = lookup_path("v1", "Pod", &["spec"]).unwrap();
         assert_eq!(spec.type_name(), Some("io.k8s.api.core.v1.PodSpec"));
+        // Structs with only scalar fields are still named (SSA needs struct-level atomicity).
+        let env_ref = ["spec", "containers", "env", "valueFrom", "secretKeyRef"];
+        let sel = lookup_path("v1", "Pod", &env_ref).unwrap();
+        assert_eq!(
+            sel.type_name(),
+            Some("io.k8s.api.core.v1.SecretKeySelector")
+        );
+        assert_eq!(sel.field("name").map(|f| f.type_name()), None);
+        let port = lookup_path("v1", "Pod", &["spec", "containers", "ports"]).unwrap();
+        assert_eq!(
+            port.item().and_then(|i| i.type_name()),
+            Some("io.k8s.api.core.v1.ContainerPort")
+        );
     }
 }
