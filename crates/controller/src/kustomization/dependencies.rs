@@ -1,0 +1,213 @@
+//! `spec.dependsOn`: when a Kustomization may proceed, and dependency cycles.
+
+use ferroflux_api::Kustomization;
+use ferroflux_api::conditions::{READY, is_true};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// `namespace/name` of a Kustomization, as Flux prints dependency names.
+pub fn key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
+
+/// The keys of the Kustomizations `ks` depends on (namespace defaulted to its own).
+pub fn dependency_keys(ks: &Kustomization) -> Vec<String> {
+    let own_ns = ks.metadata.namespace.as_deref().unwrap_or("default");
+    ks.spec
+        .depends_on
+        .iter()
+        .flatten()
+        .map(|d| key(d.namespace.as_deref().unwrap_or(own_ns), &d.name))
+        .collect()
+}
+
+/// Checks Flux's readiness rules for every dependency of `ks`: it exists, its
+/// `observedGeneration` matches its generation, it is `Ready=True` and, when it follows the same
+/// source, it has applied `source_revision`. The error reads like Flux's.
+pub fn check_dependencies(
+    ks: &Kustomization,
+    lookup: impl Fn(&str, &str) -> Option<Kustomization>,
+    source_revision: &str,
+) -> Result<(), String> {
+    let own_ns = ks.metadata.namespace.as_deref().unwrap_or("default");
+    for d in ks.spec.depends_on.iter().flatten() {
+        let ns = d.namespace.as_deref().unwrap_or(own_ns);
+        let name = key(ns, &d.name);
+        let Some(dep) = lookup(ns, &d.name) else {
+            return Err(format!("dependency '{name}' not found"));
+        };
+        let status = dep.status.clone().unwrap_or_default();
+        let conditions = status.conditions.unwrap_or_default();
+        if conditions.is_empty() || dep.metadata.generation != status.observed_generation {
+            return Err(format!("dependency '{name}' is not ready"));
+        }
+        if !is_true(&conditions, READY) {
+            return Err(format!("dependency '{name}' is not ready"));
+        }
+        let dep_ns = dep.metadata.namespace.as_deref().unwrap_or(ns);
+        let same_source = dep.spec.source_ref.kind == ks.spec.source_ref.kind
+            && dep.spec.source_ref.name == ks.spec.source_ref.name
+            && dep.spec.source_ref.namespace.as_deref().unwrap_or(dep_ns)
+                == ks.spec.source_ref.namespace.as_deref().unwrap_or(own_ns);
+        if same_source && status.last_applied_revision.as_deref() != Some(source_revision) {
+            return Err(format!("dependency '{name}' revision is not up to date"));
+        }
+    }
+    Ok(())
+}
+
+/// The dependency cycle `start` is part of, if any, as `a -> b -> a`. `graph` maps each
+/// Kustomization key to the keys it depends on.
+pub fn find_cycle(graph: &BTreeMap<String, Vec<String>>, start: &str) -> Option<String> {
+    // Depth-first search from `start`, looking for a path back to it.
+    let mut path = vec![start.to_string()];
+    let mut visited = BTreeSet::new();
+    if walk(graph, start, start, &mut path, &mut visited) {
+        return Some(path.join(" -> "));
+    }
+    None
+}
+
+fn walk(
+    graph: &BTreeMap<String, Vec<String>>,
+    start: &str,
+    node: &str,
+    path: &mut Vec<String>,
+    visited: &mut BTreeSet<String>,
+) -> bool {
+    for next in graph.get(node).into_iter().flatten() {
+        if next == start {
+            path.push(next.clone());
+            return true;
+        }
+        if !visited.insert(next.clone()) {
+            continue;
+        }
+        path.push(next.clone());
+        if walk(graph, start, next, path, visited) {
+            return true;
+        }
+        path.pop();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferroflux_api::KustomizationSpec;
+    use ferroflux_api::conditions::{Status, set_condition};
+    use ferroflux_api::kustomization::{
+        CrossNamespaceSourceReference, DependencyReference, KustomizationStatus, SourceKind,
+    };
+    use k8s_openapi::jiff::Timestamp;
+
+    fn ks(name: &str, deps: &[&str], ready: Option<(bool, &str)>) -> Kustomization {
+        let mut k = Kustomization::new(
+            name,
+            KustomizationSpec {
+                interval: "10m".into(),
+                prune: true,
+                source_ref: CrossNamespaceSourceReference {
+                    kind: SourceKind::GitRepository,
+                    name: "flux-system".into(),
+                    ..Default::default()
+                },
+                depends_on: Some(
+                    deps.iter()
+                        .map(|d| DependencyReference {
+                            name: d.to_string(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
+                ..Default::default()
+            },
+        );
+        k.metadata.namespace = Some("flux-system".into());
+        k.metadata.generation = Some(1);
+        if let Some((is_ready, revision)) = ready {
+            let mut conditions = Vec::new();
+            let status = if is_ready {
+                Status::True
+            } else {
+                Status::False
+            };
+            set_condition(
+                &mut conditions,
+                READY,
+                status,
+                "x",
+                "",
+                Some(1),
+                Timestamp::UNIX_EPOCH,
+            );
+            k.status = Some(KustomizationStatus {
+                conditions: Some(conditions),
+                observed_generation: Some(1),
+                last_applied_revision: Some(revision.into()),
+                ..Default::default()
+            });
+        }
+        k
+    }
+
+    #[test]
+    fn dependencies_follow_flux_rules() {
+        let apps = ks("apps", &["infrastructure"], None);
+        let with = |dep: Option<Kustomization>| {
+            move |ns: &str, name: &str| {
+                assert_eq!((ns, name), ("flux-system", "infrastructure"));
+                dep.clone()
+            }
+        };
+        assert_eq!(
+            check_dependencies(&apps, with(None), "main@sha1:1"),
+            Err("dependency 'flux-system/infrastructure' not found".into())
+        );
+        let pending = ks("infrastructure", &[], None);
+        assert_eq!(
+            check_dependencies(&apps, with(Some(pending)), "main@sha1:1"),
+            Err("dependency 'flux-system/infrastructure' is not ready".into())
+        );
+        let failing = ks("infrastructure", &[], Some((false, "main@sha1:1")));
+        assert!(check_dependencies(&apps, with(Some(failing)), "main@sha1:1").is_err());
+        let behind = ks("infrastructure", &[], Some((true, "main@sha1:0")));
+        assert_eq!(
+            check_dependencies(&apps, with(Some(behind)), "main@sha1:1"),
+            Err("dependency 'flux-system/infrastructure' revision is not up to date".into())
+        );
+        let ready = ks("infrastructure", &[], Some((true, "main@sha1:1")));
+        assert_eq!(
+            check_dependencies(&apps, with(Some(ready)), "main@sha1:1"),
+            Ok(())
+        );
+        assert_eq!(dependency_keys(&apps), ["flux-system/infrastructure"]);
+    }
+
+    #[test]
+    fn cycles_are_named_from_each_member() {
+        let mut graph = BTreeMap::new();
+        graph.insert("ns/a".to_string(), vec!["ns/b".to_string()]);
+        graph.insert("ns/b".to_string(), vec!["ns/c".to_string()]);
+        graph.insert("ns/c".to_string(), vec!["ns/a".to_string()]);
+        graph.insert("ns/d".to_string(), vec!["ns/a".to_string()]);
+        assert_eq!(
+            find_cycle(&graph, "ns/a").as_deref(),
+            Some("ns/a -> ns/b -> ns/c -> ns/a")
+        );
+        assert_eq!(
+            find_cycle(&graph, "ns/b").as_deref(),
+            Some("ns/b -> ns/c -> ns/a -> ns/b")
+        );
+        assert_eq!(
+            find_cycle(&graph, "ns/d"),
+            None,
+            "d depends on a cycle but is not in it"
+        );
+        graph.insert("ns/self".to_string(), vec!["ns/self".to_string()]);
+        assert_eq!(
+            find_cycle(&graph, "ns/self").as_deref(),
+            Some("ns/self -> ns/self")
+        );
+    }
+}

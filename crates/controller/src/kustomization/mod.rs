@@ -1,0 +1,4 @@
+//! The steps of a Kustomization's reconcile that are Flux's own.
+
+pub mod dependencies;
+pub mod generate;

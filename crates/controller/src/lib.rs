@@ -1,0 +1,11 @@
+//! The reconcilers of ferroflux and what they share.
+//!
+//! Owns: the reconcile loops of `GitRepository` and `Kustomization` objects, their scheduling
+//! (interval, retry, `reconcile.fluxcd.io/requestedAt`, `dependsOn`), status conditions and
+//! events, and the steps of a Kustomization's pipeline that are Flux's own rather than
+//! kustomize's or the API server's: fetching and unpacking artifacts, generating a
+//! `kustomization.yaml` where a path has none, the spec-level overrides and post-build
+//! substitution. Building, applying and fetching Git are delegated to the crates that own them.
+
+pub mod artifact;
+pub mod kustomization;
