@@ -165,6 +165,31 @@ mod tests {
         std::mem::forget(patch);
     }
 
+    fn pod_with_env(env: Vec<Value>) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "app", "image": "x", "env": env}]}})
+    }
+
+    #[test]
+    fn large_lists_merge_in_linear_time_or_are_refused_when_irregular() {
+        let patch = pod_with_env(vec![json!({"name": "E1", "value": "changed"})]);
+        let regular: Vec<Value> = (0..20_000)
+            .map(|i| json!({"name": format!("E{i}"), "value": "v"}))
+            .collect();
+        let merged = strategic_merge(&pod_with_env(regular), &patch).unwrap();
+        let env = merged["spec"]["containers"][0]["env"].as_array().unwrap();
+        assert_eq!(env.len(), 20_000);
+        assert_eq!(env[0], json!({"name": "E1", "value": "changed"}));
+
+        // Duplicate names force kustomize's element-by-element path, which is quadratic.
+        let irregular: Vec<Value> = (0..6000).map(|_| json!({"name": "A"})).collect();
+        let err = strategic_merge(&pod_with_env(irregular), &patch).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "spec.containers[name=app].env: 6001 elements with duplicate, missing or empty merge keys: more than the 5000 such a list may hold"
+        );
+    }
+
     #[test]
     fn non_object_inputs_are_refused() {
         let obj = json!({"apiVersion": "v1", "kind": "ConfigMap"});

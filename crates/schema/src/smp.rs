@@ -274,6 +274,9 @@ fn schema_from_meta(sources: &[Option<N>; 2]) -> Option<ShapeRef> {
 
 struct Walker {
     path: Path,
+    /// Use the linear-time merge for regular lists (always, except to test it against the
+    /// element-by-element path).
+    fast_lists: bool,
 }
 
 impl Walker {
@@ -445,6 +448,21 @@ impl Walker {
             self.check_merge_keys(p, first)?;
         }
         let item_schema = schema.and_then(|s| s.item());
+        if self.fast_lists
+            && let Some(merged) = self.merge_regular(&d, patch.as_ref(), &keys, item_schema)?
+        {
+            return Ok(merged);
+        }
+        // Irregular lists take kustomize's element-by-element path, which is quadratic.
+        let total = seq_len(&d) + patch.as_ref().map(seq_len).unwrap_or(0);
+        if total > MAX_IRREGULAR_LIST {
+            return Err(MergeError::UnsupportedList {
+                path: self.path.render(),
+                reason: format!(
+                    "{total} elements with duplicate, missing or empty merge keys: more than the {MAX_IRREGULAR_LIST} such a list may hold"
+                ),
+            });
+        }
         // Patch elements first: kustomize merges with "prepend" list direction.
         let order = [patch.clone(), Some(d.clone())];
         if !keys.is_empty() {
@@ -503,6 +521,123 @@ impl Walker {
             }
         }
         Ok(())
+    }
+
+    /// The same merge as `set_elements`, in linear time, for lists where it is simple: every
+    /// element an object with the keys (each key present in all elements or in none, unique
+    /// key values), or for sets every element a distinct scalar. None for other lists.
+    fn merge_regular(
+        &mut self,
+        dest: &N,
+        patch: Option<&N>,
+        keys: &[String],
+        item_schema: Option<ShapeRef>,
+    ) -> Result<Option<Option<N>>, MergeError> {
+        let set = keys.is_empty();
+        let mut present: Vec<Option<bool>> = vec![None; keys.len()];
+        let Some(dest_items) = regular_tuples(dest, keys, &mut present) else {
+            return Ok(None);
+        };
+        let patch_items = match patch {
+            Some(p) => match regular_tuples(p, keys, &mut present) {
+                Some(t) => t,
+                None => return Ok(None),
+            },
+            None => Vec::new(),
+        };
+        // Keys no element has drop out, as kustomize's key validation drops them.
+        let used: Vec<usize> = (0..keys.len())
+            .filter(|i| present[*i] == Some(true))
+            .collect();
+        if !set && used.is_empty() {
+            return Ok(None);
+        }
+        let restrict = |t: &Vec<String>| -> Vec<String> {
+            if set {
+                t.clone()
+            } else {
+                used.iter().map(|i| t[*i].clone()).collect()
+            }
+        };
+        let vk: Vec<String> = if set {
+            vec![String::new()]
+        } else {
+            used.iter().map(|i| keys[*i].clone()).collect()
+        };
+        let dest_items: Vec<(Vec<String>, N)> = dest_items
+            .into_iter()
+            .map(|(t, n)| (restrict(&t), n))
+            .collect();
+        let patch_items: Vec<(Vec<String>, N)> = patch_items
+            .into_iter()
+            .map(|(t, n)| (restrict(&t), n))
+            .collect();
+        if dest_items.is_empty() && patch_items.is_empty() {
+            return Ok(Some(Some(dest.clone())));
+        }
+        let dest_index: HashMap<&Vec<String>, &N> =
+            dest_items.iter().map(|(t, n)| (t, n)).collect();
+        let patch_index: HashMap<&Vec<String>, &N> =
+            patch_items.iter().map(|(t, n)| (t, n)).collect();
+        let mut order: Vec<&Vec<String>> = Vec::with_capacity(dest_items.len() + patch_items.len());
+        let mut seen = std::collections::HashSet::new();
+        for (t, _) in patch_items.iter().chain(&dest_items) {
+            if seen.insert(t) {
+                order.push(t);
+            }
+        }
+        let mut removed = std::collections::HashSet::new();
+        let mut items: Vec<(&Vec<String>, N)> = Vec::with_capacity(order.len());
+        for t in order {
+            let de = dest_index.get(t).map(|n| (*n).clone());
+            let pe = patch_index.get(t).map(|n| (*n).clone());
+            self.path.0.push(element_label(&vk, t));
+            let val = self.walk(de, pe, item_schema)?;
+            self.path.0.pop();
+            let val = match val {
+                Some(v) if !is_null(&Some(v.clone())) && !is_empty_map(&v) => v,
+                _ => {
+                    removed.insert(t);
+                    continue;
+                }
+            };
+            if !set && matches!(&*val.borrow(), Node::Map(_)) {
+                for (k, want) in vk.iter().zip(t.iter()) {
+                    if get_field(&val, k).is_none() && !want.is_empty() {
+                        set_field(
+                            &val,
+                            k,
+                            Some(new(Node::Scalar(Value::String(want.clone())))),
+                        );
+                    }
+                }
+            }
+            items.push((t, val));
+        }
+        // The original's elements then take their places (single key: in place; several keys:
+        // moved after the patch's new elements, in the original's order).
+        let remaining: Vec<&(Vec<String>, N)> = dest_items
+            .iter()
+            .filter(|(t, _)| !removed.contains(t))
+            .collect();
+        let out: Vec<N> = if vk.len() > 1 {
+            let in_dest: std::collections::HashSet<&Vec<String>> =
+                remaining.iter().map(|(t, _)| t).collect();
+            items
+                .into_iter()
+                .filter(|(t, _)| !in_dest.contains(t))
+                .map(|(_, n)| n)
+                .chain(remaining.iter().map(|(_, n)| n.clone()))
+                .collect()
+        } else {
+            let originals: HashMap<&Vec<String>, &N> =
+                remaining.iter().map(|(t, n)| (t, n)).collect();
+            items
+                .into_iter()
+                .map(|(t, n)| originals.get(t).map(|o| (*o).clone()).unwrap_or(n))
+                .collect()
+        };
+        Ok(Some(Some(new(Node::Seq(out)))))
     }
 
     fn set_elements(
@@ -633,6 +768,66 @@ fn unchanged_without_patch(n: &N, schema: Option<ShapeRef>) -> bool {
             }
         }
     }
+}
+
+/// Lists larger than this are merged only when regular (see `merge_regular`).
+const MAX_IRREGULAR_LIST: usize = 5000;
+
+fn seq_len(n: &N) -> usize {
+    match &*n.borrow() {
+        Node::Seq(items) => items.len(),
+        _ => 0,
+    }
+}
+
+/// Each element with its key tuple, when the list is regular (see `merge_regular`); `present`
+/// records, per key, whether the elements seen so far have it.
+fn regular_tuples(
+    list: &N,
+    keys: &[String],
+    present: &mut [Option<bool>],
+) -> Option<Vec<(Vec<String>, N)>> {
+    let items = match &*list.borrow() {
+        Node::Seq(items) => items.clone(),
+        _ => return None,
+    };
+    let mut out = Vec::with_capacity(items.len());
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    for e in items {
+        let tuple = if keys.is_empty() {
+            if !matches!(&*e.borrow(), Node::Scalar(_)) {
+                return None;
+            }
+            vec![text(&e)]
+        } else {
+            let b = e.borrow();
+            let Node::Map(fields) = &*b else {
+                return None;
+            };
+            if fields.is_empty() {
+                return None;
+            }
+            let mut tuple = Vec::with_capacity(keys.len());
+            for (i, k) in keys.iter().enumerate() {
+                let v = fields
+                    .iter()
+                    .find(|(fk, _)| fk == k)
+                    .map(|(_, v)| v)
+                    .filter(|v| !nil_or_empty(v));
+                let has = v.is_some();
+                if *present[i].get_or_insert(has) != has {
+                    return None;
+                }
+                tuple.push(v.map(text).unwrap_or_default());
+            }
+            tuple
+        };
+        if tuple.iter().all(String::is_empty) || !seen.insert(tuple.clone()) {
+            return None;
+        }
+        out.push((tuple, e));
+    }
+    Some(out)
 }
 
 fn element_label(keys: &[String], values: &[String]) -> String {
@@ -871,8 +1066,13 @@ pub(crate) fn strategic_merge(original: &Value, patch: &Value) -> Result<Value, 
             found: json_kind(patch),
         });
     }
+    merge_with(original, patch, true)
+}
+
+fn merge_with(original: &Value, patch: &Value, fast_lists: bool) -> Result<Value, MergeError> {
     let mut w = Walker {
         path: Path(Vec::new()),
+        fast_lists,
     };
     let root = from_value(original);
     let result = w.walk(Some(root.clone()), Some(from_value(patch)), None)?;
@@ -892,5 +1092,140 @@ pub(crate) fn json_kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A small deterministic generator (xorshift), so the test needs no dependency.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    fn env(rng: &mut Rng, patch: bool) -> Value {
+        let n = rng.below(6);
+        let mut names: Vec<u64> = (0..n).map(|_| rng.below(8)).collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut out: Vec<Value> = names
+            .into_iter()
+            .map(|i| {
+                let mut e = json!({"name": format!("E{i}"), "value": format!("{}", rng.below(3))});
+                if patch && rng.below(5) == 0 {
+                    e["$patch"] = json!("delete");
+                } else if patch && rng.below(6) == 0 {
+                    e["$patch"] = json!("replace");
+                    e["valueFrom"] = json!({"fieldRef": {"fieldPath": "metadata.name"}});
+                }
+                e
+            })
+            .collect();
+        if patch && rng.below(8) == 0 {
+            out.push(json!({"$patch": "replace"}));
+        }
+        Value::Array(out)
+    }
+
+    fn ports(rng: &mut Rng, with_protocol: bool) -> Value {
+        let n = rng.below(5);
+        let mut seen = Vec::new();
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let port = 80 + rng.below(4);
+            let proto = if rng.below(2) == 0 { "TCP" } else { "UDP" };
+            if seen.contains(&(port, proto)) || (!with_protocol && seen.iter().any(|s| s.0 == port))
+            {
+                continue;
+            }
+            seen.push((port, proto));
+            let mut p = json!({"containerPort": port, "name": format!("p{}", rng.below(9))});
+            if rng.below(7) == 0 {
+                p["$patch"] = json!("delete");
+            }
+            if with_protocol {
+                p["protocol"] = json!(proto);
+            }
+            out.push(p);
+        }
+        Value::Array(out)
+    }
+
+    fn finalizers(rng: &mut Rng) -> Value {
+        let mut v: Vec<String> = (0..rng.below(5))
+            .map(|_| format!("f{}", rng.below(6)))
+            .collect();
+        v.dedup();
+        let mut out = Vec::new();
+        for f in v {
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+        json!(out)
+    }
+
+    fn pod(rng: &mut Rng, patch: bool) -> Value {
+        let with_protocol = rng.below(2) == 0;
+        let mut containers = Vec::new();
+        let mut names: Vec<u64> = (0..1 + rng.below(3)).map(|_| rng.below(4)).collect();
+        names.dedup();
+        names.sort_unstable();
+        names.dedup();
+        for i in names {
+            let mut c = json!({"name": format!("c{i}")});
+            if !patch || rng.below(2) == 0 {
+                c["image"] = json!(format!("img{}", rng.below(3)));
+            }
+            if rng.below(3) != 0 {
+                c["env"] = env(rng, patch);
+            }
+            if rng.below(2) == 0 {
+                c["ports"] = ports(rng, with_protocol);
+            }
+            containers.push(c);
+        }
+        json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "finalizers": finalizers(rng)},
+            "spec": {"containers": containers},
+        })
+    }
+
+    #[test]
+    fn linear_list_merge_equals_element_by_element_merge() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut compared = 0;
+        for _ in 0..3000 {
+            let original = pod(&mut rng, false);
+            let patch = pod(&mut rng, true);
+            let fast = merge_with(&original, &patch, true);
+            let slow = merge_with(&original, &patch, false);
+            match (fast, slow) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(
+                        serde_json::to_string(&a).unwrap(),
+                        serde_json::to_string(&b).unwrap(),
+                        "original {original}\npatch {patch}"
+                    );
+                    compared += 1;
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => panic!("fast {a:?} slow {b:?}\noriginal {original}\npatch {patch}"),
+            }
+        }
+        assert!(compared > 2500);
     }
 }
