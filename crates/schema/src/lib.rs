@@ -191,6 +191,25 @@ mod tests {
     }
 
     #[test]
+    fn api_server_scalar_lists_are_bounded_when_deduplicating() {
+        let cm = |f: Vec<String>| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "finalizers": f}});
+        let many: Vec<String> = (0..6000).map(|i| format!("f{i}")).collect();
+        let others: Vec<String> = (6000..12000).map(|i| format!("f{i}")).collect();
+        let merged =
+            strategic_merge_with(&cm(many.clone()), &cm(others), Flavor::ApiServer).unwrap();
+        assert_eq!(
+            merged["metadata"]["finalizers"].as_array().unwrap().len(),
+            12000
+        );
+        let err =
+            strategic_merge_with(&cm(many.clone()), &cm(many), Flavor::ApiServer).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "metadata.finalizers: 12000 values with duplicates: more than the 10000 a merged list of scalars may hold"
+        );
+    }
+
+    #[test]
     fn non_object_inputs_are_refused() {
         let obj = json!({"apiVersion": "v1", "kind": "ConfigMap"});
         let err = strategic_merge(&obj, &json!([1])).unwrap_err();

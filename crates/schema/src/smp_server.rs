@@ -15,6 +15,8 @@ const DIRECTIVE: &str = "$patch";
 const RETAIN_KEYS: &str = "$retainKeys";
 const DELETE_FROM_PRIMITIVE_LIST: &str = "$deleteFromPrimitiveList";
 const SET_ELEMENT_ORDER: &str = "$setElementOrder";
+/// Largest merged list of scalars with duplicates that is de-duplicated (quadratically).
+const MAX_SCALAR_DEDUPE: usize = 10_000;
 
 /// Applies a strategic merge patch the way the Kubernetes API server does.
 pub(crate) fn strategic_merge_api_server(
@@ -281,7 +283,7 @@ impl Merger {
         let Value::Array(list) = list else {
             return Err(self.invalid(RETAIN_KEYS, "must be a list of field names"));
         };
-        let keep: Vec<String> = list
+        let keep: HashSet<String> = list
             .iter()
             .map(|v| {
                 v.as_str()
@@ -505,7 +507,23 @@ impl Merger {
             }
             let mut both = original.clone();
             both.extend(patch.iter().cloned());
-            (original, patch, dedupe_scalars(both))
+            let distinct: HashSet<String> = both.iter().map(|v| canonical(Some(v))).collect();
+            // apimachinery's de-duplication reorders as it goes and is quadratic; without
+            // duplicates it changes nothing, and with them its cost is bounded here.
+            let merged = if distinct.len() == both.len() {
+                both
+            } else if both.len() > MAX_SCALAR_DEDUPE {
+                return Err(MergeError::UnsupportedList {
+                    path: self.render(),
+                    reason: format!(
+                        "{} values with duplicates: more than the {MAX_SCALAR_DEDUPE} a merged list of scalars may hold",
+                        both.len()
+                    ),
+                });
+            } else {
+                dedupe_scalars(both)
+            };
+            (original, patch, merged)
         } else {
             let Some(key) = key else {
                 return Err(MergeError::UnsupportedList {
@@ -530,6 +548,7 @@ impl Merger {
     ) -> Result<(Vec<Value>, Vec<Value>), MergeError> {
         let mut rest = Vec::with_capacity(patch.len());
         let mut replace = false;
+        let mut deleted: HashSet<String> = HashSet::new();
         for v in patch {
             let Some(d) = v.get(DIRECTIVE) else {
                 rest.push(v);
@@ -538,12 +557,10 @@ impl Merger {
             match d.as_str() {
                 Some("delete") => {
                     let kv = v.get(key).ok_or_else(|| self.no_key(&v, key))?;
-                    for o in &original {
-                        if !o.is_object() {
-                            return Err(self.not_a_map(o));
-                        }
+                    if let Some(o) = original.iter().find(|o| !o.is_object()) {
+                        return Err(self.not_a_map(o));
                     }
-                    original.retain(|o| !o.get(key).is_some_and(|ov| same(ov, kv)));
+                    deleted.insert(canonical(Some(kv)));
                 }
                 Some("replace") => replace = true,
                 Some("merge") => {
@@ -559,6 +576,12 @@ impl Merger {
                     });
                 }
             }
+        }
+        if !deleted.is_empty() {
+            original.retain(|o| {
+                o.get(key)
+                    .is_none_or(|ov| !deleted.contains(&canonical(Some(ov))))
+            });
         }
         if replace {
             return Ok((rest, Vec::new()));
