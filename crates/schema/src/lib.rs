@@ -14,8 +14,8 @@ mod smp;
 mod smp_server;
 
 pub use schema::{
-    Field, KindInfo, ListType, MapType, Scope, builtin_kinds, is_namespaced, kind_info, list_type,
-    lookup_path, scope,
+    Field, KindInfo, ListType, MapType, Scope, builtin_kinds, is_namespaced, is_namespaced_kind,
+    kind_info, list_type, lookup_path, scope,
 };
 
 /// Whose strategic merge patch semantics to reproduce. They differ in list order, in the merge

@@ -371,6 +371,26 @@ pub fn kind_info(api_version: &str, kind: &str) -> Option<KindInfo> {
     Some(s.info(i))
 }
 
+/// Whether built-in kinds of this name are namespaced, whatever their apiVersion, when every
+/// built-in kind of that name agrees; None otherwise. Manifests still written against removed
+/// API versions (`extensions/v1beta1` Ingress, `batch/v1beta1` CronJob) find their scope here.
+pub fn is_namespaced_kind(kind: &str) -> Option<bool> {
+    let mut answer = None;
+    for k in builtin_kinds().filter(|k| k.kind == kind) {
+        let this = match k.scope {
+            Scope::Namespaced => true,
+            Scope::Cluster => false,
+            Scope::Subresource => return None,
+        };
+        match answer {
+            None => answer = Some(this),
+            Some(a) if a != this => return None,
+            Some(_) => {}
+        }
+    }
+    answer
+}
+
 /// The scope of a built-in kind; None for kinds the schema does not know.
 pub fn scope(api_version: &str, kind: &str) -> Option<Scope> {
     schema().kind(api_version, kind).map(|(_, s)| s)
@@ -439,6 +459,11 @@ mod tests {
                 .any(|k| k.api_version == "v1" && k.kind == "Secret" && k.plural == "secrets")
         );
         assert_eq!(is_namespaced("apps/v1", "Nope"), None);
+        assert_eq!(is_namespaced("extensions/v1beta1", "Ingress"), None);
+        assert_eq!(is_namespaced_kind("Ingress"), Some(true));
+        assert_eq!(is_namespaced_kind("ClusterRoleBinding"), Some(false));
+        assert_eq!(is_namespaced_kind("Scale"), None);
+        assert_eq!(is_namespaced_kind("Widget"), None);
     }
 
     #[test]
