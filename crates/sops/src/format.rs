@@ -99,11 +99,14 @@ fn as_text(data: &[u8], format: Format) -> Result<&str, ErrorKind> {
     std::str::from_utf8(data).map_err(|_| format_error(format, "the file is not UTF-8 text"))
 }
 
-/// YAML read like go-yaml v3, which sops uses: `0644` is octal, only true/false are booleans.
+/// YAML read like sops reads it with go-yaml v3: `0644` is octal, only true/false are
+/// booleans, and `<<` is an ordinary key whose value is the aliased mapping (sops encrypts the
+/// copy under `<<` with its own path, so expanding the merge would break the paths).
 fn yaml_options() -> serde_saphyr::Options {
     let mut options = serde_saphyr::Options::default();
     options.legacy_octal_numbers = true;
     options.strict_booleans = true;
+    options.merge_keys = serde_saphyr::MergeKeyPolicy::AsOrdinary;
     options
 }
 
@@ -234,9 +237,69 @@ fn yaml_writer() -> serde_saphyr::SerializerOptions {
     options
 }
 
-fn yaml_text(docs: Vec<Node>) -> Result<String, ErrorKind> {
+/// Applies YAML merge keys in a decrypted tree: sops keeps `<<` as an ordinary key holding the
+/// merged mapping(s), and a quoted `"<<"` key would lose the merge meaning in the output.
+/// Entries of the mapping win over merged ones; earlier merged mappings win over later ones.
+fn expand_merge_keys(node: &mut Node) {
+    match node {
+        Node::Seq(items) => items.iter_mut().for_each(expand_merge_keys),
+        Node::Map(items) => {
+            for item in items.iter_mut() {
+                if let Item::Entry(_, value) = item {
+                    expand_merge_keys(value);
+                }
+            }
+            let Some(pos) = items
+                .iter()
+                .position(|i| matches!(i, Item::Entry(k, _) if k == "<<"))
+            else {
+                return;
+            };
+            let sources = match &items[pos] {
+                Item::Entry(_, Node::Map(m)) => vec![m.clone()],
+                Item::Entry(_, Node::Seq(list))
+                    if list.iter().all(|n| matches!(n, Node::Map(_))) =>
+                {
+                    list.iter()
+                        .filter_map(|n| match n {
+                            Node::Map(m) => Some(m.clone()),
+                            _ => None,
+                        })
+                        .collect()
+                }
+                // Not a valid merge: keep it as the ordinary key it was.
+                _ => return,
+            };
+            let own = |items: &[Item], key: &str| {
+                items
+                    .iter()
+                    .any(|i| matches!(i, Item::Entry(k, _) if k == key))
+            };
+            let mut merged: Vec<Item> = Vec::new();
+            for source in sources {
+                for entry in source {
+                    if let Item::Entry(k, v) = entry
+                        && !own(items, &k)
+                        && !own(&merged, &k)
+                    {
+                        merged.push(Item::Entry(k, v));
+                    }
+                }
+            }
+            items.splice(pos..=pos, merged);
+        }
+        _ => {}
+    }
+}
+
+/// `plain`: the documents are decrypted, so merge keys can be applied (encrypted documents must
+/// keep `<<` as a key: its values' paths go through it).
+fn yaml_text(docs: Vec<Node>, plain: bool) -> Result<String, ErrorKind> {
     let mut out = String::new();
-    for (i, doc) in docs.into_iter().enumerate() {
+    for (i, mut doc) in docs.into_iter().enumerate() {
+        if plain {
+            expand_merge_keys(&mut doc);
+        }
         if i > 0 {
             out.push_str("---\n");
         }
@@ -327,7 +390,7 @@ pub(crate) fn emit_plain(docs: Vec<Node>, format: Format) -> Result<Vec<u8>, Err
                 .ok_or_else(|| format_error(Format::Json, "no document"))?;
             Ok(json_text(&first.into_json())?.into_bytes())
         }
-        Format::Yaml => Ok(yaml_text(docs)?.into_bytes()),
+        Format::Yaml => Ok(yaml_text(docs, true)?.into_bytes()),
         Format::Dotenv => {
             let first = docs
                 .first()
@@ -360,7 +423,7 @@ pub(crate) fn emit_encrypted(
                 }
             }
             match format {
-                Format::Yaml => Ok(yaml_text(docs)?.into_bytes()),
+                Format::Yaml => Ok(yaml_text(docs, false)?.into_bytes()),
                 _ => {
                     let first = docs
                         .into_iter()

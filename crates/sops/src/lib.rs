@@ -11,6 +11,30 @@
 //! read files and key Secrets and pass bytes in. No error message ever contains a decrypted
 //! value or a secret key.
 //!
+//! # Use from the Kustomization controller (`spec.decryption`)
+//!
+//! 1. Read the Secret named by `spec.decryption.secretRef` and build the identities from its
+//!    `*.agekey` entries: [`AgeIdentities::from_secret_entries`] (an error when it has none).
+//! 2. `let d = Decryptor::new(ids).verify_mac(false);` (a build legitimately changes objects).
+//! 3. Before the build, for each `secretGenerator`/`configMapGenerator` `files` entry (format
+//!    from the key name, [`Format::from_path`]), `envs` entry (format from the path, binary
+//!    meaning dotenv) and local `patches` path (format from the path), call
+//!    [`Decryptor::decrypt_generator_input`] on the file's bytes and, when it returns
+//!    `Some(plain)`, build from `plain` instead (never write it where it could be served).
+//! 4. After the build, for each object not annotated `kustomize.toolkit.fluxcd.io/decrypt:
+//!    disabled`, call [`Decryptor::decrypt_object`]: it decrypts whole sops objects and sops
+//!    files inside Secret `data`, and leaves the object untouched when it fails.
+//! 5. Report errors with their `Display`: they name the object (or entry) and the reason, e.g.
+//!    the recipients no identity matched, and never contain plaintext.
+//!
+//! # Output guarantees
+//!
+//! Decryption keeps every document's key order and value types. Dotenv and binary plaintext comes
+//! back byte for byte. JSON comes back as JSON indented with tabs (like sops). YAML comes back as
+//! equivalent YAML without comments and with this crate's own quoting and indentation, so it is
+//! not byte-identical to the file that was encrypted; encryption likewise does not carry YAML
+//! comments into the encrypted file (sops would encrypt them).
+//!
 //! Not supported yet (each a clear `not supported yet: <method>` error): PGP, AWS/GCP/Azure/
 //! Huawei KMS, HashiCorp Vault, age post-quantum and plugin recipients, ssh recipients, the INI
 //! format, and `encrypted_comment_regex` / `unencrypted_comment_regex` (which need YAML comments,

@@ -141,3 +141,28 @@ fn invalid_yaml_is_a_format_error() {
         .to_string();
     assert!(err.starts_with("bad.yaml: yaml: "), "{err}");
 }
+
+#[test]
+fn comment_regex_rules_are_not_supported_yet() {
+    let text = String::from_utf8(read("algorithms/age.yaml")).unwrap();
+    let edited = text.replace(
+        "  encrypted_regex: ^(data|stringData)$\n",
+        "  unencrypted_comment_regex: sops:clear\n",
+    );
+    assert_ne!(text, edited);
+    let err = Decryptor::new(ids("age.txt"))
+        .decrypt("age.yaml", edited.as_bytes(), Format::Yaml)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "age.yaml: not supported yet: unencrypted_comment_regex"
+    );
+}
+
+#[test]
+fn decryptor_can_be_shared_across_threads() {
+    fn shared<T: Send + Sync + Clone>() {}
+    shared::<Decryptor>();
+    shared::<AgeIdentities>();
+}

@@ -195,3 +195,10 @@ fn dotenv_round_trips_byte_for_byte() {
         String::from_utf8(read("generated/app.plain.env")).unwrap()
     );
 }
+
+#[test]
+fn yaml_merge_keys_as_sops_writes_them() {
+    // sops keeps `<<` as a key holding a copy of the aliased mapping, each value encrypted with
+    // its own path (`derived:<<:user:`).
+    check_yaml("merge", key("age.txt"));
+}

@@ -204,3 +204,22 @@ fn real_sops_decrypts_our_key_groups_and_rules() {
     );
     assert_eq!(yaml_value(&out), yaml_value(YAML.as_bytes()));
 }
+
+#[test]
+fn real_sops_decrypts_our_yaml_with_merge_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = std::fs::read(here("fixtures/generated/merge.plain.yaml")).unwrap();
+    let enc = encrypt(
+        "merge.yaml",
+        &plain,
+        Format::Yaml,
+        &EncryptOptions::for_recipients([A]),
+    )
+    .unwrap();
+    let out = sops_decrypt(
+        &write_temp(&dir, "merge.yaml", &enc),
+        "yaml",
+        &[&key_file("age.txt")],
+    );
+    assert_eq!(yaml_value(&out), yaml_value(&plain));
+}
