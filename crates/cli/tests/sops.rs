@@ -437,3 +437,12 @@ fn encrypting_an_encrypted_file_is_refused() {
     let out = ferroflux(&["sops", "encrypt", "--age", A, s(&enc)], &[]);
     fails_with(&out, &[s(&enc), "reserved for sops metadata"]);
 }
+
+#[test]
+fn binary_input_that_is_not_text_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("blob.bin");
+    std::fs::write(&plain, [0xffu8, 0xfe, 0x00, 0x01]).unwrap();
+    let out = ferroflux(&["sops", "encrypt", "--age", A, s(&plain)], &[]);
+    fails_with(&out, &[s(&plain), "binary: the file is not UTF-8"]);
+}

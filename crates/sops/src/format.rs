@@ -460,3 +460,19 @@ pub(crate) fn check_reserved(docs: &[Node], format: Format) -> Result<(), ErrorK
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_keys_own_entries_and_earlier_sources_win() {
+        let docs =
+            load_yaml("a: &a {x: 1, y: 1}\nb: &b {y: 2, z: 2}\nc:\n  <<: [*a, *b]\n  x: 0\n")
+                .unwrap();
+        let out = yaml_text(docs, true).unwrap();
+        let v: Value = serde_saphyr::from_str(&out).unwrap();
+        assert_eq!(v["c"], serde_json::json!({"x": 0, "y": 1, "z": 2}));
+        assert!(!out.contains("<<"), "{out}");
+    }
+}
