@@ -12,7 +12,7 @@
 #![allow(dead_code)]
 
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Lists where Kubernetes declares `x-kubernetes-list-map-keys` that extend the patch merge key.
@@ -313,6 +313,46 @@ fn parse_file(path: &Path, version_dir: &Path) -> Result<Option<TypeSource>, Str
     Ok(Some(ts))
 }
 
+/// Rust paths of types that hold arbitrary JSON: newtypes over `serde_json::Value`
+/// (RawExtension, JSON, FieldsV1, …), the JSONSchemaPropsOr* enums, and `serde_json::Value`.
+fn free_form_paths(files: &[PathBuf], version_dir: &Path) -> Result<HashSet<String>, String> {
+    let mut out = HashSet::new();
+    out.insert("crate::serde_json::Value".to_string());
+    for f in files {
+        let src =
+            std::fs::read_to_string(f).map_err(|e| format!("reading {}: {e}", f.display()))?;
+        let module: Vec<String> = f
+            .strip_prefix(version_dir)
+            .ok()
+            .and_then(Path::parent)
+            .map(|p| {
+                p.components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        for line in src.lines() {
+            let name = if let Some(rest) = line.strip_prefix("pub struct ") {
+                if !rest.contains("(pub crate::serde_json::Value)") {
+                    continue;
+                }
+                rest.split('(').next().unwrap_or_default()
+            } else if let Some(rest) = line.strip_prefix("pub enum JSONSchemaPropsOr") {
+                let n = rest.split(' ').next().unwrap_or_default();
+                out.insert(format!(
+                    "crate::{}::JSONSchemaPropsOr{n}",
+                    module.join("::")
+                ));
+                continue;
+            } else {
+                continue;
+            };
+            out.insert(format!("crate::{}::{name}", module.join("::")));
+        }
+    }
+    Ok(out)
+}
+
 struct Ctx<'a> {
     by_path: &'a HashMap<String, TypeSource>,
 }
@@ -437,8 +477,10 @@ pub fn generate(crate_dir: &Path) -> Result<String, String> {
         }
     }
     let ctx = Ctx { by_path: &by_path };
+    let free_form = free_form_paths(&files, &version_dir)?;
 
     let mut types: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
+    let mut scalars: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for ts in by_path.values() {
         let field_types: HashMap<&str, &str> = ts
             .fields
@@ -446,6 +488,7 @@ pub fn generate(crate_dir: &Path) -> Result<String, String> {
             .map(|(f, t)| (f.as_str(), t.as_str()))
             .collect();
         let mut fields = BTreeMap::new();
+        let mut type_scalars = BTreeSet::new();
         for stmt in &ts.merge_statements {
             let Some(rest) = stmt.split_once("&mut self.").map(|(_, r)| r) else {
                 continue;
@@ -457,16 +500,26 @@ pub fn generate(crate_dir: &Path) -> Result<String, String> {
             let ty = field_types
                 .get(field)
                 .ok_or_else(|| format!("{}: merge of unknown field {field}", ts.definition))?;
+            let json = ctx.json_name(&ts.rust_path, field)?;
             if let Some(mut shape) = ctx.shape(&parse_ty(ty), stmt)? {
-                let json = ctx.json_name(&ts.rust_path, field)?;
                 for (def, f, keys) in LIST_MAP_KEYS_BEYOND_PATCH_KEY {
                     if *def == ts.definition && *f == json {
                         shape["ssaKeys"] = json!(keys);
                     }
                 }
                 fields.insert(json, shape);
+            } else if matches!(parse_ty(ty), Ty::Named(p) if free_form.contains(&p)) {
+                fields.insert(json, json!({"any": true}));
+            } else {
+                type_scalars.insert(json);
             }
         }
+        if ts.resource.is_some() {
+            // Constants in k8s-openapi, fields on the wire.
+            type_scalars.insert("apiVersion".to_string());
+            type_scalars.insert("kind".to_string());
+        }
+        scalars.insert(ts.definition.clone(), type_scalars);
         types.insert(ts.definition.clone(), fields.into_iter().collect());
     }
     for (def, f, _) in LIST_MAP_KEYS_BEYOND_PATCH_KEY {
@@ -512,9 +565,9 @@ pub fn generate(crate_dir: &Path) -> Result<String, String> {
             stack.extend(refs);
         }
     }
-    // Types with only scalar fields stay (with no fields listed): merging does not need them,
-    // but server-side apply asks their names (struct-level atomicity, e.g. SecretKeySelector).
-    let empty: BTreeSet<String> = BTreeSet::new();
+    // Types with only scalar fields stay too: merging does not need them, but server-side apply
+    // asks their names (struct-level atomicity, e.g. SecretKeySelector) and validation their
+    // field names.
 
     let version = crate_dir
         .file_name()
@@ -537,12 +590,16 @@ pub fn generate(crate_dir: &Path) -> Result<String, String> {
     out.push_str("\n],\n\"types\": {\n");
     let mut type_lines = Vec::new();
     for (name, fields) in &types {
-        if !reachable.contains(name) || empty.contains(name) {
+        if !reachable.contains(name) {
             continue;
         }
-        let mut fields = Value::Object(fields.clone());
-        drop_refs(&mut fields, &empty);
-        type_lines.push(format!("{}: {}", Value::String(name.clone()), fields));
+        let fields = Value::Object(fields.clone());
+        let scalar_names: Vec<&String> = scalars
+            .get(name)
+            .map(|s| s.iter().collect())
+            .unwrap_or_default();
+        let entry = json!({"fields": fields, "scalars": scalar_names});
+        type_lines.push(format!("{}: {}", Value::String(name.clone()), entry));
     }
     out.push_str(&type_lines.join(",\n"));
     out.push_str("\n}\n}\n");
@@ -558,35 +615,4 @@ fn collect_refs(shape: &Value, out: &mut Vec<String>) {
             collect_refs(s, out);
         }
     }
-}
-
-/// Removes references to types without structured fields, and fields left with nothing to say.
-fn drop_refs(fields: &mut Value, empty: &BTreeSet<String>) {
-    let Some(map) = fields.as_object_mut() else {
-        return;
-    };
-    let names: Vec<String> = map.keys().cloned().collect();
-    for name in names {
-        let keep = map
-            .get_mut(&name)
-            .map(|s| prune_shape(s, empty))
-            .unwrap_or(false);
-        if !keep {
-            map.shift_remove(&name);
-        }
-    }
-}
-
-/// Prunes a shape in place; false when nothing structural is left.
-fn prune_shape(shape: &mut Value, empty: &BTreeSet<String>) -> bool {
-    if let Some(t) = shape.get("type").and_then(Value::as_str) {
-        return !empty.contains(t);
-    }
-    for k in ["item", "value"] {
-        let drop = shape.get_mut(k).is_some_and(|s| !prune_shape(s, empty));
-        if drop && let Some(m) = shape.as_object_mut() {
-            m.shift_remove(k);
-        }
-    }
-    true
 }

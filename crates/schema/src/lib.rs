@@ -112,6 +112,12 @@ pub enum MergeError {
     },
     #[error("{path}: {reason}")]
     UnsupportedList { path: String, reason: String },
+    #[error("{path}: {owner} has no field {field:?}")]
+    UnknownField {
+        path: String,
+        owner: String,
+        field: String,
+    },
     #[error("{which} is nested deeper than {limit} levels")]
     TooDeep { which: &'static str, limit: usize },
     #[error(

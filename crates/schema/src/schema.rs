@@ -51,6 +51,8 @@ pub(crate) enum Shape {
         atomic: bool,
         value: Option<Box<Shape>>,
     },
+    /// Arbitrary JSON (RawExtension, JSON, FieldsV1, CRD schema parts).
+    Any,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +69,8 @@ pub(crate) type ListInfo = (ListStrategy, &'static [String], Option<&'static [St
 pub(crate) struct TypeDef {
     pub(crate) name: String,
     pub(crate) fields: HashMap<String, Shape>,
+    /// The type's other (scalar) JSON field names, sorted.
+    pub(crate) scalars: Vec<String>,
 }
 
 /// A built-in kind: what discovery and the REST paths need to know about it.
@@ -119,17 +123,26 @@ impl Schema {
             .map(|(i, k)| (k.as_str(), i))
             .collect();
         let mut types = Vec::with_capacity(types_json.len());
-        for (name, fields_json) in types_json {
-            let fields_json = fields_json
+        for (name, entry) in types_json {
+            let fields_json = entry["fields"]
                 .as_object()
-                .ok_or_else(|| format!("type {name} is not an object"))?;
+                .ok_or_else(|| format!("type {name} has no fields object"))?;
             let mut fields = HashMap::with_capacity(fields_json.len());
             for (field, shape) in fields_json {
                 fields.insert(field.clone(), parse_shape(shape, &index)?);
             }
+            let mut scalars: Vec<String> = entry["scalars"]
+                .as_array()
+                .ok_or_else(|| format!("type {name} has no scalars list"))?
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect();
+            scalars.sort();
             types.push(TypeDef {
                 name: name.clone(),
                 fields,
+                scalars,
             });
         }
         let mut kinds = Vec::new();
@@ -187,6 +200,9 @@ impl Schema {
 }
 
 fn parse_shape(v: &Value, index: &HashMap<&str, usize>) -> Result<Shape, String> {
+    if v.get("any").is_some() {
+        return Ok(Shape::Any);
+    }
     if let Some(t) = v.get("type").and_then(Value::as_str) {
         return index
             .get(t)
@@ -337,6 +353,25 @@ impl Field {
             }),
             ShapeRef::Shape(_) => None,
         }
+    }
+
+    /// Whether this struct declares a field of that JSON name (of any type, scalars included).
+    /// False for everything but structs: use it to reject unknown fields.
+    pub fn has_field(&self, name: &str) -> bool {
+        match self.shape {
+            ShapeRef::Struct(i) => {
+                let t = &schema().types[i];
+                t.fields.contains_key(name)
+                    || t.scalars.binary_search_by(|s| s.as_str().cmp(name)).is_ok()
+            }
+            ShapeRef::Shape(_) => false,
+        }
+    }
+
+    /// Whether the value here is arbitrary JSON the schema says nothing more about
+    /// (`RawExtension`, `JSON`, `FieldsV1`, parts of a CRD's schema).
+    pub fn is_free_form(&self) -> bool {
+        matches!(self.shape, ShapeRef::Shape(Shape::Any))
     }
 
     /// The Kubernetes definition name when this is a struct (`io.k8s.api.core.v1.PodSpec`).
@@ -517,6 +552,11 @@ mod tests {
             Some("io.k8s.api.core.v1.SecretKeySelector")
         );
         assert_eq!(sel.field("name").map(|f| f.type_name()), None);
+        assert!(sel.has_field("name") && sel.has_field("optional") && !sel.has_field("nmae"));
+        let pod = Field::root("v1", "Pod").unwrap();
+        assert!(pod.has_field("apiVersion") && pod.has_field("spec") && !pod.has_field("extra"));
+        let raw = lookup_path("apps/v1", "ControllerRevision", &["data"]).unwrap();
+        assert!(raw.is_free_form() && !raw.has_field("x"));
         let port = lookup_path("v1", "Pod", &["spec", "containers", "ports"]).unwrap();
         assert_eq!(
             port.item().and_then(|i| i.type_name()),

@@ -240,6 +240,20 @@ impl Merger {
                 }
                 continue;
             }
+            if patch_v.is_object() || patch_v.is_array() {
+                // The server looks up how to merge a nested value in its Go struct and fails
+                // for a field the struct does not have (also inside free-form JSON).
+                if let Some(owner) = schema.map(|shape| Field { shape })
+                    && (owner.is_free_form()
+                        || (owner.type_name().is_some() && !owner.has_field(&k)))
+                {
+                    return Err(MergeError::UnknownField {
+                        path: self.render(),
+                        owner: owner.type_name().unwrap_or("a free-form value").to_string(),
+                        field: k,
+                    });
+                }
+            }
             let child = schema.and_then(|s| s.field(&k));
             self.path.push(k.clone());
             let merged = match (orig_v.take(), patch_v) {
