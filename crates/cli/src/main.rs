@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod sops;
+mod kustomize;
 
 #[derive(Parser)]
 #[command(
@@ -21,6 +22,8 @@ enum Command {
     Version,
     /// Encrypt and decrypt sops files with age keys.
     Sops(sops::SopsArgs),
+    /// Build kustomizations natively (`kustomize build DIR`).
+    Kustomize(kustomize::KustomizeArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -31,5 +34,6 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Sops(args) => sops::run(args),
+        Command::Kustomize(args) => kustomize::run(args),
     }
 }

@@ -463,25 +463,13 @@ fn analyze(value: &str) -> Analysis {
             match c {
                 '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"'
                 | '%' | '@' | '`' => block_indicators = true,
-                '?' | ':' | '-' => {
-                    if followed_by_ws {
-                        block_indicators = true;
-                    }
-                }
+                '?' | ':' | '-' if followed_by_ws => block_indicators = true,
                 _ => {}
             }
         } else {
             match c {
-                ':' => {
-                    if followed_by_ws {
-                        block_indicators = true;
-                    }
-                }
-                '#' => {
-                    if preceded_by_ws {
-                        block_indicators = true;
-                    }
-                }
+                ':' if followed_by_ws => block_indicators = true,
+                '#' if preceded_by_ws => block_indicators = true,
                 _ => {}
             }
         }
@@ -631,7 +619,11 @@ fn format_float(f: f64) -> String {
         return ".nan".into();
     }
     if f.is_infinite() {
-        return if f > 0.0 { ".inf".into() } else { "-.inf".into() };
+        return if f > 0.0 {
+            ".inf".into()
+        } else {
+            "-.inf".into()
+        };
     }
     let abs = f.abs();
     // Go's encoding/json uses plain decimal notation in this range; an integral value then
@@ -770,14 +762,15 @@ pub fn resolves_as_string(s: &str) -> bool {
             if super::resolve::is_yaml_style_float(&plain) && go_parse_float(&plain).is_some() {
                 return false;
             }
+            let binary = |r: &str| !r.is_empty() && r.chars().all(|c| c == '0' || c == '1');
             if let Some(rest) = plain.strip_prefix("0b") {
-                if !rest.is_empty() && rest.chars().all(|c| c == '0' || c == '1') {
+                if binary(rest) {
                     return false;
                 }
-            } else if let Some(rest) = plain.strip_prefix("-0b") {
-                if !rest.is_empty() && rest.chars().all(|c| c == '0' || c == '1') {
-                    return false;
-                }
+            } else if let Some(rest) = plain.strip_prefix("-0b")
+                && binary(rest)
+            {
+                return false;
             }
             true
         }
@@ -792,7 +785,11 @@ pub fn go_parse_float(s: &str) -> Option<f64> {
     if lower == "inf" || lower == "infinity" || lower == "nan" {
         return Some(0.0);
     }
-    if t.is_empty() || !t.chars().all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-' | '_')) {
+    if t.is_empty()
+        || !t
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-' | '_'))
+    {
         return None;
     }
     s.parse::<f64>().ok()

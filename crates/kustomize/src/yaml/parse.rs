@@ -26,7 +26,11 @@ pub struct YamlError {
 
 impl std::fmt::Display for YamlError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "line {} column {}: {}", self.line, self.column, self.message)
+        write!(
+            f,
+            "line {} column {}: {}",
+            self.line, self.column, self.message
+        )
     }
 }
 
@@ -47,12 +51,12 @@ enum Frame {
 
 /// Parses every document of `text`. Empty documents are skipped (as kustomize does).
 pub fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
-    let mut parser = Parser::new_from_str(text);
+    let parser = Parser::new_from_str(text);
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: HashMap<usize, (Value, usize)> = HashMap::new();
     let mut nodes: usize = 0;
-    while let Some(item) = parser.next() {
+    for item in parser {
         let (event, span) = item.map_err(|e| YamlError {
             line: e.marker().line(),
             column: e.marker().col() + 1,
@@ -240,7 +244,8 @@ mod tests {
 
     #[test]
     fn resolves_like_go_yaml() {
-        let docs = parse_documents("a: 0644\nb: yes\nc: 0x1F\nd: 1.0\ne: 2001-12-14\nf: ~\n").unwrap();
+        let docs =
+            parse_documents("a: 0644\nb: yes\nc: 0x1F\nd: 1.0\ne: 2001-12-14\nf: ~\n").unwrap();
         assert_eq!(
             docs[0],
             serde_json::json!({"a": 420, "b": "yes", "c": 31, "d": 1, "e": "2001-12-14T00:00:00Z", "f": null})
@@ -251,7 +256,10 @@ mod tests {
     fn deep_nesting_is_an_error_not_a_crash() {
         let text = "[".repeat(10_000) + &"]".repeat(10_000);
         let e = parse_documents(&text).unwrap_err();
-        assert!(e.message.contains("nesting") || e.message.contains("recursion limit"), "{e}");
+        assert!(
+            e.message.contains("nesting") || e.message.contains("recursion limit"),
+            "{e}"
+        );
     }
 
     #[test]

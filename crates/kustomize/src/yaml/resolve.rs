@@ -233,7 +233,11 @@ pub fn parse_timestamp(s: &str) -> Option<String> {
     } else {
         return None;
     };
-    let frac = if frac.is_empty() { String::new() } else { format!(".{frac}") };
+    let frac = if frac.is_empty() {
+        String::new()
+    } else {
+        format!(".{frac}")
+    };
     Some(format!(
         "{year:04}-{month:02}-{day:02}T{hour:02}:{min:02}:{sec:02}{frac}{zone}"
     ))
@@ -244,7 +248,7 @@ fn days_in_month(y: u32, m: u32) -> u32 {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
         _ => {
-            if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 {
+            if (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400) {
                 29
             } else {
                 28

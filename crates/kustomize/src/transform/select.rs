@@ -1,0 +1,149 @@
+//! Patch and replacement targets: group, version, kind, name and namespace (anchored regular
+//! expressions), label and annotation selectors.
+
+use regex::Regex;
+
+use crate::kustomization::Selector;
+use crate::resource::Res;
+
+pub struct Compiled {
+    group: Option<Regex>,
+    version: Option<Regex>,
+    kind: Option<Regex>,
+    name: Option<Regex>,
+    namespace: Option<Regex>,
+    labels: Vec<Req>,
+    annotations: Vec<Req>,
+}
+
+enum Req {
+    Eq(String, String),
+    Ne(String, String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    NotExists(String),
+}
+
+fn anchored(p: &str) -> Result<Option<Regex>, String> {
+    if p.is_empty() {
+        return Ok(None);
+    }
+    Regex::new(&format!("^(?:{p})$"))
+        .map(Some)
+        .map_err(|e| format!("invalid regular expression {p:?}: {e}"))
+}
+
+fn parse_selector(s: &str) -> Result<Vec<Req>, String> {
+    let mut out = Vec::new();
+    let mut parts = Vec::new();
+    let mut depth = 0;
+    let mut cur = String::new();
+    for c in s.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                cur.push(c)
+            }
+            ')' => {
+                depth -= 1;
+                cur.push(c)
+            }
+            ',' if depth == 0 => parts.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        parts.push(cur);
+    }
+    for p in parts {
+        let p = p.trim();
+        if p.is_empty() {
+            continue;
+        }
+        if let Some(k) = p.strip_prefix('!') {
+            out.push(Req::NotExists(k.trim().to_string()));
+        } else if let Some((k, v)) = p.split_once("!=") {
+            out.push(Req::Ne(k.trim().into(), v.trim().into()));
+        } else if let Some((k, v)) = p.split_once("==") {
+            out.push(Req::Eq(k.trim().into(), v.trim().into()));
+        } else if let Some((k, v)) = p.split_once('=') {
+            out.push(Req::Eq(k.trim().into(), v.trim().into()));
+        } else if let Some(i) = p.find(" notin ") {
+            out.push(Req::NotIn(p[..i].trim().into(), set_values(&p[i + 7..])?));
+        } else if let Some(i) = p.find(" in ") {
+            out.push(Req::In(p[..i].trim().into(), set_values(&p[i + 4..])?));
+        } else if p.chars().all(|c| c.is_alphanumeric() || "-_./".contains(c)) {
+            out.push(Req::Exists(p.to_string()));
+        } else {
+            return Err(format!("invalid selector {s:?}"));
+        }
+    }
+    Ok(out)
+}
+
+fn set_values(s: &str) -> Result<Vec<String>, String> {
+    let t = s.trim();
+    let inner = t
+        .strip_prefix('(')
+        .and_then(|x| x.strip_suffix(')'))
+        .ok_or_else(|| format!("invalid set {t:?}"))?;
+    Ok(inner.split(',').map(|x| x.trim().to_string()).collect())
+}
+
+fn matches(reqs: &[Req], pairs: &[(String, String)]) -> bool {
+    let get = |k: &str| pairs.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str());
+    reqs.iter().all(|r| match r {
+        Req::Eq(k, v) => get(k) == Some(v.as_str()),
+        Req::Ne(k, v) => get(k) != Some(v.as_str()),
+        Req::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
+        Req::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
+        Req::Exists(k) => get(k).is_some(),
+        Req::NotExists(k) => get(k).is_none(),
+    })
+}
+
+impl Compiled {
+    pub fn new(s: &Selector) -> Result<Compiled, String> {
+        Ok(Compiled {
+            group: anchored(&s.group)?,
+            version: anchored(&s.version)?,
+            kind: anchored(&s.kind)?,
+            name: anchored(&s.name)?,
+            namespace: anchored(&s.namespace)?,
+            labels: parse_selector(&s.label_selector)?,
+            annotations: parse_selector(&s.annotation_selector)?,
+        })
+    }
+
+    pub fn matches(&self, r: &Res) -> bool {
+        if let Some(re) = &self.namespace {
+            let org = r
+                .prev
+                .first()
+                .map(|p| p.namespace.clone())
+                .unwrap_or_else(|| r.effective_namespace());
+            if !re.is_match(&org) && !re.is_match(&r.effective_namespace()) {
+                return false;
+            }
+        }
+        if let Some(re) = &self.name
+            && !re.is_match(r.org_name())
+            && !re.is_match(r.name())
+        {
+            return false;
+        }
+        let (g, v) = r.group_version();
+        let miss = |re: &Option<Regex>, s: &str| re.as_ref().is_some_and(|re| !re.is_match(s));
+        if miss(&self.group, g) || miss(&self.version, v) || miss(&self.kind, r.kind()) {
+            return false;
+        }
+        if !self.labels.is_empty() && !matches(&self.labels, &r.labels()) {
+            return false;
+        }
+        if !self.annotations.is_empty() && !matches(&self.annotations, &r.annotations()) {
+            return false;
+        }
+        true
+    }
+}
