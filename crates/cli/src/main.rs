@@ -2,8 +2,8 @@
 
 use clap::{Parser, Subcommand};
 
-mod sops;
 mod kustomize;
+mod sops;
 
 #[derive(Parser)]
 #[command(
