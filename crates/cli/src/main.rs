@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod dev;
 mod kustomize;
 mod sops;
 
@@ -24,6 +25,8 @@ enum Command {
     Sops(sops::SopsArgs),
     /// Build kustomizations natively (`kustomize build DIR`).
     Kustomize(kustomize::KustomizeArgs),
+    /// Local development clusters (`ferroflux dev up`).
+    Dev(dev::DevArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -35,5 +38,6 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Sops(args) => sops::run(args),
         Command::Kustomize(args) => kustomize::run(args),
+        Command::Dev(args) => dev::run(args),
     }
 }

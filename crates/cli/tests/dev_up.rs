@@ -1,0 +1,222 @@
+//! `ferroflux dev up` as a user runs it: the ready line, the kubeconfig contexts, restarts, and a
+//! SIGKILL in the middle of a burst of writes.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, PostParams};
+
+/// Starts `dev up` and waits for its `ready` line; returns the child and the lines before it.
+fn dev_up(dir: &Path, extra: &[&str]) -> (Child, Vec<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args([
+            "dev",
+            "up",
+            "--state-dir",
+            dir.to_str().unwrap(),
+            "--no-controllers",
+        ])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut lines = Vec::new();
+    loop {
+        let Ok(line) = rx.recv_timeout(Duration::from_secs(30)) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("dev up printed no ready line: {lines:?}");
+        };
+        let done = line.starts_with("ready");
+        lines.push(line);
+        if done {
+            return (child, lines);
+        }
+    }
+}
+
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+    let cache = kubeconfig.with_file_name("kubectl-cache");
+    let o = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(cache)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn stop(mut child: Child) {
+    // SIGTERM is the normal way to stop it; kill -9 is tested separately.
+    let _ = Command::new("kill").arg(child.id().to_string()).status();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "dev up exited with {status}");
+}
+
+#[test]
+fn up_writes_contexts_and_keeps_objects_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, lines) = dev_up(dir.path(), &[]);
+    let kc = dir.path().join("kubeconfig");
+    assert!(
+        lines.last().unwrap().contains(kc.to_str().unwrap()),
+        "{lines:?}"
+    );
+    assert!(kubectl(&kc, &["--context", "staging", "get", "ns"]).contains("default"));
+    let ns = dir.path().join("ns.yaml");
+    std::fs::write(
+        &ns,
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: prod-only\n",
+    )
+    .unwrap();
+    kubectl(
+        &kc,
+        &[
+            "--context",
+            "production",
+            "create",
+            "-f",
+            ns.to_str().unwrap(),
+        ],
+    );
+    assert!(kubectl(&kc, &["--context", "production", "get", "ns"]).contains("prod-only"));
+    assert!(!kubectl(&kc, &["--context", "staging", "get", "ns"]).contains("prod-only"));
+    stop(child);
+
+    let (child, _) = dev_up(dir.path(), &[]);
+    assert!(kubectl(&kc, &["--context", "production", "get", "ns"]).contains("prod-only"));
+    stop(child);
+}
+
+#[test]
+fn refuses_to_run_without_controllers_flag_or_with_bad_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args(["dev", "up", "--state-dir", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("controllers are not built yet") && err.contains("--no-controllers"),
+        "{err}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args([
+            "dev",
+            "up",
+            "--no-controllers",
+            "--clusters",
+            "Bad_Name",
+            "--state-dir",
+            dir.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("invalid cluster name \"Bad_Name\""));
+}
+
+async fn client(kubeconfig: &Path, context: &str) -> kube::Client {
+    ferroflux_devcluster::client_from_kubeconfig(kubeconfig, context)
+        .await
+        .unwrap()
+}
+
+#[test]
+fn sigkill_during_a_burst_loses_no_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (mut child, _) = dev_up(dir.path(), &["--clusters", "solo"]);
+    let acked: Arc<Mutex<Vec<String>>> = Arc::default();
+    rt.block_on(async {
+        let c = client(&kc, "solo").await;
+        let mut tasks = Vec::new();
+        for w in 0..8 {
+            let api: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
+            let acked = acked.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in 0..100_000 {
+                    let name = format!("burst-{w}-{i}");
+                    let cm: ConfigMap = serde_json::from_value(serde_json::json!({
+                        "metadata": { "name": name }, "data": { "i": i.to_string() }
+                    }))
+                    .unwrap();
+                    match api.create(&PostParams::default(), &cm).await {
+                        Ok(_) => acked.lock().unwrap().push(name),
+                        Err(_) => return,
+                    }
+                }
+            }));
+        }
+        // Kill once a good number of writes are acknowledged, while the burst goes on.
+        loop {
+            if acked.lock().unwrap().len() >= 400 {
+                break;
+            }
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() >= 400);
+
+    let (child, _) = dev_up(dir.path(), &["--clusters", "solo"]);
+    rt.block_on(async {
+        let c = client(&kc, "solo").await;
+        let api: Api<ConfigMap> = Api::namespaced(c, "default");
+        let items = api.list(&ListParams::default()).await.unwrap().items;
+        let present: std::collections::HashSet<String> = items
+            .iter()
+            .map(|o| o.metadata.name.clone().unwrap())
+            .collect();
+        let missing: Vec<&String> = acked.iter().filter(|n| !present.contains(*n)).collect();
+        assert!(
+            missing.is_empty(),
+            "{} acknowledged writes lost, e.g. {:?}",
+            missing.len(),
+            &missing[..missing.len().min(5)]
+        );
+        // Every stored object is whole.
+        for o in &items {
+            assert!(o.data.as_ref().is_some_and(|d| d.contains_key("i")));
+        }
+        // And the cluster takes writes again.
+        let cm: ConfigMap =
+            serde_json::from_value(serde_json::json!({ "metadata": { "name": "after-crash" } }))
+                .unwrap();
+        api.create(&PostParams::default(), &cm).await.unwrap();
+    });
+    stop(child);
+}

@@ -1,0 +1,262 @@
+//! API errors as Kubernetes `Status` objects, and the crate's own start-up errors.
+
+use serde_json::{Value, json};
+
+/// Errors from starting or stopping a cluster (not request errors: those are [`ApiError`]).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot open the cluster database {path}: {source}")]
+    Database {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("the cluster database {path} is unreadable: {message}")]
+    Corrupt { path: String, message: String },
+    #[error("cannot generate the cluster's TLS certificate: {0}")]
+    Certificate(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid cluster configuration: {0}")]
+    Config(String),
+    #[error("cannot build a Kubernetes client for cluster {cluster}: {message}")]
+    Client { cluster: String, message: String },
+}
+
+/// A failed request: the HTTP code, the `reason` machine word and a human message, rendered as the
+/// `Status` object kubectl and kube-rs parse.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub details: Option<Value>,
+    /// Extra response headers (e.g. `Retry-After`).
+    pub retry_after: Option<u64>,
+}
+
+/// Identifies the object an error is about, for `Status.details`.
+pub struct Target<'a> {
+    pub group: &'a str,
+    /// The resource's plural name (Kubernetes puts it in `details.kind`).
+    pub plural: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+}
+
+impl Target<'_> {
+    fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+    fn details(&self) -> Value {
+        let mut d = json!({ "name": self.name, "kind": self.plural });
+        if !self.group.is_empty() {
+            d["group"] = json!(self.group);
+        }
+        d
+    }
+}
+
+/// One field error of an `Invalid` response.
+pub struct Cause {
+    pub field: String,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl Cause {
+    pub fn invalid(field: impl Into<String>, value: &str, detail: &str) -> Cause {
+        Cause {
+            field: field.into(),
+            reason: "FieldValueInvalid",
+            message: format!("Invalid value: {}: {detail}", json!(value)),
+        }
+    }
+    pub fn required(field: impl Into<String>, detail: &str) -> Cause {
+        Cause {
+            field: field.into(),
+            reason: "FieldValueRequired",
+            message: format!("Required value: {detail}"),
+        }
+    }
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            retry_after: None,
+        }
+    }
+
+    pub fn not_found(t: &Target) -> ApiError {
+        let mut e = ApiError::new(
+            404,
+            "NotFound",
+            format!("{} {:?} not found", t.qualified(), t.name),
+        );
+        e.details = Some(t.details());
+        e
+    }
+    pub fn already_exists(t: &Target) -> ApiError {
+        let mut e = ApiError::new(
+            409,
+            "AlreadyExists",
+            format!("{} {:?} already exists", t.qualified(), t.name),
+        );
+        e.details = Some(t.details());
+        e
+    }
+    pub fn conflict(t: &Target, why: &str) -> ApiError {
+        let mut e = ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} {:?}: {why}",
+                t.qualified(),
+                t.name
+            ),
+        );
+        e.details = Some(t.details());
+        e
+    }
+    pub fn stale(t: &Target) -> ApiError {
+        ApiError::conflict(
+            t,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+    /// 422 naming every invalid field, worded like the API server.
+    pub fn invalid(t: &Target, causes: Vec<Cause>) -> ApiError {
+        let summary: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        let summary = if summary.len() == 1 {
+            summary[0].clone()
+        } else {
+            format!("[{}]", summary.join(", "))
+        };
+        let mut e = ApiError::new(
+            422,
+            "Invalid",
+            format!("{} {:?} is invalid: {summary}", t.kind, t.name),
+        );
+        let mut d = json!({ "name": t.name, "kind": t.kind });
+        if !t.group.is_empty() {
+            d["group"] = json!(t.group);
+        }
+        d["causes"] = Value::Array(
+            causes
+                .iter()
+                .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
+                .collect(),
+        );
+        e.details = Some(d);
+        e
+    }
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(400, "BadRequest", message)
+    }
+    pub fn unauthorized() -> ApiError {
+        ApiError::new(401, "Unauthorized", "Unauthorized")
+    }
+    pub fn forbidden(t: &Target, why: &str) -> ApiError {
+        let mut e = ApiError::new(
+            403,
+            "Forbidden",
+            format!("{} {:?} is forbidden: {why}", t.qualified(), t.name),
+        );
+        e.details = Some(t.details());
+        e
+    }
+    pub fn method_not_allowed(message: impl Into<String>) -> ApiError {
+        ApiError::new(405, "MethodNotAllowed", message)
+    }
+    pub fn too_large(limit: usize) -> ApiError {
+        ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
+    }
+    pub fn unsupported_media_type(message: impl Into<String>) -> ApiError {
+        ApiError::new(415, "UnsupportedMediaType", message)
+    }
+
+    pub fn gone(message: impl Into<String>) -> ApiError {
+        ApiError::new(410, "Expired", message)
+    }
+    pub fn page_not_found() -> ApiError {
+        ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    }
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(500, "InternalError", message)
+    }
+    pub fn injected(code: u16) -> ApiError {
+        let mut e = match code {
+            429 => ApiError::new(
+                429,
+                "TooManyRequests",
+                "the server has received too many requests and has asked us to try again later (injected fault)",
+            ),
+            503 => ApiError::new(
+                503,
+                "ServiceUnavailable",
+                "the server is currently unable to handle the request (injected fault)",
+            ),
+            _ => ApiError::new(
+                code,
+                "InternalError",
+                "an error on the server (\"injected fault\") has prevented the request from succeeding",
+            ),
+        };
+        if code == 429 || code == 503 {
+            e.retry_after = Some(1);
+        }
+        e
+    }
+
+    pub fn status(&self) -> Value {
+        let mut s = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            s["details"] = d.clone();
+        }
+        s
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.code, self.reason, self.message)
+    }
+}

@@ -1,0 +1,592 @@
+//! What the API server does to an object on its way in (defaulting, server-set fields,
+//! validation) and on its way out (finalizers, namespace termination, garbage collection).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, Cause, Target};
+use crate::resources::{Resource, resource_from_crd};
+use crate::store::{CRD_KEY, NAMESPACE_KEY, State, meta_str};
+use crate::util;
+
+pub fn target<'a>(res: &'a Resource, name: &'a str) -> Target<'a> {
+    Target {
+        group: &res.group,
+        plural: &res.plural,
+        kind: &res.kind,
+        name,
+    }
+}
+
+/// Kinds without `metadata.generation` in Kubernetes (no spec to observe).
+fn has_generation(res: &Resource) -> bool {
+    !matches!(
+        (res.group.as_str(), res.plural.as_str()),
+        (
+            "",
+            "configmaps" | "secrets" | "events" | "endpoints" | "serviceaccounts"
+        ) | ("events.k8s.io", _)
+            | ("coordination.k8s.io", _)
+    )
+}
+
+fn without_meta_status(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+    }
+    v
+}
+
+pub enum Mode<'a> {
+    Create,
+    Update(&'a Value),
+    /// A write to the `status` subresource.
+    Status(&'a Value),
+}
+
+/// Checks an incoming object against the request and fills the fields the server owns.
+pub fn admit(
+    st: &State,
+    res: &Resource,
+    version: &str,
+    ns: Option<&str>,
+    url_name: Option<&str>,
+    mut obj: Value,
+    mode: Mode,
+) -> Result<Value, ApiError> {
+    let Some(map) = obj.as_object_mut() else {
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON or YAML object",
+        ));
+    };
+    let api_version = map
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let kind = map
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if kind.is_empty() {
+        return Err(ApiError::bad_request(
+            "Object 'Kind' is missing in the request body",
+        ));
+    }
+    let expected_av = res.api_version(version);
+    let av_ok = api_version == expected_av
+        || (res.crd.is_some()
+            && res
+                .versions
+                .iter()
+                .any(|v| res.api_version(v) == api_version));
+    if !av_ok {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({expected_av})"
+        )));
+    }
+    if kind != res.kind {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({kind}) does not match the expected kind ({})",
+            res.kind
+        )));
+    }
+    map.insert("apiVersion".into(), json!(expected_av));
+    let meta = map.entry("metadata").or_insert_with(|| json!({}));
+    let Some(meta) = meta.as_object_mut() else {
+        return Err(ApiError::bad_request("metadata must be an object"));
+    };
+    for field in ["labels", "annotations"] {
+        if let Some(m) = meta.get(field) {
+            let ok = m.is_null()
+                || m.as_object()
+                    .is_some_and(|o| o.values().all(Value::is_string));
+            if !ok {
+                return Err(ApiError::bad_request(format!(
+                    "metadata.{field} must be a map of string keys to string values"
+                )));
+            }
+        }
+    }
+
+    // Namespace: the URL decides; a different one in the body is an error.
+    if res.namespaced {
+        let url_ns = ns.unwrap_or_default();
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() && n != url_ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {
+                meta.insert("namespace".into(), json!(url_ns));
+            }
+        }
+    } else {
+        meta.remove("namespace");
+    }
+
+    // Name.
+    let mut name = meta
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if let Some(u) = url_name
+        && name != u
+    {
+        if name.is_empty() && !matches!(mode, Mode::Create) {
+            name = u.to_string();
+            meta.insert("name".into(), json!(name));
+        } else {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({name}) does not match the name on the URL ({u})"
+            )));
+        }
+    }
+    if name.is_empty() {
+        let generate = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if generate.is_empty() || !matches!(mode, Mode::Create) {
+            return Err(ApiError::invalid(
+                &target(res, ""),
+                vec![Cause::required(
+                    "metadata.name",
+                    "name or generateName is required",
+                )],
+            ));
+        }
+        name = format!("{generate}{}", util::name_suffix());
+        meta.insert("name".into(), json!(name));
+    }
+    if let Err(msg) = util::validate_name(&name, res.name_rule()) {
+        return Err(ApiError::invalid(
+            &target(res, &name),
+            vec![Cause::invalid("metadata.name", &name, &msg)],
+        ));
+    }
+
+    // Server-owned metadata.
+    match mode {
+        Mode::Create => {
+            meta.insert("uid".into(), json!(util::new_uid()));
+            meta.insert("creationTimestamp".into(), json!(util::now_rfc3339()));
+            meta.remove("resourceVersion");
+            meta.remove("deletionTimestamp");
+            meta.remove("deletionGracePeriodSeconds");
+            if has_generation(res) {
+                meta.insert("generation".into(), json!(1));
+            } else {
+                meta.remove("generation");
+            }
+            if res.status_subresource && res.plural != "namespaces" {
+                map.remove("status");
+            }
+        }
+        Mode::Update(old) | Mode::Status(old) => {
+            let sent_rv = meta
+                .get("resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if !sent_rv.is_empty() && sent_rv != meta_str(old, "resourceVersion") {
+                return Err(ApiError::stale(&target(res, &name)));
+            }
+            let old_meta = old.get("metadata").and_then(Value::as_object);
+            for field in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ] {
+                match old_meta.and_then(|m| m.get(field)) {
+                    Some(v) => meta.insert(field.into(), v.clone()),
+                    None => meta.remove(field),
+                };
+            }
+            if let Mode::Status(old) = mode {
+                // Only the status changes through the status subresource.
+                let status = map.remove("status");
+                let mut next = old.clone();
+                if let Some(n) = next.as_object_mut() {
+                    match status {
+                        Some(s) => n.insert("status".into(), s),
+                        None => n.remove("status"),
+                    };
+                    if let Some(m) = n.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.remove("resourceVersion");
+                    }
+                }
+                return Ok(next);
+            }
+            if res.status_subresource {
+                match old.get("status") {
+                    Some(s) => map.insert("status".into(), s.clone()),
+                    None => map.remove("status"),
+                };
+            }
+            if has_generation(res) {
+                let old_gen = old
+                    .pointer("/metadata/generation")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1);
+                if without_meta_status(old) != without_meta_status(&obj) {
+                    obj["metadata"]["generation"] = json!(old_gen + 1);
+                }
+            }
+        }
+    }
+
+    kind_specific(st, res, &mut obj, &name)?;
+    Ok(obj)
+}
+
+/// Defaults and checks particular to some kinds.
+fn kind_specific(st: &State, res: &Resource, obj: &mut Value, name: &str) -> Result<(), ApiError> {
+    match (res.group.as_str(), res.plural.as_str()) {
+        ("", "namespaces") => {
+            if obj.pointer("/spec/finalizers").is_none() {
+                obj["spec"] = json!({ "finalizers": ["kubernetes"] });
+            }
+            if obj.pointer("/metadata/deletionTimestamp").is_none() {
+                obj["status"] = json!({ "phase": "Active" });
+            }
+            let labels = obj["metadata"]
+                .as_object_mut()
+                .map(|m| m.entry("labels").or_insert_with(|| json!({})));
+            if let Some(Value::Object(l)) = labels {
+                l.insert("kubernetes.io/metadata.name".into(), json!(name));
+            }
+        }
+        ("apiextensions.k8s.io", "customresourcedefinitions") => {
+            let r = resource_from_crd(obj).map_err(|(field, msg)| {
+                ApiError::invalid(
+                    &Target {
+                        group: &res.group,
+                        plural: &res.plural,
+                        kind: &res.kind,
+                        name,
+                    },
+                    vec![Cause {
+                        field,
+                        reason: "FieldValueInvalid",
+                        message: msg,
+                    }],
+                )
+            })?;
+            // Two CRDs may not claim the same group and plural.
+            if let Some(other) = st.registry.all().iter().find(|o| {
+                o.group == r.group && o.plural == r.plural && o.crd.as_deref() != Some(name)
+            }) {
+                return Err(ApiError::invalid(
+                    &target(res, name),
+                    vec![Cause::invalid(
+                        "spec.names.plural",
+                        &r.plural,
+                        &format!(
+                            "already served by {}",
+                            other.crd.as_deref().unwrap_or("a built-in kind")
+                        ),
+                    )],
+                ));
+            }
+            let now = util::now_rfc3339();
+            let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
+            let mut accepted = names;
+            if accepted.get("singular").is_none() {
+                accepted["singular"] = json!(r.singular);
+            }
+            if accepted.get("listKind").is_none() {
+                accepted["listKind"] = json!(r.list_kind);
+            }
+            let storage: Vec<Value> = obj
+                .pointer("/spec/versions")
+                .and_then(Value::as_array)
+                .map(|vs| {
+                    vs.iter()
+                        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                        .filter_map(|v| v.get("name").cloned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            obj["status"] = json!({
+                "acceptedNames": accepted,
+                "conditions": [
+                    { "type": "NamesAccepted", "status": "True", "lastTransitionTime": now,
+                      "reason": "NoConflicts", "message": "no conflicts found" },
+                    { "type": "Established", "status": "True", "lastTransitionTime": now,
+                      "reason": "InitialNamesAccepted", "message": "the initial names have been accepted" },
+                ],
+                "storedVersions": storage,
+            });
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Checks a namespaced create may go ahead: the namespace exists and is not terminating.
+pub fn check_namespace(st: &State, res: &Resource, ns: &str, name: &str) -> Result<(), ApiError> {
+    match st.get(NAMESPACE_KEY, "", ns) {
+        None => Err(ApiError::not_found(&Target {
+            group: "",
+            plural: "namespaces",
+            kind: "Namespace",
+            name: ns,
+        })),
+        Some(n) if n.pointer("/metadata/deletionTimestamp").is_some() => Err(ApiError::forbidden(
+            &target(res, name),
+            &format!(
+                "unable to create new content in namespace {ns} because it is being terminated"
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Propagation {
+    Background,
+    Foreground,
+    Orphan,
+}
+
+impl Propagation {
+    pub fn parse(s: &str) -> Result<Propagation, ApiError> {
+        match s {
+            "" | "Background" => Ok(Propagation::Background),
+            "Foreground" => Ok(Propagation::Foreground),
+            "Orphan" => Ok(Propagation::Orphan),
+            other => Err(ApiError::bad_request(format!(
+                "propagationPolicy: Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+            ))),
+        }
+    }
+}
+
+fn finalizers(v: &Value) -> Vec<String> {
+    v.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn set_finalizers(v: &mut Value, f: &[String]) {
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        if f.is_empty() {
+            m.remove("finalizers");
+        } else {
+            m.insert("finalizers".into(), json!(f));
+        }
+    }
+}
+
+fn mark_deleting(v: &mut Value) {
+    if v.pointer("/metadata/deletionTimestamp").is_none()
+        && let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.insert("deletionTimestamp".into(), json!(util::now_rfc3339()));
+        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+    }
+}
+
+/// Deletes an object the way the API server and its controllers together would: finalizers hold
+/// it (with `deletionTimestamp` set), namespaces empty themselves first, dependents follow their
+/// owner. Returns the object as the client should see it (still there, or the last state).
+pub fn delete_object(
+    st: &mut State,
+    key: &str,
+    ns: &str,
+    name: &str,
+    policy: Propagation,
+) -> Option<Arc<Value>> {
+    let obj = st.get(key, ns, name)?.clone();
+    let uid = meta_str(&obj, "uid").to_string();
+    if key == NAMESPACE_KEY {
+        return Some(terminate_namespace(st, name));
+    }
+    let mut fins = finalizers(&obj);
+    match policy {
+        Propagation::Orphan => {
+            for (k, n, nm) in st.dependents_of(&uid) {
+                if let Some(d) = st.get(&k, &n, &nm).cloned() {
+                    let mut d = (*d).clone();
+                    if let Some(refs) = d
+                        .pointer_mut("/metadata/ownerReferences")
+                        .and_then(Value::as_array_mut)
+                    {
+                        refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
+                        if refs.is_empty()
+                            && let Some(m) = d["metadata"].as_object_mut()
+                        {
+                            m.remove("ownerReferences");
+                        }
+                    }
+                    st.put(&k, d);
+                }
+            }
+        }
+        Propagation::Foreground => {
+            let deps = st.dependents_of(&uid);
+            if !deps.is_empty() {
+                if !fins.iter().any(|f| f == "foregroundDeletion") {
+                    fins.push("foregroundDeletion".into());
+                }
+                let mut o = (*obj).clone();
+                set_finalizers(&mut o, &fins);
+                mark_deleting(&mut o);
+                st.put(key, o);
+                for (k, n, nm) in deps {
+                    delete_object(st, &k, &n, &nm, Propagation::Foreground);
+                }
+                // The dependents may all be gone already, releasing the owner.
+                release_foreground(st, &uid);
+                return st.get(key, ns, name).cloned().or(Some(obj));
+            }
+        }
+        Propagation::Background => {}
+    }
+    if !fins.is_empty() {
+        if obj.pointer("/metadata/deletionTimestamp").is_some() {
+            return Some(obj);
+        }
+        let mut o = (*obj).clone();
+        mark_deleting(&mut o);
+        return Some(st.put(key, o));
+    }
+    remove_now(st, key, ns, name)
+}
+
+/// Removes an object whose finalizers are all gone, then lets what depended on it follow.
+pub fn remove_now(st: &mut State, key: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
+    let gone = st.remove(key, ns, name)?;
+    let uid = meta_str(&gone, "uid").to_string();
+    if key == CRD_KEY
+        && let Some(spec_group) = gone.pointer("/spec/group").and_then(Value::as_str)
+        && let Some(plural) = gone.pointer("/spec/names/plural").and_then(Value::as_str)
+    {
+        st.remove_all(&format!("{spec_group}/{plural}"));
+    }
+    // Background garbage collection: dependents with no owner left go too.
+    for (k, n, nm) in st.dependents_of(&uid) {
+        let Some(d) = st.get(&k, &n, &nm).cloned() else {
+            continue;
+        };
+        let owners_left = d
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .map(|refs| {
+                refs.iter()
+                    .filter_map(|r| r.get("uid").and_then(Value::as_str))
+                    .any(|u| u != uid && st.by_uid(u).is_some())
+            })
+            .unwrap_or(false);
+        if !owners_left {
+            delete_object(st, &k, &n, &nm, Propagation::Background);
+        }
+    }
+    // Owners waiting in foreground deletion may now be free.
+    if let Some(refs) = gone
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+    {
+        let owners: Vec<String> = refs
+            .iter()
+            .filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from))
+            .collect();
+        for o in owners {
+            release_foreground(st, &o);
+        }
+    }
+    if !ns.is_empty() {
+        finish_namespace(st, ns);
+    }
+    Some(gone)
+}
+
+fn release_foreground(st: &mut State, owner_uid: &str) {
+    let Some((k, n, nm)) = st.by_uid(owner_uid) else {
+        return;
+    };
+    let Some(owner) = st.get(&k, &n, &nm).cloned() else {
+        return;
+    };
+    let mut fins = finalizers(&owner);
+    if !fins.iter().any(|f| f == "foregroundDeletion") || !st.dependents_of(owner_uid).is_empty() {
+        return;
+    }
+    fins.retain(|f| f != "foregroundDeletion");
+    if fins.is_empty() {
+        remove_now(st, &k, &n, &nm);
+    } else {
+        let mut o = (*owner).clone();
+        set_finalizers(&mut o, &fins);
+        st.put(&k, o);
+    }
+}
+
+fn terminate_namespace(st: &mut State, name: &str) -> Arc<Value> {
+    let Some(ns_obj) = st.get(NAMESPACE_KEY, "", name).cloned() else {
+        return Arc::new(Value::Null);
+    };
+    let mut current = ns_obj.clone();
+    if ns_obj.pointer("/metadata/deletionTimestamp").is_none() {
+        let mut o = (*ns_obj).clone();
+        mark_deleting(&mut o);
+        o["status"] = json!({
+            "phase": "Terminating",
+            "conditions": [{
+                "type": "NamespaceDeletionContentFailure", "status": "False",
+                "lastTransitionTime": util::now_rfc3339(), "reason": "ContentDeleted",
+                "message": "All content successfully deleted, may be waiting on finalization",
+            }],
+        });
+        current = st.put(NAMESPACE_KEY, o);
+    }
+    for (k, n, nm) in st.namespaced_refs(name) {
+        delete_object(st, &k, &n, &nm, Propagation::Background);
+    }
+    finish_namespace(st, name);
+    st.get(NAMESPACE_KEY, "", name).cloned().unwrap_or(current)
+}
+
+/// Removes a terminating namespace once it is empty and has no finalizers of its own.
+fn finish_namespace(st: &mut State, name: &str) {
+    let Some(ns_obj) = st.get(NAMESPACE_KEY, "", name) else {
+        return;
+    };
+    if ns_obj.pointer("/metadata/deletionTimestamp").is_none() || !finalizers(ns_obj).is_empty() {
+        return;
+    }
+    if st.namespaced_refs(name).is_empty() {
+        st.remove(NAMESPACE_KEY, "", name);
+    }
+}
+
+/// Stores an updated object, or removes it when the update cleared the last finalizer of an
+/// object being deleted.
+pub fn store_update(st: &mut State, key: &str, obj: Value) -> Arc<Value> {
+    let deleting = obj.pointer("/metadata/deletionTimestamp").is_some();
+    if deleting && finalizers(&obj).is_empty() {
+        let ns = meta_str(&obj, "namespace").to_string();
+        let name = meta_str(&obj, "name").to_string();
+        let stored = st.put(key, obj);
+        if key == NAMESPACE_KEY {
+            finish_namespace(st, &name);
+            return stored;
+        }
+        return remove_now(st, key, &ns, &name).unwrap_or(stored);
+    }
+    st.put(key, obj)
+}

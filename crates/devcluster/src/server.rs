@@ -1,0 +1,878 @@
+//! The HTTPS front: TLS accept loop, bearer-token check, routing of Kubernetes REST paths and the
+//! verb handlers.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State as AxState};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::Response;
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::discovery;
+use crate::error::ApiError;
+use crate::faults::Faults;
+use crate::objects::{self, Mode, Propagation, target};
+use crate::resources::Resource;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::store::{Store, meta_str};
+
+/// Kubernetes' limit on a request body.
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+pub struct App {
+    pub token: String,
+    pub store: Arc<Store>,
+    pub addr: String,
+    pub faults: Arc<Faults>,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+pub fn router(app: Arc<App>) -> Router {
+    Router::new().fallback(handle).with_state(app)
+}
+
+/// Accepts TLS connections until `shutdown` flips, then drops every open connection.
+pub async fn serve(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    router: Router,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            r = listener.accept() => {
+                let Ok((tcp, _)) = r else { continue };
+                let _ = tcp.set_nodelay(true);
+                let acceptor = acceptor.clone();
+                let svc = router.clone();
+                conns.spawn(async move {
+                    let Ok(stream) = acceptor.accept(tcp).await else { return };
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let svc = hyper_util::service::TowerToHyperService::new(svc);
+                    let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                        .serve_connection_with_upgrades(io, svc)
+                        .await;
+                });
+            }
+            _ = shutdown.changed() => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    conns.abort_all();
+    while conns.join_next().await.is_some() {}
+}
+
+fn json_bytes(code: u16, body: Vec<u8>, content_type: &'static str) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+fn json_resp(code: u16, v: &Value) -> Response {
+    json_bytes(
+        code,
+        serde_json::to_vec(v).unwrap_or_default(),
+        "application/json",
+    )
+}
+
+pub fn err_resp(e: &ApiError) -> Response {
+    let mut r = json_resp(e.code, &e.status());
+    if let Some(s) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&s.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
+
+fn text(code: u16, s: &'static str) -> Response {
+    let mut r = Response::new(Body::from(s));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+fn version_doc() -> Value {
+    json!({
+        "major": "1",
+        "minor": "33",
+        "gitVersion": crate::SERVER_VERSION,
+        "gitCommit": "ferroflux-devcluster",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.24.0",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    })
+}
+
+async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_string();
+    let query: HashMap<String, String> =
+        form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
+    let public = matches!(
+        path.as_str(),
+        "/healthz" | "/readyz" | "/livez" | "/version"
+    );
+    let auth = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    match auth {
+        Some(a) => {
+            let ok = a
+                .strip_prefix("Bearer ")
+                .is_some_and(|t| constant_eq(t.trim(), &app.token));
+            if !ok {
+                return err_resp(&ApiError::unauthorized());
+            }
+        }
+        None if public => {}
+        None => return err_resp(&ApiError::unauthorized()),
+    }
+    if let Some(resp) = app.faults.before(&path).await {
+        return resp;
+    }
+    match route(&app, &parts.method, &path, &query, &parts.headers, body).await {
+        Ok(r) => r,
+        Err(e) => err_resp(&e),
+    }
+}
+
+fn constant_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+fn wants_aggregated(h: &HeaderMap) -> bool {
+    h.get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| {
+            a.split(',').any(|p| {
+                p.contains("as=APIGroupDiscoveryList")
+                    && p.contains("v=v2")
+                    && !p.contains("v=v2beta1")
+            })
+        })
+}
+
+pub fn wants_table(h: &HeaderMap) -> bool {
+    h.get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| {
+            a.split(',').any(|p| {
+                p.contains("as=Table") && p.contains("v=v1") && p.contains("g=meta.k8s.io")
+            })
+        })
+}
+
+async fn route(
+    app: &Arc<App>,
+    method: &Method,
+    path: &str,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let segs: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let get_only = |r: Response| -> Result<Response, ApiError> {
+        if method == Method::GET || method == Method::HEAD {
+            Ok(r)
+        } else {
+            Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource: {method}"
+            )))
+        }
+    };
+    match segs.as_slice() {
+        ["version"] => return get_only(json_resp(200, &version_doc())),
+        ["healthz"] | ["readyz"] | ["livez"] => return get_only(text(200, "ok")),
+        ["api"] => {
+            let reg = app.store.lock().registry.clone();
+            return get_only(if wants_aggregated(headers) {
+                json_bytes(
+                    200,
+                    serde_json::to_vec(&discovery::aggregated(&reg, true)).unwrap_or_default(),
+                    discovery::AGGREGATED_CT,
+                )
+            } else {
+                json_resp(200, &discovery::api_versions(&app.addr))
+            });
+        }
+        ["apis"] => {
+            let reg = app.store.lock().registry.clone();
+            return get_only(if wants_aggregated(headers) {
+                json_bytes(
+                    200,
+                    serde_json::to_vec(&discovery::aggregated(&reg, false)).unwrap_or_default(),
+                    discovery::AGGREGATED_CT,
+                )
+            } else {
+                json_resp(200, &discovery::api_group_list(&reg))
+            });
+        }
+        ["openapi", "v3"] => {
+            let reg = app.store.lock().registry.clone();
+            return get_only(json_resp(200, &discovery::openapi_v3_root(&reg)));
+        }
+        ["openapi", "v3", "api", v] => {
+            let reg = app.store.lock().registry.clone();
+            return discovery::openapi_v3_doc(&reg, "", v)
+                .map(|d| json_resp(200, &d))
+                .ok_or_else(ApiError::page_not_found);
+        }
+        ["openapi", "v3", "apis", g, v] => {
+            let reg = app.store.lock().registry.clone();
+            return discovery::openapi_v3_doc(&reg, g, v)
+                .map(|d| json_resp(200, &d))
+                .ok_or_else(ApiError::page_not_found);
+        }
+        ["api", "v1"] => {
+            let reg = app.store.lock().registry.clone();
+            return discovery::resource_list(&reg, "", "v1")
+                .map(|d| json_resp(200, &d))
+                .ok_or_else(ApiError::page_not_found);
+        }
+        ["apis", g] => {
+            let reg = app.store.lock().registry.clone();
+            return discovery::api_group(&reg, g)
+                .map(|d| json_resp(200, &d))
+                .ok_or_else(ApiError::page_not_found);
+        }
+        ["apis", g, v] => {
+            let reg = app.store.lock().registry.clone();
+            return discovery::resource_list(&reg, g, v)
+                .map(|d| json_resp(200, &d))
+                .ok_or_else(ApiError::page_not_found);
+        }
+        _ => {}
+    }
+    let (group, version, rest) = match segs.as_slice() {
+        ["api", "v1", rest @ ..] => ("", "v1", rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return Err(ApiError::page_not_found()),
+    };
+    let t = resolve(&app.store, group, version, rest)?;
+    dispatch(app, method, t, q, headers, body).await
+}
+
+/// A request aimed at a resource.
+pub struct Req {
+    pub res: Arc<Resource>,
+    pub version: String,
+    pub ns: Option<String>,
+    pub name: Option<String>,
+    pub sub: Option<String>,
+}
+
+fn resolve(store: &Store, group: &str, version: &str, rest: &[&str]) -> Result<Req, ApiError> {
+    let reg = &store.lock().registry;
+    let lookup = |plural: &str| {
+        reg.lookup(group, version, plural)
+            .ok_or_else(ApiError::page_not_found)
+    };
+    let (ns, rest) = match rest {
+        ["namespaces", ns, plural, tail @ ..]
+            if !(group.is_empty() && matches!(*plural, "status" | "finalize")) =>
+        {
+            let res = lookup(plural)?;
+            if !res.namespaced {
+                return Err(ApiError::page_not_found());
+            }
+            return Ok(Req {
+                res,
+                version: version.to_string(),
+                ns: Some(ns.to_string()),
+                name: tail.first().map(|s| s.to_string()),
+                sub: match tail {
+                    [] | [_] => None,
+                    [_, sub] => Some(sub.to_string()),
+                    _ => return Err(ApiError::page_not_found()),
+                },
+            });
+        }
+        r => (None::<String>, r),
+    };
+    let (plural, tail) = rest.split_first().ok_or_else(ApiError::page_not_found)?;
+    let res = lookup(plural)?;
+    if res.namespaced && !tail.is_empty() {
+        return Err(ApiError::page_not_found());
+    }
+    Ok(Req {
+        res,
+        version: version.to_string(),
+        ns,
+        name: tail.first().map(|s| s.to_string()),
+        sub: match tail {
+            [] | [_] => None,
+            [_, sub] => Some(sub.to_string()),
+            _ => return Err(ApiError::page_not_found()),
+        },
+    })
+}
+
+async fn read_body(body: Body) -> Result<Bytes, ApiError> {
+    let limited = http_body_util::Limited::new(body, MAX_BODY);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                Err(ApiError::too_large(MAX_BODY))
+            } else {
+                Err(ApiError::bad_request(format!(
+                    "cannot read the request body: {e}"
+                )))
+            }
+        }
+    }
+}
+
+fn content_type(h: &HeaderMap) -> String {
+    h.get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// Parses a request body as JSON, or YAML when the content type says so.
+pub fn parse_body(bytes: &[u8], ct: &str) -> Result<Value, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request("the request body is empty"));
+    }
+    if ct.contains("yaml") {
+        let s = std::str::from_utf8(bytes)
+            .map_err(|e| ApiError::bad_request(format!("yaml: invalid UTF-8: {e}")))?;
+        serde_saphyr::from_str::<Value>(s)
+            .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))
+    } else if ct.contains("protobuf") {
+        Err(ApiError::unsupported_media_type(format!(
+            "the body of the request was in an unsupported format ({ct}); this server accepts application/json and application/yaml"
+        )))
+    } else {
+        serde_json::from_slice(bytes)
+            .map_err(|e| ApiError::bad_request(format!("json parse error: {e}")))
+    }
+}
+
+fn dry_run(q: &HashMap<String, String>) -> Result<bool, ApiError> {
+    match q.get("dryRun").map(String::as_str) {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "dryRun: Unsupported value: {other:?}: supported values: \"All\""
+        ))),
+    }
+}
+
+/// Rewrites a custom resource's apiVersion to the version the client asked for (CRDs convert with
+/// the `None` strategy: only the apiVersion changes).
+fn for_version<'a>(
+    res: &Resource,
+    version: &str,
+    obj: &'a Arc<Value>,
+) -> std::borrow::Cow<'a, Value> {
+    let want = res.api_version(version);
+    if obj.get("apiVersion").and_then(Value::as_str) == Some(want.as_str()) {
+        std::borrow::Cow::Borrowed(obj.as_ref())
+    } else {
+        let mut o = (**obj).clone();
+        o["apiVersion"] = json!(want);
+        std::borrow::Cow::Owned(o)
+    }
+}
+
+pub fn object_response(code: u16, r: &Req, obj: &Arc<Value>, headers: &HeaderMap) -> Response {
+    let o = for_version(&r.res, &r.version, obj);
+    if wants_table(headers) {
+        return json_resp(
+            code,
+            &crate::table::table(&r.res, &r.version, std::slice::from_ref(&o.as_ref()), None),
+        );
+    }
+    json_resp(code, &o)
+}
+
+async fn dispatch(
+    app: &Arc<App>,
+    method: &Method,
+    r: Req,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let is_watch = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
+    if let Some(sub) = &r.sub
+        && !(sub == "status" && (r.res.status_subresource))
+        && !(sub == "finalize" && r.res.plural == "namespaces")
+    {
+        return Err(ApiError::page_not_found());
+    }
+    match (method.clone(), r.name.is_some()) {
+        (Method::GET, false) if is_watch => crate::watch::watch(app, &r, q, headers),
+        (Method::GET, false) => list(app, &r, q, headers),
+        (Method::GET, true) => {
+            let name = r.name.clone().unwrap_or_default();
+            let obj = app
+                .store
+                .lock()
+                .get(&r.res.key(), r.ns.as_deref().unwrap_or(""), &name)
+                .cloned();
+            match obj {
+                Some(o) => Ok(object_response(200, &r, &o, headers)),
+                None => Err(ApiError::not_found(&target(&r.res, &name))),
+            }
+        }
+        (Method::POST, false) => {
+            if r.res.namespaced && r.ns.is_none() {
+                return Err(ApiError::method_not_allowed(format!(
+                    "the server does not allow this method on the requested resource: {} must be created in a namespace",
+                    r.res.plural
+                )));
+            }
+            let bytes = read_body(body).await?;
+            let obj = parse_body(&bytes, &content_type(headers))?;
+            let dry = dry_run(q)?;
+            create(app, &r, obj, dry, q, headers).await
+        }
+        (Method::PUT, true) => {
+            let bytes = read_body(body).await?;
+            let obj = parse_body(&bytes, &content_type(headers))?;
+            let dry = dry_run(q)?;
+            update(app, &r, obj, dry, q, headers).await
+        }
+        (Method::PATCH, true) => {
+            let bytes = read_body(body).await?;
+            let dry = dry_run(q)?;
+            crate::patch::patch(app, &r, &bytes, &content_type(headers), dry, q, headers).await
+        }
+        (Method::DELETE, true) => {
+            let bytes = read_body(body).await?;
+            delete(app, &r, &bytes, q, headers).await
+        }
+        (Method::DELETE, false) => {
+            let bytes = read_body(body).await?;
+            delete_collection(app, &r, &bytes, q).await
+        }
+        _ => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource: {method}"
+        ))),
+    }
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Continue {
+    ns: String,
+    name: String,
+}
+
+pub fn selectors(q: &HashMap<String, String>) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    let ls = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(format!("unable to parse labelSelector: {e}")))?;
+    let fs = FieldSelector::parse(q.get("fieldSelector").map(String::as_str).unwrap_or(""))
+        .map_err(|e| ApiError::bad_request(format!("unable to parse fieldSelector: {e}")))?;
+    Ok((ls, fs))
+}
+
+fn list(
+    app: &Arc<App>,
+    r: &Req,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let (ls, fs) = selectors(q)?;
+    let limit = match q.get("limit").map(String::as_str) {
+        None | Some("") | Some("0") => usize::MAX,
+        Some(l) => l
+            .parse::<usize>()
+            .map_err(|_| ApiError::bad_request(format!("limit: invalid value {l:?}")))?,
+    };
+    let after = match q.get("continue").map(String::as_str) {
+        None | Some("") => None,
+        Some(c) => {
+            use base64::Engine;
+            let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(c)
+                .map_err(|_| ApiError::bad_request("continue key is not valid: illegal base64"))?;
+            let c: Continue = serde_json::from_slice(&raw)
+                .map_err(|_| ApiError::bad_request("continue key is not valid"))?;
+            Some((c.ns, c.name))
+        }
+    };
+    let table = wants_table(headers);
+    let st = app.store.lock();
+    let key = r.res.key();
+    let mut items: Vec<&Arc<Value>> = Vec::new();
+    let mut more = None;
+    for o in st.list(&key, r.ns.as_deref(), after) {
+        if !ls.matches(o) || !fs.matches(o) {
+            continue;
+        }
+        if items.len() == limit {
+            let last = items.last().map(|l| {
+                (
+                    meta_str(l, "namespace").to_string(),
+                    meta_str(l, "name").to_string(),
+                )
+            });
+            more = last;
+            break;
+        }
+        items.push(o);
+    }
+    let rv = st.rv.to_string();
+    let cont = more.map(|(ns, name)| {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(serde_json::to_vec(&Continue { ns, name }).unwrap_or_default())
+    });
+    if table {
+        let objs: Vec<std::borrow::Cow<Value>> = items
+            .iter()
+            .map(|o| for_version(&r.res, &r.version, o))
+            .collect();
+        let refs: Vec<&Value> = objs.iter().map(|c| c.as_ref()).collect();
+        let mut t = crate::table::table(&r.res, &r.version, &refs, Some(&rv));
+        if let Some(c) = cont {
+            t["metadata"]["continue"] = json!(c);
+        }
+        return Ok(json_resp(200, &t));
+    }
+    // Written by hand so a large list is serialised once, without cloning its items.
+    let mut out = Vec::with_capacity(items.len() * 512 + 256);
+    let mut meta = json!({ "resourceVersion": rv });
+    if let Some(c) = cont {
+        meta["continue"] = json!(c);
+    }
+    out.extend_from_slice(
+        format!(
+            "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
+            json!(r.res.list_kind),
+            json!(r.res.api_version(&r.version)),
+            meta
+        )
+        .as_bytes(),
+    );
+    for (i, o) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let _ = serde_json::to_writer(&mut out, for_version(&r.res, &r.version, o).as_ref());
+    }
+    out.extend_from_slice(b"]}");
+    drop(st);
+    Ok(json_bytes(200, out, "application/json"))
+}
+
+pub fn field_manager_of(q: &HashMap<String, String>, headers: &HeaderMap) -> String {
+    q.get("fieldManager").cloned().unwrap_or_else(|| {
+        headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(|ua| ua.split('/').next().unwrap_or(ua).to_string())
+            .unwrap_or_else(|| "unknown".into())
+    })
+}
+
+async fn create(
+    app: &Arc<App>,
+    r: &Req,
+    obj: Value,
+    dry: bool,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let _manager = field_manager_of(q, headers);
+    let key = r.res.key();
+    let ns = r.ns.clone();
+    let stored = app
+        .store
+        .write(|st| {
+            let obj = objects::admit(
+                st,
+                &r.res,
+                &r.version,
+                ns.as_deref(),
+                None,
+                obj,
+                Mode::Create,
+            )?;
+            let name = meta_str(&obj, "name").to_string();
+            if let Some(ns) = &ns {
+                objects::check_namespace(st, &r.res, ns, &name)?;
+            }
+            if st.get(&key, ns.as_deref().unwrap_or(""), &name).is_some() {
+                return Err(ApiError::already_exists(&target(&r.res, &name)));
+            }
+            if dry {
+                return Ok(Arc::new(obj));
+            }
+            Ok(st.put(&key, obj))
+        })
+        .await?;
+    Ok(object_response(201, r, &stored, headers))
+}
+
+async fn update(
+    app: &Arc<App>,
+    r: &Req,
+    obj: Value,
+    dry: bool,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let manager = field_manager_of(q, headers);
+    let stored = app
+        .store
+        .write(|st| write_existing(st, r, obj, dry, &manager, "Update"))
+        .await?;
+    Ok(object_response(200, r, &stored, headers))
+}
+
+/// Admits `obj` as the new state of the object `r` names and stores it (shared by update and
+/// patch).
+pub fn write_existing(
+    st: &mut crate::store::State,
+    r: &Req,
+    obj: Value,
+    dry: bool,
+    _manager: &str,
+    _operation: &str,
+) -> Result<Arc<Value>, ApiError> {
+    let key = r.res.key();
+    let name = r.name.clone().unwrap_or_default();
+    let ns = r.ns.clone().unwrap_or_default();
+    let Some(old) = st.get(&key, &ns, &name).cloned() else {
+        return Err(ApiError::not_found(&target(&r.res, &name)));
+    };
+    let mode = if r.sub.as_deref() == Some("status") {
+        Mode::Status(&old)
+    } else {
+        Mode::Update(&old)
+    };
+    let next = objects::admit(
+        st,
+        &r.res,
+        &r.version,
+        r.ns.as_deref(),
+        Some(&name),
+        obj,
+        mode,
+    )?;
+    if dry {
+        return Ok(Arc::new(next));
+    }
+    Ok(objects::store_update(st, &key, next))
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct DeleteOptions {
+    #[serde(default)]
+    propagation_policy: Option<String>,
+    #[serde(default)]
+    orphan_dependents: Option<bool>,
+    #[serde(default)]
+    preconditions: Option<Preconditions>,
+    #[serde(default)]
+    dry_run: Option<Vec<String>>,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Preconditions {
+    uid: Option<String>,
+    resource_version: Option<String>,
+}
+
+fn delete_options(
+    bytes: &[u8],
+    q: &HashMap<String, String>,
+) -> Result<(DeleteOptions, Propagation, bool), ApiError> {
+    let opts: DeleteOptions = if bytes.iter().all(u8::is_ascii_whitespace) {
+        DeleteOptions::default()
+    } else {
+        serde_json::from_slice(bytes)
+            .map_err(|e| ApiError::bad_request(format!("json parse error in DeleteOptions: {e}")))?
+    };
+    let policy = match (
+        &opts.propagation_policy,
+        q.get("propagationPolicy"),
+        opts.orphan_dependents,
+    ) {
+        (Some(p), _, _) => Propagation::parse(p)?,
+        (None, Some(p), _) => Propagation::parse(p)?,
+        (None, None, Some(true)) => Propagation::Orphan,
+        _ => Propagation::Background,
+    };
+    let dry = dry_run(q)?
+        || opts
+            .dry_run
+            .as_ref()
+            .is_some_and(|d| d.iter().any(|x| x == "All"));
+    Ok((opts, policy, dry))
+}
+
+async fn delete(
+    app: &Arc<App>,
+    r: &Req,
+    bytes: &[u8],
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let (opts, policy, dry) = delete_options(bytes, q)?;
+    let key = r.res.key();
+    let name = r.name.clone().unwrap_or_default();
+    let ns = r.ns.clone().unwrap_or_default();
+    let out = app
+        .store
+        .write(|st| {
+            let Some(obj) = st.get(&key, &ns, &name).cloned() else {
+                return Err(ApiError::not_found(&target(&r.res, &name)));
+            };
+            if let Some(p) = &opts.preconditions {
+                if let Some(uid) = &p.uid
+                    && uid != meta_str(&obj, "uid")
+                {
+                    return Err(ApiError::conflict(
+                        &target(&r.res, &name),
+                        &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", meta_str(&obj, "uid")),
+                    ));
+                }
+                if let Some(rv) = &p.resource_version
+                    && rv != meta_str(&obj, "resourceVersion")
+                {
+                    return Err(ApiError::conflict(
+                        &target(&r.res, &name),
+                        &format!(
+                            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                            meta_str(&obj, "resourceVersion")
+                        ),
+                    ));
+                }
+            }
+            if dry {
+                return Ok(obj);
+            }
+            Ok(objects::delete_object(st, &key, &ns, &name, policy).unwrap_or(obj))
+        })
+        .await?;
+    Ok(object_response(200, r, &out, headers))
+}
+
+async fn delete_collection(
+    app: &Arc<App>,
+    r: &Req,
+    bytes: &[u8],
+    q: &HashMap<String, String>,
+) -> Result<Response, ApiError> {
+    let (_, policy, dry) = delete_options(bytes, q)?;
+    let (ls, fs) = selectors(q)?;
+    let key = r.res.key();
+    let items = app
+        .store
+        .write(|st| {
+            let targets: Vec<Arc<Value>> = st
+                .list(&key, r.ns.as_deref(), None)
+                .filter(|o| ls.matches(o) && fs.matches(o))
+                .cloned()
+                .collect();
+            let mut out = Vec::new();
+            for o in targets {
+                if dry {
+                    out.push(o);
+                    continue;
+                }
+                let (ns, name) = (
+                    meta_str(&o, "namespace").to_string(),
+                    meta_str(&o, "name").to_string(),
+                );
+                if let Some(d) = objects::delete_object(st, &key, &ns, &name, policy) {
+                    out.push(d);
+                }
+            }
+            Ok(out)
+        })
+        .await?;
+    let items: Vec<Value> = items
+        .iter()
+        .map(|o| for_version(&r.res, &r.version, o).into_owned())
+        .collect();
+    let rv = app.store.lock().rv.to_string();
+    Ok(json_resp(
+        200,
+        &json!({
+            "kind": r.res.list_kind,
+            "apiVersion": r.res.api_version(&r.version),
+            "metadata": { "resourceVersion": rv },
+            "items": items,
+        }),
+    ))
+}
+
+pub fn stream_body(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Body {
+    let s = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, Infallible>(b), rx))
+    });
+    Body::from_stream(s)
+}
+
+pub fn watch_response(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response {
+    let mut r = Response::new(stream_body(rx));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    r
+}
+
+pub fn event_line(kind: &str, obj: &Value) -> Bytes {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    let _ = serde_json::to_writer(&mut out, obj);
+    out.extend_from_slice(b"}\n");
+    Bytes::from(out)
+}
+
+pub fn bookmark_interval() -> Duration {
+    Duration::from_secs(5)
+}

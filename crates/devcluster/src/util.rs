@@ -1,0 +1,234 @@
+//! Small helpers: timestamps, random identifiers, DNS name checks.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ring::rand::{SecureRandom, SystemRandom};
+
+/// Current time as RFC 3339 with second precision, the format of `metav1.Time`.
+pub fn now_rfc3339() -> String {
+    format_rfc3339(unix_now())
+}
+
+pub fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+pub fn format_rfc3339(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Parses the `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)` form the API uses; `None` when malformed.
+pub fn parse_rfc3339(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() < 20 {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let mut rest = &s[19..];
+    if let Some(r) = rest.strip_prefix('.') {
+        rest = r.trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    let offset = if rest == "Z" {
+        0
+    } else {
+        let sign = if rest.starts_with('-') { -1 } else { 1 };
+        let oh = rest.get(1..3)?.parse::<i64>().ok()?;
+        let om = rest.get(4..6)?.parse::<i64>().ok()?;
+        sign * (oh * 3600 + om * 60)
+    };
+    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + se - offset)
+}
+
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Kubernetes-style human age: `5s`, `3m20s`, `4h`, `2d3h`.
+pub fn human_age(secs: i64) -> String {
+    let s = secs.max(0);
+    if s < 120 {
+        format!("{s}s")
+    } else if s < 600 {
+        format!("{}m{}s", s / 60, s % 60)
+    } else if s < 3 * 3600 {
+        format!("{}m", s / 60)
+    } else if s < 8 * 3600 {
+        let (h, m) = (s / 3600, (s % 3600) / 60);
+        if m == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{m}m")
+        }
+    } else if s < 48 * 3600 {
+        format!("{}h", s / 3600)
+    } else if s < 8 * 86_400 {
+        let (d, h) = (s / 86_400, (s % 86_400) / 3600);
+        if h == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{h}h")
+        }
+    } else if s < 365 * 86_400 * 2 {
+        format!("{}d", s / 86_400)
+    } else {
+        format!("{}y", s / (365 * 86_400))
+    }
+}
+
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut buf = [0u8; N];
+    // The system RNG failing means the OS cannot give entropy at all; nothing sensible remains.
+    if SystemRandom::new().fill(&mut buf).is_err() {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (nanos >> ((i % 16) * 8)) as u8 ^ (i as u8).wrapping_mul(31);
+        }
+    }
+    buf
+}
+
+/// A random version-4 UUID in its canonical text form.
+pub fn new_uid() -> String {
+    let mut b = random_bytes::<16>();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// A hex token of 32 random bytes.
+pub fn new_token() -> String {
+    random_bytes::<32>()
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// The 5-character suffix `generateName` gets, from the same alphabet Kubernetes uses
+/// (no vowels, no easily confused characters).
+pub fn name_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    random_bytes::<5>()
+        .iter()
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
+}
+
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+fn is_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// How a kind's names are checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameRule {
+    Subdomain,
+    Label,
+    /// RBAC objects: any string usable as a path segment (`system:aggregate-to-edit`).
+    PathSegment,
+}
+
+/// Validates a name; `Err` holds the message Kubernetes gives after `Invalid value: "<name>": `.
+pub fn validate_name(name: &str, rule: NameRule) -> Result<(), String> {
+    match rule {
+        NameRule::Label => {
+            if name.len() > 63 {
+                return Err("must be no more than 63 characters".into());
+            }
+            if !is_label(name) {
+                return Err(DNS1123_LABEL_MSG.into());
+            }
+        }
+        NameRule::Subdomain => {
+            if name.len() > 253 {
+                return Err("must be no more than 253 characters".into());
+            }
+            if !name.split('.').all(is_label) {
+                return Err(DNS1123_SUBDOMAIN_MSG.into());
+            }
+        }
+        NameRule::PathSegment => {
+            if name == "." || name == ".." {
+                return Err(format!("may not be '{name}'"));
+            }
+            if name.contains('/') || name.contains('%') {
+                return Err("may not contain '/' or '%'".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_round_trip() {
+        let t = 1_795_000_000;
+        let s = format_rfc3339(t);
+        assert_eq!(parse_rfc3339(&s), Some(t));
+        assert_eq!(format_rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            parse_rfc3339("2024-02-29T12:00:00+01:00"),
+            parse_rfc3339("2024-02-29T11:00:00Z")
+        );
+    }
+
+    #[test]
+    fn names() {
+        assert!(validate_name("a.b-c", NameRule::Subdomain).is_ok());
+        assert!(validate_name("a.b", NameRule::Label).is_err());
+        assert!(validate_name("Bad_Name", NameRule::Subdomain).is_err());
+        assert!(validate_name("system:x", NameRule::PathSegment).is_ok());
+    }
+}

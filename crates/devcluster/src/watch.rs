@@ -1,0 +1,173 @@
+//! Watches: a chunked stream of `{"type":…,"object":…}` lines, resumable from a resourceVersion,
+//! with bookmarks, selector transitions and `410 Gone` for versions older than the kept history.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::error::ApiError;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::server::{App, Req, event_line, selectors, watch_response};
+use crate::store::{Event, EventType};
+
+struct Filter {
+    ns: Option<String>,
+    labels: LabelSelector,
+    fields: FieldSelector,
+}
+
+impl Filter {
+    fn matches(&self, o: &Value) -> bool {
+        self.labels.matches(o) && self.fields.matches(o)
+    }
+
+    /// What a client filtering by selectors sees of this event, if anything.
+    fn translate(&self, e: &Event) -> Option<EventType> {
+        if let Some(ns) = &self.ns
+            && &e.namespace != ns
+        {
+            return None;
+        }
+        let now = self.matches(&e.object);
+        let before = e.prev.as_deref().is_some_and(|p| self.matches(p));
+        match e.kind {
+            EventType::Added => now.then_some(EventType::Added),
+            EventType::Deleted => (now || before).then_some(EventType::Deleted),
+            EventType::Modified => match (before, now) {
+                (true, true) => Some(EventType::Modified),
+                (false, true) => Some(EventType::Added),
+                (true, false) => Some(EventType::Deleted),
+                (false, false) => None,
+            },
+        }
+    }
+}
+
+fn bookmark(res_kind: &str, api_version: &str, rv: u64, initial_end: bool) -> Value {
+    let mut meta = json!({ "resourceVersion": rv.to_string() });
+    if initial_end {
+        meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+    }
+    json!({ "kind": res_kind, "apiVersion": api_version, "metadata": meta })
+}
+
+pub fn watch(
+    app: &Arc<App>,
+    r: &Req,
+    q: &HashMap<String, String>,
+    _headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let (labels, fields) = selectors(q)?;
+    let filter = Filter {
+        ns: r.ns.clone(),
+        labels,
+        fields,
+    };
+    let send_initial = q.get("sendInitialEvents").map(String::as_str) == Some("true");
+    let from = match q.get("resourceVersion").map(String::as_str) {
+        None | Some("") | Some("0") => None,
+        Some(_) if send_initial => None,
+        Some(v) => Some(v.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!(
+                "resourceVersion: Invalid value: {v:?}: must be an integer"
+            ))
+        })?),
+    };
+    let bookmarks = q.get("allowWatchBookmarks").map(String::as_str) == Some("true");
+    let timeout = match q.get("timeoutSeconds").map(String::as_str) {
+        None | Some("") | Some("0") => None,
+        Some(t) => Some(Duration::from_secs(t.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!("timeoutSeconds: invalid value {t:?}"))
+        })?)),
+    };
+    let key = r.res.key();
+    let start = match app.store.watch(&key, r.ns.as_deref(), from) {
+        Ok(s) => s,
+        // Like the API server: the watch opens, then says 410 Gone as its only event.
+        Err(e) if e.code == 410 => {
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            let _ = tx.try_send(event_line("ERROR", &e.status()));
+            return Ok(watch_response(rx));
+        }
+        Err(e) => return Err(e),
+    };
+    let res = r.res.clone();
+    let version = r.version.clone();
+    let api_version = res.api_version(&version);
+    let mut shutdown = app.shutdown.clone();
+    let (tx, rx) = tokio::sync::mpsc::channel(1024);
+    tokio::spawn(async move {
+        let out = |o: &Arc<Value>| -> Value {
+            let mut v = (**o).clone();
+            if v.get("apiVersion").and_then(Value::as_str) != Some(api_version.as_str()) {
+                v["apiVersion"] = json!(api_version);
+            }
+            v
+        };
+        let mut last_rv = start.rv;
+        for e in &start.backlog {
+            if let Some(t) = filter.translate(e)
+                && tx
+                    .send(event_line(t.as_str(), &out(&e.object)))
+                    .await
+                    .is_err()
+            {
+                return;
+            }
+            last_rv = last_rv.max(e.rv);
+        }
+        if send_initial || bookmarks {
+            let b = bookmark(&res.kind, &api_version, last_rv, send_initial);
+            if tx.send(event_line("BOOKMARK", &b)).await.is_err() {
+                return;
+            }
+        }
+        let mut rx_events = start.rx;
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut tick = tokio::time::interval(crate::server::bookmark_interval());
+        tick.tick().await;
+        loop {
+            let sleep = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                ev = rx_events.recv() => match ev {
+                    Ok(e) => {
+                        if e.key != key || e.rv <= last_rv {
+                            continue;
+                        }
+                        last_rv = e.rv;
+                        if let Some(t) = filter.translate(&e)
+                            && tx.send(event_line(t.as_str(), &out(&e.object))).await.is_err()
+                        {
+                            return;
+                        }
+                    }
+                    Err(RecvError::Lagged(_)) => {
+                        let status = ApiError::gone("the watch fell too far behind; too old resource version").status();
+                        let _ = tx.send(event_line("ERROR", &status)).await;
+                        return;
+                    }
+                    Err(RecvError::Closed) => return,
+                },
+                _ = tick.tick(), if bookmarks => {
+                    if tx.send(event_line("BOOKMARK", &bookmark(&res.kind, &api_version, last_rv, false))).await.is_err() {
+                        return;
+                    }
+                }
+                _ = sleep => return,
+                _ = tx.closed() => return,
+                _ = shutdown.changed() => return,
+            }
+        }
+    });
+    Ok(watch_response(rx))
+}

@@ -1,0 +1,714 @@
+//! The API server driven by kube-rs: CRUD, errors, selectors, paging, watches, CRDs, restart.
+
+use std::time::Duration;
+
+use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
+use futures_util::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent,
+    WatchParams,
+};
+use serde_json::{Value, json};
+
+async fn cluster() -> (RunningCluster, kube::Client) {
+    let c = DevCluster::start(Config::memory("test")).await.unwrap();
+    let client = c.client().await.unwrap();
+    (c, client)
+}
+
+fn cm(name: &str, labels: Value) -> ConfigMap {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": { "name": name, "labels": labels },
+        "data": { "k": "v" },
+    }))
+    .unwrap()
+}
+
+fn api_err(e: kube::Error) -> Box<kube::core::Status> {
+    match e {
+        kube::Error::Api(s) => s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// Sends a raw request and returns (status code, parsed body).
+async fn raw(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    ct: &str,
+    body: Vec<u8>,
+) -> (u16, Value) {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", ct)
+        .body(kube::client::Body::from(body))
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    let code = resp.status().as_u16();
+    let bytes = http_body_util_collect(resp.into_body()).await;
+    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+async fn http_body_util_collect(body: kube::client::Body) -> Vec<u8> {
+    use http_body_util::BodyExt;
+    body.collect().await.unwrap().to_bytes().to_vec()
+}
+
+#[tokio::test]
+async fn starts_fast_on_a_free_port() {
+    let t = std::time::Instant::now();
+    let a = DevCluster::start(Config::memory("a")).await.unwrap();
+    let b = DevCluster::start(Config::memory("b")).await.unwrap();
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "two clusters took {:?}",
+        t.elapsed()
+    );
+    assert_ne!(a.addr(), b.addr());
+    assert!(a.url().starts_with("https://127.0.0.1:"));
+    assert!(a.ca_pem().starts_with("-----BEGIN CERTIFICATE-----"));
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn crud_and_server_fields() {
+    let (c, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let created = api
+        .create(&PostParams::default(), &cm("one", json!({"app": "web"})))
+        .await
+        .unwrap();
+    let meta = &created.metadata;
+    assert!(meta.uid.as_deref().is_some_and(|u| u.len() == 36));
+    assert!(meta.creation_timestamp.is_some());
+    let rv1: u64 = meta.resource_version.as_deref().unwrap().parse().unwrap();
+
+    // AlreadyExists.
+    let e = api_err(
+        api.create(&PostParams::default(), &cm("one", json!({})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((e.code, e.reason.as_str()), (409, "AlreadyExists"));
+    assert_eq!(e.message, "configmaps \"one\" already exists");
+
+    // Update bumps the resourceVersion; a stale one conflicts.
+    let mut next = created.clone();
+    next.data = Some([("k".to_string(), "w".to_string())].into());
+    let updated = api
+        .replace("one", &PostParams::default(), &next)
+        .await
+        .unwrap();
+    let rv2: u64 = updated
+        .metadata
+        .resource_version
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(rv2 > rv1);
+    let e = api_err(
+        api.replace("one", &PostParams::default(), &next)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((e.code, e.reason.as_str()), (409, "Conflict"));
+    assert!(
+        e.message.contains("the object has been modified"),
+        "{}",
+        e.message
+    );
+
+    // generateName.
+    let mut g = cm("", json!({}));
+    g.metadata.name = None;
+    g.metadata.generate_name = Some("gen-".into());
+    let gen_obj = api.create(&PostParams::default(), &g).await.unwrap();
+    let n = gen_obj.metadata.name.unwrap();
+    assert!(n.starts_with("gen-") && n.len() == 9, "{n}");
+
+    // Patches: merge and JSON patch.
+    let p = api
+        .patch(
+            "one",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"m": "1"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(p.data.as_ref().unwrap()["m"], "1");
+    let p = api
+        .patch(
+            "one",
+            &PatchParams::default(),
+            &Patch::<()>::Json(
+                serde_json::from_value(json!([{"op": "remove", "path": "/data/m"}])).unwrap(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(!p.data.as_ref().unwrap().contains_key("m"));
+
+    // Delete, then NotFound.
+    api.delete("one", &DeleteParams::default()).await.unwrap();
+    let e = api_err(api.get("one").await.unwrap_err());
+    assert_eq!((e.code, e.reason.as_str()), (404, "NotFound"));
+    assert_eq!(e.message, "configmaps \"one\" not found");
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn generation_and_status_subresource() {
+    let (c, client) = cluster().await;
+    let api: Api<Deployment> = Api::namespaced(client, "default");
+    let d: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": { "name": "web" },
+        "spec": { "replicas": 1, "selector": { "matchLabels": { "app": "web" } },
+                  "template": { "metadata": { "labels": { "app": "web" } },
+                                "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } },
+    }))
+    .unwrap();
+    let d = api.create(&PostParams::default(), &d).await.unwrap();
+    assert_eq!(d.metadata.generation, Some(1));
+    // A label change is metadata: no new generation.
+    let d = api
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(d.metadata.generation, Some(1));
+    let d = api
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(d.metadata.generation, Some(2));
+    // Status goes through the subresource only.
+    let d = api
+        .patch_status(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"observedGeneration": 2, "replicas": 7}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(d.status.as_ref().unwrap().replicas, Some(7));
+    assert_eq!(d.metadata.generation, Some(2));
+    let d = api
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"replicas": 1}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        d.status.as_ref().unwrap().replicas,
+        Some(7),
+        "main resource must not change status"
+    );
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn selectors_and_paging() {
+    let (c, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for (i, tier) in ["front", "back", "front", "db", "back"].iter().enumerate() {
+        api.create(
+            &PostParams::default(),
+            &cm(
+                &format!("cm-{i}"),
+                json!({"tier": tier, "n": i.to_string()}),
+            ),
+        )
+        .await
+        .unwrap();
+    }
+    let names = |l: kube::core::ObjectList<ConfigMap>| -> Vec<String> {
+        l.items
+            .into_iter()
+            .map(|o| o.metadata.name.unwrap())
+            .collect()
+    };
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("tier=front"))
+                .await
+                .unwrap()
+        ),
+        ["cm-0", "cm-2"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("tier in (back,db)"))
+                .await
+                .unwrap()
+        ),
+        ["cm-1", "cm-3", "cm-4"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().labels("tier notin (front),n!=4"))
+                .await
+                .unwrap()
+        ),
+        ["cm-1", "cm-3"]
+    );
+    assert_eq!(
+        names(
+            api.list(&ListParams::default().fields("metadata.name=cm-3"))
+                .await
+                .unwrap()
+        ),
+        ["cm-3"]
+    );
+    let all: Api<ConfigMap> = Api::all(client.clone());
+    assert_eq!(
+        all.list(&ListParams::default().fields("metadata.namespace!=default"))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        0
+    );
+
+    // limit/continue walks every object exactly once.
+    let mut seen = Vec::new();
+    let mut lp = ListParams::default().limit(2);
+    loop {
+        let page = api.list(&lp).await.unwrap();
+        let cont = page.metadata.continue_.clone();
+        seen.extend(names(page));
+        match cont {
+            Some(c) if !c.is_empty() => lp = lp.continue_token(&c),
+            _ => break,
+        }
+    }
+    assert_eq!(seen, ["cm-0", "cm-1", "cm-2", "cm-3", "cm-4"]);
+
+    // A selector that does not parse is a 400 naming the problem.
+    let e = api_err(
+        api.list(&ListParams::default().fields("spec.foo=bar"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 400);
+    assert!(
+        e.message.contains("field label not supported: spec.foo"),
+        "{}",
+        e.message
+    );
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn watcher_sees_add_modify_delete() {
+    let (c, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let stream = kube::runtime::watcher(
+        api.clone(),
+        kube::runtime::watcher::Config::default().labels("w=1"),
+    );
+    let mut stream = Box::pin(stream);
+    // The initial list completes (no objects yet).
+    loop {
+        if let kube::runtime::watcher::Event::InitDone = stream.try_next().await.unwrap().unwrap() {
+            break;
+        }
+    }
+    api.create(&PostParams::default(), &cm("w", json!({"w": "1"})))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("other", json!({"w": "2"})))
+        .await
+        .unwrap();
+    api.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "changed"}})),
+    )
+    .await
+    .unwrap();
+    api.delete("w", &DeleteParams::default()).await.unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        match tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap()
+        {
+            kube::runtime::watcher::Event::Apply(o) => seen.push(format!(
+                "apply {} {}",
+                o.metadata.name.unwrap(),
+                o.data.unwrap()["k"]
+            )),
+            kube::runtime::watcher::Event::Delete(o) => {
+                seen.push(format!("delete {}", o.metadata.name.unwrap()))
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(seen, ["apply w v", "apply w changed", "delete w"]);
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn watch_resumes_from_a_version_and_sends_bookmarks() {
+    let (c, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let first = api
+        .create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("b", json!({})))
+        .await
+        .unwrap();
+    let rv = first.metadata.resource_version.unwrap();
+    let mut s = Box::pin(api.watch(&WatchParams::default(), &rv).await.unwrap());
+    match s.try_next().await.unwrap().unwrap() {
+        WatchEvent::Added(o) => assert_eq!(o.metadata.name.as_deref(), Some("b")),
+        other => panic!("expected b added, got {other:?}"),
+    }
+    match s.try_next().await.unwrap().unwrap() {
+        WatchEvent::Bookmark(b) => assert!(!b.metadata.resource_version.is_empty()),
+        other => panic!("expected a bookmark, got {other:?}"),
+    }
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn bad_input_gets_clear_errors() {
+    let (c, client) = cluster().await;
+    let base = "/api/v1/namespaces/default/configmaps";
+    // Malformed JSON.
+    let (code, s) = raw(
+        &client,
+        "POST",
+        base,
+        "application/json",
+        b"{\"kind\": ".to_vec(),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(s["reason"], "BadRequest");
+    assert!(
+        s["message"].as_str().unwrap().contains("json parse error"),
+        "{s}"
+    );
+    // Malformed YAML.
+    let (code, s) = raw(
+        &client,
+        "POST",
+        base,
+        "application/yaml",
+        b"kind: [unclosed".to_vec(),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(
+        s["message"].as_str().unwrap().contains("yaml parse error"),
+        "{s}"
+    );
+    // Kind or apiVersion not matching the URL.
+    let body = json!({"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
+    let (code, s) = raw(
+        &client,
+        "POST",
+        base,
+        "application/json",
+        serde_json::to_vec(&body).unwrap(),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        s["message"],
+        "the API version in the data (apps/v1) does not match the expected API version (v1)"
+    );
+    let body = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}});
+    let (code, s) = raw(
+        &client,
+        "POST",
+        base,
+        "application/json",
+        serde_json::to_vec(&body).unwrap(),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        s["message"],
+        "the kind in the data (Secret) does not match the expected kind (ConfigMap)"
+    );
+    // Invalid name: 422 naming the field.
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}});
+    let (code, s) = raw(
+        &client,
+        "POST",
+        base,
+        "application/json",
+        serde_json::to_vec(&body).unwrap(),
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(s["reason"], "Invalid");
+    assert_eq!(s["details"]["causes"][0]["field"], "metadata.name");
+    assert!(s["message"].as_str().unwrap().starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"), "{s}");
+    // Body over 3 MiB.
+    let big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"x": "a".repeat(3 * 1024 * 1024 + 10)}});
+    let (code, s) = raw(
+        &client,
+        "POST",
+        base,
+        "application/json",
+        serde_json::to_vec(&big).unwrap(),
+    )
+    .await;
+    assert_eq!(code, 413);
+    assert_eq!(s["reason"], "RequestEntityTooLarge");
+    assert_eq!(s["message"], "Request entity too large: limit is 3145728");
+    // Unknown resource.
+    let (code, s) = raw(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/widgets",
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 404);
+    assert_eq!(s["reason"], "NotFound");
+    let (code, _) = raw(
+        &client,
+        "GET",
+        "/apis/nope.example.com/v1/things",
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 404);
+    // Wrong verb.
+    let (code, s) = raw(&client, "PUT", base, "application/json", b"{}".to_vec()).await;
+    assert_eq!(code, 405);
+    assert_eq!(s["reason"], "MethodNotAllowed");
+    // A namespace that does not exist.
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
+    let (code, s) = raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/nowhere/configmaps",
+        "application/json",
+        serde_json::to_vec(&body).unwrap(),
+    )
+    .await;
+    assert_eq!(code, 404);
+    assert_eq!(s["message"], "namespaces \"nowhere\" not found");
+    // Nothing was stored by any of the above.
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    assert!(
+        api.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn tokens_are_per_cluster() {
+    let a = DevCluster::start(Config::memory("a")).await.unwrap();
+    let b = DevCluster::start(Config::memory("b")).await.unwrap();
+    // b's client pointed at a (a's CA, b's token) is refused.
+    let kc = a.kubeconfig().replace(a.token(), b.token());
+    let cfg = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&kc).unwrap(),
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    let wrong = kube::Client::try_from(cfg).unwrap();
+    let e = api_err(
+        Api::<Namespace>::all(wrong)
+            .list(&ListParams::default())
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((e.code, e.reason.as_str()), (401, "Unauthorized"));
+    // Objects are per cluster.
+    let ca = a.client().await.unwrap();
+    let cb = b.client().await.unwrap();
+    Api::<ConfigMap>::namespaced(ca.clone(), "default")
+        .create(&PostParams::default(), &cm("only-a", json!({})))
+        .await
+        .unwrap();
+    assert!(
+        Api::<ConfigMap>::namespaced(cb, "default")
+            .get_opt("only-a")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        Api::<ConfigMap>::namespaced(ca, "default")
+            .get_opt("only-a")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+fn widget_crd() -> CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": { "name": "widgets.example.com" },
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": { "plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"] },
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": { "type": "object", "x-kubernetes-preserve-unknown-fields": true } },
+                "subresources": { "status": {} },
+                "additionalPrinterColumns": [{ "name": "Size", "type": "integer", "jsonPath": ".spec.size" }],
+            }],
+        },
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn custom_resources_through_dynamic_objects() {
+    let (c, client) = cluster().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = crds
+        .create(&PostParams::default(), &widget_crd())
+        .await
+        .unwrap();
+    let established = crd
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .iter()
+        .any(|c| c.type_ == "Established" && c.status == "True");
+    assert!(established);
+
+    // Discovery knows the kind at once.
+    let discovery = kube::Discovery::new(client.clone()).run().await.unwrap();
+    let (ar, caps) = discovery
+        .groups()
+        .flat_map(|g| g.recommended_resources())
+        .find(|(r, _)| r.kind == "Widget")
+        .expect("Widget in discovery");
+    assert_eq!(ar.plural, "widgets");
+    assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
+
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let mut w = DynamicObject::new("w1", &ar);
+    w.data = json!({ "spec": { "size": 3 }, "status": { "ignored": true } });
+    let w = api.create(&PostParams::default(), &w).await.unwrap();
+    assert_eq!(w.data["spec"]["size"], 3);
+    assert!(
+        w.data.get("status").is_none(),
+        "status is dropped on create with a status subresource"
+    );
+    let w = api
+        .patch_status(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"ready": true}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(w.data["status"]["ready"], true);
+    assert_eq!(
+        api.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+
+    // Deleting the CRD deletes its objects and its API.
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    let gone = Api::<DynamicObject>::namespaced_with(client.clone(), "default", &ar);
+    let e = api_err(gone.list(&ListParams::default()).await.unwrap_err());
+    assert_eq!(e.code, 404);
+    // Re-creating it shows an empty collection: the old objects are gone.
+    crds.create(&PostParams::default(), &widget_crd())
+        .await
+        .unwrap();
+    assert!(
+        api.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn invalid_crd_is_rejected() {
+    let (c, client) = cluster().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client);
+    let mut bad = widget_crd();
+    bad.metadata.name = Some("gadgets.example.com".into());
+    let e = api_err(crds.create(&PostParams::default(), &bad).await.unwrap_err());
+    assert_eq!(e.code, 422);
+    assert!(e.message.contains("metadata.name"), "{}", e.message);
+    c.shutdown().await;
+}
+
+#[tokio::test]
+async fn objects_survive_a_restart_and_versions_keep_growing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let c = DevCluster::start(Config::file("p", &db)).await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(c.client().await.unwrap(), "default");
+    let mut last = 0u64;
+    for i in 0..20 {
+        let o = api
+            .create(&PostParams::default(), &cm(&format!("p{i}"), json!({})))
+            .await
+            .unwrap();
+        last = o.metadata.resource_version.unwrap().parse().unwrap();
+    }
+    api.delete("p3", &DeleteParams::default()).await.unwrap();
+    c.shutdown().await;
+
+    let c = DevCluster::start(Config::file("p", &db)).await.unwrap();
+    let client = c.client().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let items = api.list(&ListParams::default()).await.unwrap();
+    assert_eq!(items.items.len(), 19);
+    assert!(api.get_opt("p3").await.unwrap().is_none());
+    let o = api
+        .create(&PostParams::default(), &cm("after", json!({})))
+        .await
+        .unwrap();
+    let rv: u64 = o.metadata.resource_version.unwrap().parse().unwrap();
+    assert!(rv > last + 1, "resourceVersion went back: {rv} <= {last}");
+    // Watching from before the restart is too old: 410 Gone.
+    let mut s = Box::pin(api.watch(&WatchParams::default(), "1").await.unwrap());
+    match s.next().await {
+        Some(Ok(WatchEvent::Error(e))) => assert_eq!(e.code, 410),
+        other => panic!("expected 410 Gone, got {other:?}"),
+    }
+    c.shutdown().await;
+}
