@@ -3,9 +3,11 @@
 //! Owns: the stage and kind order of a staged server-side apply, drift classification
 //! (created / configured / unchanged) and the change set, the inventory of applied objects and
 //! what a new inventory makes stale (prune candidates, in reverse apply order), and health
-//! assessment of live objects in the spirit of kstatus. It knows nothing of Git, of kustomize or
-//! of the reconcile loop that calls it.
+//! assessment of live objects in the spirit of kstatus. The `applier` module talks to the API server
+//! through kube-rs with dynamic objects; the rest is pure. It knows nothing of Git, of kustomize
+//! or of the reconcile loop that calls it.
 
+pub mod applier;
 pub mod changeset;
 pub mod health;
 pub mod inventory;

@@ -4,7 +4,10 @@ use clap::{Parser, Subcommand};
 
 mod dev;
 mod kustomize;
+mod get;
+mod kubecontext;
 mod sops;
+mod table;
 
 #[derive(Parser)]
 #[command(
@@ -21,6 +24,8 @@ struct Cli {
 enum Command {
     /// Print the version of this binary.
     Version,
+    /// Show Flux objects and their status, as `flux get` does.
+    Get(get::GetArgs),
     /// Encrypt and decrypt sops files with age keys.
     Sops(sops::SopsArgs),
     /// Build kustomizations natively (`kustomize build DIR`).
@@ -36,6 +41,7 @@ fn main() -> anyhow::Result<()> {
             println!("ferroflux {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
+        Command::Get(args) => get::run(args),
         Command::Sops(args) => sops::run(args),
         Command::Kustomize(args) => kustomize::run(args),
         Command::Dev(args) => dev::run(args),

@@ -1,0 +1,494 @@
+//! The cluster-facing half: staged server-side apply with dry-run drift detection, prune and
+//! health polling, through kube-rs with dynamic objects.
+
+use crate::changeset::{Action, ChangeSet};
+use crate::health::{self, Status};
+use crate::inventory::InventoryObject;
+use crate::object::{group_version, meta_value, object_id, str_at};
+use crate::order::{Stage, stages};
+use ferroflux_api::ObjectId;
+use futures::stream::{self, StreamExt, TryStreamExt};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::{ApiCapabilities, Scope};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Annotation that leaves an object out of apply (`disabled`).
+pub const RECONCILE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/reconcile";
+/// Annotation choosing how an object is applied: `Override` (default), `Merge`,
+/// `IfNotPresent`, `Ignore`.
+pub const SSA_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/ssa";
+/// Annotation that keeps an object out of prune (`disabled`).
+pub const PRUNE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/prune";
+/// Annotation asking for delete-and-recreate on immutable-field errors (`enabled`).
+pub const FORCE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/force";
+
+/// Why applying, pruning or waiting failed. Messages name the object.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("{0}")]
+    Object(#[from] crate::object::MissingField),
+    #[error("{id} dry-run failed: {reason}")]
+    DryRun { id: String, reason: String },
+    #[error("{id} apply failed: {reason}")]
+    Apply { id: String, reason: String },
+    #[error("{id} delete failed: {reason}")]
+    Delete { id: String, reason: String },
+    #[error("failed to discover {gvk}: {reason}")]
+    Discovery { gvk: String, reason: String },
+    #[error("{0}")]
+    Health(String),
+}
+
+/// How one apply run behaves.
+#[derive(Clone, Debug)]
+pub struct ApplyOptions {
+    /// Delete and recreate objects whose immutable fields changed.
+    pub force: bool,
+    /// How long each stage may take to become ready before the next one.
+    pub stage_timeout: Duration,
+    /// How many objects are dry-run or applied at once.
+    pub concurrency: usize,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            force: false,
+            stage_timeout: Duration::from_secs(60),
+            concurrency: 4,
+        }
+    }
+}
+
+/// Applies object sets to one cluster as one field manager.
+pub struct Applier {
+    client: kube::Client,
+    field_manager: String,
+    resources: Mutex<HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>>,
+    poll_interval: Duration,
+}
+
+fn gvk_of(api_version: &str, kind: &str) -> GroupVersionKind {
+    let (group, version) = group_version(api_version);
+    GroupVersionKind::gvk(group, version, kind)
+}
+
+fn message_of(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+fn is_immutable(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 422 && s.message.contains("immutable"))
+}
+
+impl Applier {
+    /// An applier acting as `field_manager` (Flux uses `kustomize-controller`).
+    pub fn new(client: kube::Client, field_manager: &str) -> Self {
+        Applier {
+            client,
+            field_manager: field_manager.to_string(),
+            resources: Mutex::new(HashMap::new()),
+            poll_interval: Duration::from_millis(500),
+        }
+    }
+
+    /// How often health checks poll the cluster.
+    pub fn with_poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// The API of an object's kind, discovered once and cached; a kind the server does not
+    /// (yet) serve is looked up again next time, since a CRD applied in an earlier stage
+    /// makes it appear.
+    async fn api_for(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+    ) -> Result<(Api<DynamicObject>, bool), ApplyError> {
+        let gvk = gvk_of(api_version, kind);
+        let cached = self
+            .resources
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&gvk).cloned());
+        let (ar, caps) = match cached {
+            Some(found) => found,
+            None => {
+                let found = kube::discovery::pinned_kind(&self.client, &gvk)
+                    .await
+                    .map_err(|e| ApplyError::Discovery {
+                        gvk: format!("{api_version}/{kind}"),
+                        reason: message_of(&e),
+                    })?;
+                if let Ok(mut m) = self.resources.lock() {
+                    m.insert(gvk, found.clone());
+                }
+                found
+            }
+        };
+        let namespaced = caps.scope == Scope::Namespaced;
+        let api = match (namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &ar),
+            (true, None) => Api::default_namespaced_with(self.client.clone(), &ar),
+            (false, _) => Api::all_with(self.client.clone(), &ar),
+        };
+        Ok((api, namespaced))
+    }
+
+    /// Applies `objects` stage by stage (CRDs, Namespaces and ClusterRoles first, then
+    /// classes, then the rest), waiting for each of the first two stages to be ready before
+    /// the next. Each object is dry-run first and only applied when it would change.
+    pub async fn apply_staged(
+        &self,
+        objects: Vec<Value>,
+        opts: &ApplyOptions,
+    ) -> Result<ChangeSet, ApplyError> {
+        for (index, obj) in objects.iter().enumerate() {
+            object_id(obj, index)?;
+        }
+        let mut changes = ChangeSet::default();
+        for (stage, list) in stages(objects) {
+            let results: Vec<(ObjectId, Action)> = stream::iter(list.iter())
+                .map(|obj| self.apply_one(obj, opts))
+                .buffered(opts.concurrency.max(1))
+                .try_collect()
+                .await?;
+            for (id, action) in results {
+                changes.push(id, action);
+            }
+            if stage != Stage::Resources {
+                self.wait_for(&list, opts.stage_timeout).await?;
+            }
+        }
+        Ok(changes)
+    }
+
+    async fn apply_one(
+        &self,
+        obj: &Value,
+        opts: &ApplyOptions,
+    ) -> Result<(ObjectId, Action), ApplyError> {
+        let id = object_id(obj, 0)?;
+        let shown = id.display_name();
+        if meta_value(obj, "annotations", RECONCILE_ANNOTATION)
+            .is_some_and(|v| v.eq_ignore_ascii_case("disabled"))
+            || meta_value(obj, "annotations", SSA_ANNOTATION).is_some_and(|v| v == "Ignore")
+        {
+            return Ok((id, Action::Skipped));
+        }
+        let api_version = str_at(obj, &["apiVersion"]).unwrap_or("");
+        let namespace = str_at(obj, &["metadata", "namespace"]);
+        let (api, _) = self.api_for(api_version, &id.kind, namespace).await?;
+        let live = match api.get_opt(&id.name).await {
+            Ok(live) => live,
+            Err(e) => {
+                return Err(ApplyError::DryRun {
+                    id: shown,
+                    reason: message_of(&e),
+                });
+            }
+        };
+        if live.is_some() && meta_value(obj, "annotations", SSA_ANNOTATION) == Some("IfNotPresent")
+        {
+            return Ok((id, Action::Skipped));
+        }
+        let params = PatchParams::apply(&self.field_manager).force();
+        let dry = api
+            .patch(&id.name, &params.clone().dry_run(), &Patch::Apply(obj))
+            .await;
+        let dry = match dry {
+            Ok(d) => d,
+            Err(e) if is_immutable(&e) && self.wants_force(obj, opts) => {
+                self.recreate(&api, &id, obj, &params).await?;
+                return Ok((id, Action::Created));
+            }
+            Err(e) => {
+                return Err(ApplyError::DryRun {
+                    id: shown,
+                    reason: message_of(&e),
+                });
+            }
+        };
+        let action = match &live {
+            None => Action::Created,
+            Some(live) if drifted(live, &dry) => Action::Configured,
+            Some(_) => Action::Unchanged,
+        };
+        if action == Action::Unchanged {
+            return Ok((id, action));
+        }
+        match api.patch(&id.name, &params, &Patch::Apply(obj)).await {
+            Ok(_) => Ok((id, action)),
+            Err(e) if is_immutable(&e) && self.wants_force(obj, opts) => {
+                self.recreate(&api, &id, obj, &params).await?;
+                Ok((id, Action::Created))
+            }
+            Err(e) => Err(ApplyError::Apply {
+                id: shown,
+                reason: message_of(&e),
+            }),
+        }
+    }
+
+    fn wants_force(&self, obj: &Value, opts: &ApplyOptions) -> bool {
+        opts.force
+            || meta_value(obj, "annotations", FORCE_ANNOTATION)
+                .is_some_and(|v| v.eq_ignore_ascii_case("enabled"))
+    }
+
+    /// Deletes an object whose immutable fields changed and creates it again, waiting for the
+    /// old one to be gone so the create does not meet it.
+    async fn recreate(
+        &self,
+        api: &Api<DynamicObject>,
+        id: &ObjectId,
+        obj: &Value,
+        params: &PatchParams,
+    ) -> Result<(), ApplyError> {
+        let shown = id.display_name();
+        let dp = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..Default::default()
+        };
+        match api.delete(&id.name, &dp).await {
+            Ok(_) => {}
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => {
+                return Err(ApplyError::Delete {
+                    id: shown,
+                    reason: message_of(&e),
+                });
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match api.get_opt(&id.name).await {
+                Ok(None) => break,
+                Ok(Some(_)) if Instant::now() < deadline => {
+                    tokio::time::sleep(self.poll_interval).await;
+                }
+                Ok(Some(_)) => {
+                    return Err(ApplyError::Delete {
+                        id: shown,
+                        reason: "still terminating after 60s".into(),
+                    });
+                }
+                Err(e) => {
+                    return Err(ApplyError::Delete {
+                        id: shown,
+                        reason: message_of(&e),
+                    });
+                }
+            }
+        }
+        api.patch(&id.name, params, &Patch::Apply(obj))
+            .await
+            .map(|_| ())
+            .map_err(|e| ApplyError::Apply {
+                id: shown,
+                reason: message_of(&e),
+            })
+    }
+
+    /// Deletes stale inventory entries that still carry `owner` labels (Flux's
+    /// `kustomize.toolkit.fluxcd.io/name` and `/namespace`), in the order given, skipping
+    /// objects annotated `kustomize.toolkit.fluxcd.io/prune: disabled` and objects already
+    /// gone. Deletion propagates in the background, as in Flux.
+    pub async fn prune(
+        &self,
+        stale: &[InventoryObject],
+        owner: &[(&str, &str)],
+    ) -> Result<ChangeSet, ApplyError> {
+        let mut changes = ChangeSet::default();
+        for entry in stale {
+            let shown = entry.id.display_name();
+            let namespace = (!entry.id.namespace.is_empty()).then_some(entry.id.namespace.as_str());
+            let (api, _) = match self
+                .api_for(&entry.api_version(), &entry.id.kind, namespace)
+                .await
+            {
+                Ok(found) => found,
+                // A kind no longer served (its CRD was removed) has nothing left to delete.
+                Err(ApplyError::Discovery { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            let live = api
+                .get_opt(&entry.id.name)
+                .await
+                .map_err(|e| ApplyError::Delete {
+                    id: shown.clone(),
+                    reason: message_of(&e),
+                })?;
+            let Some(live) = live else {
+                continue;
+            };
+            let labels = live.metadata.labels.clone().unwrap_or_default();
+            let ours = owner
+                .iter()
+                .all(|(k, v)| labels.get(*k).map(String::as_str) == Some(*v));
+            let annotations = live.metadata.annotations.clone().unwrap_or_default();
+            let keep = annotations
+                .get(PRUNE_ANNOTATION)
+                .is_some_and(|v| v.eq_ignore_ascii_case("disabled"));
+            if !ours || keep {
+                changes.push(entry.id.clone(), Action::Skipped);
+                continue;
+            }
+            let dp = DeleteParams {
+                propagation_policy: Some(PropagationPolicy::Background),
+                ..Default::default()
+            };
+            match api.delete(&entry.id.name, &dp).await {
+                Ok(_) => changes.push(entry.id.clone(), Action::Deleted),
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => {
+                    return Err(ApplyError::Delete {
+                        id: shown,
+                        reason: message_of(&e),
+                    });
+                }
+            }
+        }
+        Ok(changes)
+    }
+
+    /// Polls the given objects until every one is healthy. Fails as soon as one is `Failed`,
+    /// or when `timeout` passes, naming the objects that are not ready.
+    pub async fn wait_for(&self, objects: &[Value], timeout: Duration) -> Result<(), ApplyError> {
+        let deadline = Instant::now() + timeout;
+        let started = Instant::now();
+        loop {
+            let mut pending = Vec::new();
+            for (index, obj) in objects.iter().enumerate() {
+                let id = object_id(obj, index)?;
+                let api_version = str_at(obj, &["apiVersion"]).unwrap_or("");
+                let namespace = str_at(obj, &["metadata", "namespace"]);
+                let status = match self.api_for(api_version, &id.kind, namespace).await {
+                    Ok((api, _)) => match api.get_opt(&id.name).await {
+                        Ok(Some(live)) => {
+                            let value = serde_json::to_value(&live).unwrap_or(Value::Null);
+                            health::assess(&value)
+                        }
+                        Ok(None) => health::Health {
+                            status: Status::NotFound,
+                            message: "not found".into(),
+                        },
+                        Err(e) => health::Health {
+                            status: Status::InProgress,
+                            message: message_of(&e),
+                        },
+                    },
+                    Err(e) => health::Health {
+                        status: Status::InProgress,
+                        message: e.to_string(),
+                    },
+                };
+                match status.status {
+                    Status::Current => {}
+                    Status::Failed => {
+                        return Err(ApplyError::Health(format!(
+                            "health check failed for {}: {}",
+                            id.display_name(),
+                            status.message
+                        )));
+                    }
+                    other => pending.push(format!(
+                        "{} status: '{}'",
+                        id.display_name(),
+                        status_word(other)
+                    )),
+                }
+            }
+            if pending.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(ApplyError::Health(format!(
+                    "health check failed after {:.1}s: timeout waiting for: [{}]",
+                    started.elapsed().as_secs_f64(),
+                    pending.join(", ")
+                )));
+            }
+            tokio::time::sleep(self.poll_interval).await;
+        }
+    }
+}
+
+impl Applier {
+    /// Polls until none of `objects` exists any more, or `timeout` passes.
+    pub async fn wait_deleted(
+        &self,
+        objects: &[Value],
+        timeout: Duration,
+    ) -> Result<(), ApplyError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut remaining = Vec::new();
+            for (index, obj) in objects.iter().enumerate() {
+                let id = object_id(obj, index)?;
+                let api_version = str_at(obj, &["apiVersion"]).unwrap_or("");
+                let namespace = str_at(obj, &["metadata", "namespace"]).filter(|n| !n.is_empty());
+                let Ok((api, _)) = self.api_for(api_version, &id.kind, namespace).await else {
+                    continue;
+                };
+                if let Ok(Some(_)) = api.get_opt(&id.name).await {
+                    remaining.push(id.display_name());
+                }
+            }
+            if remaining.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(ApplyError::Health(format!(
+                    "timeout waiting for termination of: [{}]",
+                    remaining.join(", ")
+                )));
+            }
+            tokio::time::sleep(self.poll_interval).await;
+        }
+    }
+}
+
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Current => "Current",
+        Status::InProgress => "InProgress",
+        Status::Failed => "Failed",
+        Status::Terminating => "Terminating",
+        Status::NotFound => "NotFound",
+    }
+}
+
+/// Flux's drift rule: labels, annotations, or the object without metadata and status differ.
+fn drifted(live: &DynamicObject, dry_run: &DynamicObject) -> bool {
+    if dry_run.metadata.resource_version.is_none() {
+        return true;
+    }
+    if live.metadata.labels != dry_run.metadata.labels
+        || live.metadata.annotations != dry_run.metadata.annotations
+    {
+        return true;
+    }
+    let strip = |o: &DynamicObject| {
+        let mut v = o.data.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("metadata");
+            m.remove("status");
+        }
+        v
+    };
+    strip(live) != strip(dry_run)
+}

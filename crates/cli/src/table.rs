@@ -1,0 +1,103 @@
+//! Tables in the flux CLI's layout: cells padded to the column width and separated by tabs,
+//! every data row ending in a tab, the header's last cell padded one wider instead.
+
+/// Renders a table exactly as `flux get` prints it.
+pub fn flux_table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let columns = headers.len();
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate().take(columns) {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let pad = |s: &str, width: usize| {
+        let mut out = s.to_string();
+        out.extend(std::iter::repeat_n(
+            ' ',
+            width.saturating_sub(s.chars().count()),
+        ));
+        out
+    };
+    let mut out = String::new();
+    let mut header: Vec<String> = Vec::with_capacity(columns);
+    for (i, h) in headers.iter().enumerate() {
+        let extra = usize::from(i + 1 == columns);
+        header.push(pad(h, widths[i] + extra));
+    }
+    out.push_str(&header.join("\t"));
+    out.push('\n');
+    for row in rows {
+        for (i, width) in widths.iter().enumerate() {
+            out.push_str(&pad(row.get(i).map(String::as_str).unwrap_or(""), *width));
+            out.push('\t');
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(cells: &[&str]) -> Vec<String> {
+        cells.iter().map(|s| s.to_string()).collect()
+    }
+
+    const HEADERS: [&str; 5] = ["NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE"];
+
+    /// `flux get sources git`, golden `get/get.golden` of the flux CLI.
+    #[test]
+    fn matches_flux_get_golden() {
+        let msg = "Fetched revision: main@sha1:696f056d";
+        let rows: Vec<Vec<String>> = ["podinfo", "podinfo-shard1", "podinfo-shard2"]
+            .iter()
+            .map(|n| row(&[n, "main@sha1:696f056d", "False", "True", msg]))
+            .collect();
+        let want = "NAME          \tREVISION          \tSUSPENDED\tREADY\tMESSAGE                              \n\
+podinfo       \tmain@sha1:696f056d\tFalse    \tTrue \tFetched revision: main@sha1:696f056d\t\n\
+podinfo-shard1\tmain@sha1:696f056d\tFalse    \tTrue \tFetched revision: main@sha1:696f056d\t\n\
+podinfo-shard2\tmain@sha1:696f056d\tFalse    \tTrue \tFetched revision: main@sha1:696f056d\t\n";
+        assert_eq!(flux_table(&HEADERS, &rows), want);
+    }
+
+    /// Golden `get/get_status_ready_not_true.golden`: empty revisions and an Unknown status.
+    #[test]
+    fn matches_flux_golden_with_empty_cells() {
+        let rows = vec![
+            row(&[
+                "gr-failed",
+                "",
+                "False",
+                "False",
+                "failed to checkout and determine revision",
+            ]),
+            row(&[
+                "gr-unknown",
+                "",
+                "False",
+                "Unknown",
+                "reconciliation in progress",
+            ]),
+        ];
+        let want = "NAME      \tREVISION\tSUSPENDED\tREADY  \tMESSAGE                                   \n\
+gr-failed \t        \tFalse    \tFalse  \tfailed to checkout and determine revision\t\n\
+gr-unknown\t        \tFalse    \tUnknown\treconciliation in progress               \t\n";
+        assert_eq!(flux_table(&HEADERS, &rows), want);
+    }
+
+    /// Golden `kustomization/get_kustomization_from_git.golden`.
+    #[test]
+    fn matches_flux_kustomization_golden() {
+        let rows = vec![row(&[
+            "tkfg",
+            "6.3.5@sha1:67e2c98a",
+            "False",
+            "True",
+            "Applied revision: 6.3.5@sha1:67e2c98a",
+        ])];
+        let want = "NAME\tREVISION           \tSUSPENDED\tREADY\tMESSAGE                               \n\
+tkfg\t6.3.5@sha1:67e2c98a\tFalse    \tTrue \tApplied revision: 6.3.5@sha1:67e2c98a\t\n";
+        assert_eq!(flux_table(&HEADERS, &rows), want);
+    }
+}
