@@ -26,7 +26,10 @@ const RUNS: usize = 5;
 /// Builds the repository with `git fast-import`: one commit adding every file, then commits
 /// that each change one file.
 fn make_repo(bare: &std::path::Path) {
-    support::git(bare.parent().unwrap(), &["init", "--bare", "-q", bare.to_str().unwrap()]);
+    support::git(
+        bare.parent().unwrap(),
+        &["init", "--bare", "-q", bare.to_str().unwrap()],
+    );
     let mut child = Command::new("git")
         .args(["fast-import", "--quiet"])
         .current_dir(bare)
@@ -36,17 +39,32 @@ fn make_repo(bare: &std::path::Path) {
     let mut w = std::io::BufWriter::new(child.stdin.take().unwrap());
     for c in 0..COMMITS {
         writeln!(w, "commit refs/heads/main").unwrap();
-        writeln!(w, "committer Bench <bench@example.com> {} +0000", 1_700_000_000 + c).unwrap();
+        writeln!(
+            w,
+            "committer Bench <bench@example.com> {} +0000",
+            1_700_000_000 + c
+        )
+        .unwrap();
         let msg = format!("commit {c}");
         writeln!(w, "data {}\n{msg}", msg.len()).unwrap();
-        let files: Vec<usize> = if c == 0 { (0..FILES).collect() } else { vec![(c * 7) % FILES] };
+        let files: Vec<usize> = if c == 0 {
+            (0..FILES).collect()
+        } else {
+            vec![(c * 7) % FILES]
+        };
         for f in files {
             let body = format!(
                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{f}\n  namespace: apps-{}\ndata:\n  revision: \"{c}\"\n  payload: \"{}\"\n",
                 f % 50,
                 "x".repeat(200 + f % 300)
             );
-            writeln!(w, "M 100644 inline apps/{:02}/{:03}/cm-{f}.yaml", f % 40, f / 40).unwrap();
+            writeln!(
+                w,
+                "M 100644 inline apps/{:02}/{:03}/cm-{f}.yaml",
+                f % 40,
+                f / 40
+            )
+            .unwrap();
             writeln!(w, "data {}\n{body}", body.len()).unwrap();
         }
     }
@@ -85,7 +103,11 @@ fn git_clone(url: &str, bare: bool) -> Duration {
             .output()
             .unwrap()
     });
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     d
 }
 
@@ -93,7 +115,10 @@ fn main() {
     let work = tempfile::tempdir().unwrap();
     let bare = work.path().join("bench.git");
     let (made, ()) = time(|| make_repo(&bare));
-    println!("repository: {FILES} files, {COMMITS} commits, built in {:.1} s", made.as_secs_f64());
+    println!(
+        "repository: {FILES} files, {COMMITS} commits, built in {:.1} s",
+        made.as_secs_f64()
+    );
 
     let server = support::GitHttpServer::start(work.path(), support::Auth::None, None);
     let urls = [
@@ -174,7 +199,10 @@ fn main() {
                 .0,
             );
         }
-        println!("  git ls-remote of the same ref, 10 runs: median {}", ms(median(lsremote)));
+        println!(
+            "  git ls-remote of the same ref, 10 runs: median {}",
+            ms(median(lsremote))
+        );
     }
 
     // Packing throughput on the fetched 10,000-file tree.
@@ -185,7 +213,15 @@ fn main() {
     let mut out_len = 0;
     for _ in 0..RUNS {
         let mut out = Vec::new();
-        let (d, s) = time(|| pack_tree(&fetched.repo, fetched.tree, &PackOptions::default(), &mut out).unwrap());
+        let (d, s) = time(|| {
+            pack_tree(
+                &fetched.repo,
+                fetched.tree,
+                &PackOptions::default(),
+                &mut out,
+            )
+            .unwrap()
+        });
         runs.push(d);
         out_len = out.len();
         stats = Some(s);

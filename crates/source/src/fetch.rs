@@ -339,17 +339,21 @@ impl GitSource {
         let path = dir.path().to_path_buf();
         gix::init_bare(&path)
             .map_err(|e| Error::Archive(format!("creating a scratch repository: {e}")))?;
+        let repo = Self::open_isolated(&path)?;
+        Ok((dir, repo))
+    }
+
+    fn open_isolated(path: &std::path::Path) -> Result<gix::Repository> {
         // Isolated: no user or system config may redirect URLs or run credential helpers.
-        let repo = gix::open_opts(
-            &path,
+        gix::open_opts(
+            path,
             gix::open::Options::isolated().config_overrides([
                 "user.name=ferroflux",
                 "user.email=ferroflux@localhost",
                 "protocol.version=2",
             ]),
         )
-        .map_err(|e| Error::Archive(format!("opening a scratch repository: {e}")))?;
-        Ok((dir, repo))
+        .map_err(|e| Error::Archive(format!("opening a scratch repository: {e}")))
     }
 
     fn list(&self, repo: &gix::Repository, specs: &[String]) -> Result<Vec<RemoteRef>> {
@@ -378,10 +382,23 @@ impl GitSource {
             .collect())
     }
 
+    /// An empty repository used only to list refs, made once per process: listing writes
+    /// nothing, and creating a repository per poll would cost more than the poll itself.
+    fn listing_repo() -> Result<gix::Repository> {
+        static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+        let path = match DIR.get() {
+            Some(dir) => dir.path().to_path_buf(),
+            None => {
+                let (dir, _) = Self::scratch_repo()?;
+                DIR.get_or_init(|| dir).path().to_path_buf()
+            }
+        };
+        Self::open_isolated(&path)
+    }
+
     /// Lists every ref of the remote; an empty list means an empty repository.
     pub fn list_all(&self) -> Result<Vec<RemoteRef>> {
-        let (_dir, repo) = Self::scratch_repo()?;
-        self.list(&repo, &["refs/*:refs/*".to_string()])
+        self.list(&Self::listing_repo()?, &["refs/*:refs/*".to_string()])
     }
 
     fn not_found(&self, what: String) -> Error {
@@ -459,8 +476,7 @@ impl GitSource {
         if let Plan::Commit { .. } = self.plan {
             return self.resolve_in(&[]);
         }
-        let (_dir, repo) = Self::scratch_repo()?;
-        let refs = self.list(&repo, &self.plan.list_specs())?;
+        let refs = self.list(&Self::listing_repo()?, &self.plan.list_specs())?;
         self.resolve_in(&refs)
     }
 

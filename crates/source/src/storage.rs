@@ -182,3 +182,69 @@ impl Storage {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_cannot_escape_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::new(dir.path(), "http://h:9090/").unwrap();
+        for (ns, name) in [("..", "x"), ("a", "../b"), ("", "x"), ("a/b", "c")] {
+            let err = s
+                .write_atomic(&ObjectKey::new(ns, name), "f.tar.gz", |_| Ok(()))
+                .unwrap_err();
+            assert!(err.to_string().contains("invalid object key"), "{err}");
+        }
+        assert_eq!(
+            s.url_for("gitrepository/a/b/c.tar.gz"),
+            "http://h:9090/gitrepository/a/b/c.tar.gz"
+        );
+    }
+
+    #[test]
+    fn failed_writes_leave_nothing_and_gc_keeps_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::new(dir.path(), "http://h").unwrap();
+        let key = ObjectKey::new("ns", "repo");
+        let err = s
+            .write_atomic(&key, "bad.tar.gz", |w| {
+                w.write_all(b"partial").unwrap();
+                Err::<(), _>(Error::Archive("boom".into()))
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("boom"));
+        assert_eq!(
+            std::fs::read_dir(dir.path().join(key.dir()))
+                .unwrap()
+                .count(),
+            0
+        );
+        let mut paths = Vec::new();
+        for name in ["a", "b", "c"] {
+            let (rel, digest, size, ()) = s
+                .write_atomic(&key, &format!("{name}.tar.gz"), |w| {
+                    w.write_all(name.as_bytes())
+                        .map_err(|e| Error::storage("x", e))
+                })
+                .unwrap();
+            assert_eq!(size, 1);
+            assert!(digest.starts_with("sha256:"));
+            // Distinct mtimes without sleeping: set them explicitly.
+            let t =
+                SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000 + paths.len() as u64);
+            std::fs::File::options()
+                .write(true)
+                .open(s.local_path(&rel))
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+            paths.push(rel);
+        }
+        // "a" is current (e.g. a rollback to an old commit): it and the newest other stay.
+        let removed = s.garbage_collect(&key, &paths[0], KEEP_ARTIFACTS).unwrap();
+        assert_eq!(removed, vec![paths[1].clone()]);
+        assert!(s.exists(&paths[0]) && s.exists(&paths[2]));
+    }
+}

@@ -383,39 +383,52 @@ impl Sshd {
             .unwrap()
             .trim()
             .to_string();
-        let port = closed_port();
-        let config = dir.path().join("sshd_config");
-        std::fs::write(
-            &config,
-            format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {hk}\nPidFile {pid}\n\
-                 AuthorizedKeysFile {ak}\nStrictModes no\nPasswordAuthentication no\n\
-                 KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nUsePAM no\n\
-                 PermitRootLogin prohibit-password\nAllowUsers {user}\nLogLevel INFO\n\
-                 SetEnv PATH={path}\nAcceptEnv GIT_PROTOCOL\n",
-                hk = host_key.display(),
-                pid = dir.path().join("sshd.pid").display(),
-                ak = auth_keys.display(),
-                path = std::env::var("PATH").unwrap_or_default(),
-            ),
-        )
-        .unwrap();
-        let mut child = Command::new("/usr/sbin/sshd")
-            .args(["-D", "-e", "-f"])
-            .arg(&config)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("sshd starts (./test.sh installs openssh-server)");
-        // Readiness: sshd says so on stderr once it listens.
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        loop {
-            let line = lines.next().expect("sshd exited before listening").unwrap();
-            if line.contains("Server listening on") {
-                break;
+        // The port is picked by binding and releasing it; if another process takes it in
+        // between, sshd exits and we try another.
+        let mut attempt = 0;
+        let (port, child, lines) = loop {
+            attempt += 1;
+            let port = closed_port();
+            let config = dir.path().join("sshd_config");
+            std::fs::write(
+                &config,
+                format!(
+                    "Port {port}\nListenAddress 127.0.0.1\nHostKey {hk}\nPidFile {pid}\n\
+                     AuthorizedKeysFile {ak}\nStrictModes no\nPasswordAuthentication no\n\
+                     KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nUsePAM no\n\
+                     PermitRootLogin prohibit-password\nAllowUsers {user}\nLogLevel INFO\n\
+                     SetEnv PATH={path}\nAcceptEnv GIT_PROTOCOL\n",
+                    hk = host_key.display(),
+                    pid = dir.path().join("sshd.pid").display(),
+                    ak = auth_keys.display(),
+                    path = std::env::var("PATH").unwrap_or_default(),
+                ),
+            )
+            .unwrap();
+            let mut child = Command::new("/usr/sbin/sshd")
+                .args(["-D", "-e", "-f"])
+                .arg(&config)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("sshd starts (./test.sh installs openssh-server)");
+            // Readiness: sshd says so on stderr once it listens.
+            let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+            let mut log = Vec::new();
+            let ready = loop {
+                match lines.next() {
+                    Some(Ok(line)) if line.contains("Server listening on") => break true,
+                    Some(Ok(line)) => log.push(line),
+                    _ => break false,
+                }
+            };
+            if ready {
+                break (port, child, lines);
             }
-        }
+            child.wait().ok();
+            assert!(attempt < 5, "sshd did not start: {log:?}");
+        };
         // Keep draining sshd's log so it never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
         Sshd {
