@@ -161,8 +161,14 @@ impl Applier {
         }
         let mut changes = ChangeSet::default();
         for (stage, list) in stages(objects) {
-            let results: Vec<(ObjectId, Action)> = stream::iter(list.iter())
-                .map(|obj| self.apply_one(obj, opts))
+            // Owned objects and a plain iterator of futures keep the stream `Send` for callers
+            // that spawn it (closures over borrowed items trip the higher-ranked lifetime check).
+            let pending: Vec<_> = list
+                .iter()
+                .cloned()
+                .map(|obj| async move { self.apply_one(&obj, opts).await })
+                .collect();
+            let results: Vec<(ObjectId, Action)> = stream::iter(pending)
                 .buffered(opts.concurrency.max(1))
                 .try_collect()
                 .await?;

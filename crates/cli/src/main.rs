@@ -3,9 +3,9 @@
 use clap::{Parser, Subcommand};
 
 mod dev;
-mod kustomize;
 mod get;
 mod kubecontext;
+mod kustomize;
 mod sops;
 mod table;
 

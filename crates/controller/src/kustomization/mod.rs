@@ -2,3 +2,5 @@
 
 pub mod dependencies;
 pub mod generate;
+pub mod postbuild;
+pub mod reconciler;

@@ -1,0 +1,811 @@
+//! The Kustomization reconciler: Flux's kustomize-controller pipeline, object by object.
+//!
+//! finalizer → suspend → source → dependsOn → artifact (download, digest, untar) → path →
+//! kustomization.yaml → build → owner labels and commonMetadata → decrypt → substitute → staged
+//! apply → inventory → prune → health → status and event. A failed build or apply never prunes.
+
+use super::dependencies::{check_dependencies, dependency_keys, find_cycle, key};
+use super::generate;
+use super::postbuild::{self, Vars};
+use crate::artifact;
+use ferroflux_api::conditions::{
+    self, HEALTHY, READY, RECONCILING, STALLED, Status as CondStatus, reason,
+};
+use ferroflux_api::duration::{format_duration, parse_duration};
+use ferroflux_api::kustomization::{DeletionPolicy, ResourceInventory, SubstituteKind};
+use ferroflux_api::{
+    FINALIZER, GitRepository, Kustomization, KustomizationStatus, RECONCILE_REQUESTED_AT,
+};
+use ferroflux_apply::applier::{Applier, ApplyOptions};
+use ferroflux_apply::changeset::ChangeSet;
+use ferroflux_apply::inventory::{InventoryObject, inventory_of, stale_entries};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Labels Flux puts on every applied object, naming the Kustomization that owns it.
+pub const OWNER_NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
+pub const OWNER_NAMESPACE_LABEL: &str = "kustomize.toolkit.fluxcd.io/namespace";
+/// The field manager of applied objects, as in Flux.
+pub const FIELD_MANAGER: &str = "kustomize-controller";
+/// The field manager of status writes, as in Flux.
+pub const STATUS_MANAGER: &str = "gotk-kustomize-controller";
+
+/// Settings of the Kustomization controller (Flux's flags).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// How often a Kustomization waiting on dependencies is retried (`--requeue-dependency`).
+    pub requeue_dependency: Duration,
+    /// The largest artifact accepted, compressed or unpacked.
+    pub max_artifact_size: u64,
+    /// How often health checks poll.
+    pub health_poll: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            requeue_dependency: Duration::from_secs(30),
+            max_artifact_size: artifact::DEFAULT_MAX_SIZE,
+            health_poll: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What every reconcile shares.
+pub struct Context {
+    client: kube::Client,
+    config: kube::Config,
+    store: Store<Kustomization>,
+    recorder: Recorder,
+    options: Options,
+}
+
+/// An error the controller loop reports (status writes and API failures); failures of the
+/// pipeline itself end up in the object's status instead.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("{0}")]
+    Kube(#[from] kube::Error),
+}
+
+/// Runs the Kustomization controller until the stream ends (on shutdown signals).
+pub async fn run(client: kube::Client, config: kube::Config, options: Options) {
+    let kustomizations = Api::<Kustomization>::all(client.clone());
+    let repositories = Api::<GitRepository>::all(client.clone());
+    let controller = Controller::new(kustomizations.clone(), watcher::Config::default());
+    let store = controller.store();
+    let by_source = store.clone();
+    let by_dependency = store.clone();
+    let reporter = Reporter {
+        controller: "kustomize-controller".into(),
+        instance: None,
+    };
+    let context = Arc::new(Context {
+        recorder: Recorder::new(client.clone(), reporter),
+        client,
+        config,
+        store,
+        options,
+    });
+    controller
+        // A new artifact reconciles every Kustomization built from it at once.
+        .watches(repositories, watcher::Config::default(), move |repo| {
+            let ns = repo.namespace().unwrap_or_default();
+            let name = repo.name_any();
+            by_source
+                .state()
+                .iter()
+                .filter(|k| {
+                    let own = k.namespace().unwrap_or_default();
+                    k.spec.source_ref.kind
+                        == ferroflux_api::kustomization::SourceKind::GitRepository
+                        && k.spec.source_ref.name == name
+                        && k.spec.source_ref.namespace.as_deref().unwrap_or(&own) == ns
+                })
+                .map(|k| ObjectRef::from_obj(k.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        // A Kustomization that changes wakes the ones depending on it, instead of leaving
+        // them to the dependency requeue interval.
+        .watches(kustomizations, watcher::Config::default(), move |ks| {
+            let this = key(&ks.namespace().unwrap_or_default(), &ks.name_any());
+            by_dependency
+                .state()
+                .iter()
+                .filter(|k| dependency_keys(k).contains(&this))
+                .map(|k| ObjectRef::from_obj(k.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "kustomization reconcile error");
+            }
+        })
+        .await;
+}
+
+fn error_policy(_ks: Arc<Kustomization>, _error: &ReconcileError, _ctx: Arc<Context>) -> Action {
+    Action::requeue(Duration::from_secs(5))
+}
+
+/// A failed step: the Ready reason and message, and when to try again.
+struct Failure {
+    reason: &'static str,
+    message: String,
+    requeue: Duration,
+    /// A configuration error that retrying cannot fix.
+    stalled: bool,
+}
+
+impl Failure {
+    fn new(reason: &'static str, message: impl Into<String>, requeue: Duration) -> Self {
+        Failure {
+            reason,
+            message: message.into(),
+            requeue,
+            stalled: false,
+        }
+    }
+}
+
+struct Timing {
+    interval: Duration,
+    retry: Duration,
+    timeout: Duration,
+}
+
+fn timing(ks: &Kustomization) -> Result<Timing, String> {
+    let interval = parse_duration(&ks.spec.interval).map_err(|e| format!("spec.interval: {e}"))?;
+    let retry = match &ks.spec.retry_interval {
+        Some(r) => parse_duration(r).map_err(|e| format!("spec.retryInterval: {e}"))?,
+        None => interval,
+    };
+    let timeout = match &ks.spec.timeout {
+        Some(t) => parse_duration(t).map_err(|e| format!("spec.timeout: {e}"))?,
+        None => interval
+            .saturating_sub(Duration::from_secs(30))
+            .max(Duration::from_secs(30)),
+    };
+    Ok(Timing {
+        interval: interval.max(Duration::from_secs(1)),
+        retry: retry.max(Duration::from_secs(1)),
+        timeout,
+    })
+}
+
+async fn reconcile(ks: Arc<Kustomization>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let ns = ks.namespace().unwrap_or_else(|| "default".into());
+    let name = ks.name_any();
+    let api: Api<Kustomization> = Api::namespaced(ctx.client.clone(), &ns);
+
+    if ks.metadata.deletion_timestamp.is_some() {
+        return finalize(&ks, &ctx, &api).await;
+    }
+    if !ks.finalizers().iter().any(|f| f == FINALIZER) {
+        let mut finalizers = ks.finalizers().to_vec();
+        finalizers.push(FINALIZER.to_string());
+        api.patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": finalizers}})),
+        )
+        .await?;
+    }
+    if ks.spec.suspend == Some(true) {
+        return Ok(Action::await_change());
+    }
+
+    let started = Instant::now();
+    let mut status = ks.status.clone().unwrap_or_default();
+    if let Some(requested) = ks.annotations().get(RECONCILE_REQUESTED_AT) {
+        status.last_handled_reconcile_at = Some(requested.clone());
+    }
+    let timing = match timing(&ks) {
+        Ok(t) => t,
+        Err(message) => {
+            let failure = Failure {
+                reason: "InvalidDuration",
+                message,
+                requeue: Duration::from_secs(300),
+                stalled: true,
+            };
+            return finish_failure(&ks, &ctx, &api, status, failure).await;
+        }
+    };
+    match pipeline(&ks, &ctx, &mut status, &timing).await {
+        Ok((revision, changes, healthy)) => {
+            let now = Timestamp::now();
+            let generation = ks.metadata.generation;
+            let conds = status.conditions.get_or_insert_with(Vec::new);
+            let message = format!("Applied revision: {revision}");
+            conditions::set_condition(
+                conds,
+                READY,
+                CondStatus::True,
+                reason::RECONCILIATION_SUCCEEDED,
+                &message,
+                generation,
+                now,
+            );
+            conditions::remove_condition(conds, RECONCILING);
+            conditions::remove_condition(conds, STALLED);
+            if let Some(health_message) = healthy {
+                conditions::set_condition(
+                    conds,
+                    HEALTHY,
+                    CondStatus::True,
+                    reason::SUCCEEDED,
+                    &health_message,
+                    generation,
+                    now,
+                );
+            } else {
+                conditions::remove_condition(conds, HEALTHY);
+            }
+            status.last_applied_revision = Some(revision.clone());
+            status.last_attempted_revision = Some(revision.clone());
+            status.observed_generation = generation;
+            write_status(&api, &name, &status).await?;
+            let summary = format!(
+                "Reconciliation finished in {}, next run in {}",
+                format_duration(Duration::from_millis(started.elapsed().as_millis() as u64)),
+                format_duration(timing.interval)
+            );
+            let note = if changes.has_changes() {
+                format!("{}\n{summary}", changes.changes_message())
+            } else {
+                summary
+            };
+            publish(
+                &ctx,
+                &ks,
+                EventType::Normal,
+                reason::RECONCILIATION_SUCCEEDED,
+                note,
+            )
+            .await;
+            Ok(Action::requeue(timing.interval))
+        }
+        Err(failure) => finish_failure(&ks, &ctx, &api, status, failure).await,
+    }
+}
+
+async fn finish_failure(
+    ks: &Kustomization,
+    ctx: &Context,
+    api: &Api<Kustomization>,
+    mut status: KustomizationStatus,
+    failure: Failure,
+) -> Result<Action, ReconcileError> {
+    let now = Timestamp::now();
+    let generation = ks.metadata.generation;
+    let conds = status.conditions.get_or_insert_with(Vec::new);
+    conditions::set_condition(
+        conds,
+        READY,
+        CondStatus::False,
+        failure.reason,
+        &failure.message,
+        generation,
+        now,
+    );
+    if failure.stalled {
+        conditions::set_condition(
+            conds,
+            STALLED,
+            CondStatus::True,
+            failure.reason,
+            &failure.message,
+            generation,
+            now,
+        );
+        conditions::remove_condition(conds, RECONCILING);
+    } else {
+        conditions::remove_condition(conds, STALLED);
+        conditions::set_condition(
+            conds,
+            RECONCILING,
+            CondStatus::True,
+            reason::PROGRESSING_WITH_RETRY,
+            &failure.message,
+            generation,
+            now,
+        );
+    }
+    if failure.reason == reason::HEALTH_CHECK_FAILED {
+        conditions::set_condition(
+            conds,
+            HEALTHY,
+            CondStatus::False,
+            reason::HEALTH_CHECK_FAILED,
+            &failure.message,
+            generation,
+            now,
+        );
+    }
+    status.observed_generation = generation;
+    write_status(api, &ks.name_any(), &status).await?;
+    // Waiting on a dependency is expected, not a warning.
+    let type_ = if failure.reason == reason::DEPENDENCY_NOT_READY {
+        EventType::Normal
+    } else {
+        EventType::Warning
+    };
+    publish(ctx, ks, type_, failure.reason, failure.message).await;
+    Ok(Action::requeue(failure.requeue))
+}
+
+async fn write_status(
+    api: &Api<Kustomization>,
+    name: &str,
+    status: &KustomizationStatus,
+) -> Result<(), kube::Error> {
+    let params = PatchParams {
+        field_manager: Some(STATUS_MANAGER.into()),
+        ..Default::default()
+    };
+    api.patch_status(name, &params, &Patch::Merge(json!({"status": status})))
+        .await
+        .map(|_| ())
+}
+
+async fn publish(ctx: &Context, ks: &Kustomization, type_: EventType, reason: &str, note: String) {
+    let mut note = note;
+    if note.len() > 1024 {
+        let mut end = 1000;
+        while !note.is_char_boundary(end) {
+            end -= 1;
+        }
+        note = format!("{}...", &note[..end]);
+    }
+    let event = Event {
+        type_,
+        reason: reason.to_string(),
+        note: Some(note),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &ks.object_ref(&())).await {
+        tracing::debug!(error = %e, "failed to publish event");
+    }
+}
+
+/// The pipeline; returns the applied revision, the change set and, when health was checked,
+/// the Healthy message.
+async fn pipeline(
+    ks: &Kustomization,
+    ctx: &Context,
+    status: &mut KustomizationStatus,
+    timing: &Timing,
+) -> Result<(String, ChangeSet, Option<String>), Failure> {
+    let ns = ks.namespace().unwrap_or_else(|| "default".into());
+    let name = ks.name_any();
+    let retry = timing.retry;
+
+    // Source.
+    let source = &ks.spec.source_ref;
+    let source_ns = source.namespace.clone().unwrap_or_else(|| ns.clone());
+    let source_id = format!("{}/{}/{}", source.kind.as_str(), source_ns, source.name);
+    if source.kind != ferroflux_api::kustomization::SourceKind::GitRepository {
+        return Err(Failure {
+            reason: reason::ARTIFACT_FAILED,
+            message: format!(
+                "Source '{source_id}': kind {} is not supported yet",
+                source.kind.as_str()
+            ),
+            requeue: retry,
+            stalled: true,
+        });
+    }
+    let repos: Api<GitRepository> = Api::namespaced(ctx.client.clone(), &source_ns);
+    let repo = repos
+        .get_opt(&source.name)
+        .await
+        .map_err(|e| {
+            Failure::new(
+                reason::ARTIFACT_FAILED,
+                format!("Source '{source_id}': {e}"),
+                retry,
+            )
+        })?
+        .ok_or_else(|| {
+            Failure::new(
+                reason::ARTIFACT_FAILED,
+                format!("Source '{source_id}' not found"),
+                retry,
+            )
+        })?;
+    let Some(art) = repo.status.as_ref().and_then(|s| s.artifact.clone()) else {
+        return Err(Failure::new(
+            reason::ARTIFACT_FAILED,
+            "Source is not ready, artifact not found",
+            retry,
+        ));
+    };
+    let revision = art.revision.clone();
+    status.last_attempted_revision = Some(revision.clone());
+
+    // Dependencies.
+    if ks.spec.depends_on.as_ref().is_some_and(|d| !d.is_empty()) {
+        let graph: BTreeMap<String, Vec<String>> = ctx
+            .store
+            .state()
+            .iter()
+            .map(|k| {
+                (
+                    key(&k.namespace().unwrap_or_default(), &k.name_any()),
+                    dependency_keys(k),
+                )
+            })
+            .collect();
+        if let Some(cycle) = find_cycle(&graph, &key(&ns, &name)) {
+            return Err(Failure {
+                reason: reason::DEPENDENCY_NOT_READY,
+                message: format!("circular dependency detected: {cycle}"),
+                requeue: ctx.options.requeue_dependency,
+                stalled: true,
+            });
+        }
+        let lookup = |dep_ns: &str, dep_name: &str| {
+            ctx.store
+                .get(&ObjectRef::new(dep_name).within(dep_ns))
+                .map(|k| k.as_ref().clone())
+        };
+        if let Err(message) = check_dependencies(ks, lookup, &revision) {
+            return Err(Failure::new(
+                reason::DEPENDENCY_NOT_READY,
+                message,
+                ctx.options.requeue_dependency,
+            ));
+        }
+    }
+
+    // Artifact.
+    let data = artifact::download(&art.url, ctx.options.max_artifact_size)
+        .await
+        .map_err(|e| Failure::new(reason::ARTIFACT_FAILED, e.to_string(), retry))?;
+    artifact::verify_digest(&data, &art.digest)
+        .map_err(|e| Failure::new(reason::ARTIFACT_FAILED, e.to_string(), retry))?;
+    let workdir = tempfile::Builder::new()
+        .prefix("kustomization-")
+        .tempdir()
+        .map_err(|e| {
+            Failure::new(
+                reason::ARTIFACT_FAILED,
+                format!("failed to create temp dir: {e}"),
+                retry,
+            )
+        })?;
+    let root = workdir.path().to_path_buf();
+    artifact::untar(&data, &root, ctx.options.max_artifact_size)
+        .map_err(|e| Failure::new(reason::ARTIFACT_FAILED, e.to_string(), retry))?;
+    let spec_path = ks.spec.path.clone().unwrap_or_else(|| "./".into());
+    let dir = confined(&root, &spec_path).ok_or_else(|| Failure {
+        reason: reason::ARTIFACT_FAILED,
+        message: format!("kustomization path not found: {spec_path} leaves the artifact"),
+        requeue: retry,
+        stalled: true,
+    })?;
+    if !dir.is_dir() {
+        return Err(Failure::new(
+            reason::ARTIFACT_FAILED,
+            format!("kustomization path not found: {spec_path}"),
+            retry,
+        ));
+    }
+
+    // Build.
+    generate::prepare(&dir, &ks.spec)
+        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string(), retry))?;
+    let build = ferroflux_kustomize::Build::new(&root)
+        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string(), retry))?;
+    let relative = dir.strip_prefix(&root).unwrap_or(Path::new(""));
+    let mut objects = build
+        .build(relative)
+        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string(), retry))?;
+    drop(workdir);
+
+    postbuild::set_owner_metadata(&mut objects, &name, &ns, ks.spec.common_metadata.as_ref());
+    if ks.spec.decryption.is_some() {
+        return Err(Failure::new(
+            reason::BUILD_FAILED,
+            "spec.decryption: SOPS decryption is not wired into the Kustomization controller yet",
+            retry,
+        ));
+    }
+    if let Some(post) = &ks.spec.post_build {
+        let vars = load_vars(ctx, &ns, post)
+            .await
+            .map_err(|m| Failure::new(reason::BUILD_FAILED, m, retry))?;
+        postbuild::substitute_all(&mut objects, &vars, post.substitute_strategy)
+            .map_err(|m| Failure::new(reason::BUILD_FAILED, m, retry))?;
+    }
+
+    // Apply, inventory, prune, health.
+    let target = target_client(ks, ctx, &ns)
+        .await
+        .map_err(|m| Failure::new(reason::RECONCILIATION_FAILED, m, retry))?;
+    let applier = Applier::new(target, FIELD_MANAGER).with_poll_interval(ctx.options.health_poll);
+    let options = ApplyOptions {
+        force: ks.spec.force.unwrap_or(false),
+        stage_timeout: timing.timeout,
+        concurrency: 4,
+    };
+    let mut changes = applier
+        .apply_staged(objects.clone(), &options)
+        .await
+        .map_err(|e| Failure::new(reason::RECONCILIATION_FAILED, e.to_string(), retry))?;
+    let new_inventory = inventory_of(&objects)
+        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string(), retry))?;
+    let old_inventory = status.inventory.clone().unwrap_or_default();
+    status.inventory = Some(new_inventory.clone());
+    if ks.spec.prune {
+        let stale = stale_entries(&old_inventory, &new_inventory)
+            .map_err(|e| Failure::new(reason::PRUNE_FAILED, e.to_string(), retry))?;
+        let pruned = applier
+            .prune(
+                &stale,
+                &[
+                    (OWNER_NAME_LABEL, name.as_str()),
+                    (OWNER_NAMESPACE_LABEL, ns.as_str()),
+                ],
+            )
+            .await
+            .map_err(|e| Failure::new(reason::PRUNE_FAILED, e.to_string(), retry))?;
+        changes.extend(pruned);
+    }
+    let to_check: Vec<Value> = if ks.spec.wait == Some(true) {
+        objects.clone()
+    } else {
+        ks.spec
+            .health_checks
+            .iter()
+            .flatten()
+            .map(|h| {
+                json!({
+                    "apiVersion": h.api_version.clone().unwrap_or_else(|| "v1".into()),
+                    "kind": h.kind,
+                    "metadata": {"name": h.name, "namespace": h.namespace.clone().unwrap_or_else(|| ns.clone())},
+                })
+            })
+            .collect()
+    };
+    let healthy = if to_check.is_empty() {
+        None
+    } else {
+        let started = Instant::now();
+        applier
+            .wait_for(&to_check, timing.timeout)
+            .await
+            .map_err(|e| Failure::new(reason::HEALTH_CHECK_FAILED, e.to_string(), retry))?;
+        Some(format!(
+            "Health check passed in {}",
+            format_duration(Duration::from_millis(started.elapsed().as_millis() as u64))
+        ))
+    };
+    Ok((revision, changes, healthy))
+}
+
+/// `path` under `root`, or None when it would leave it.
+fn confined(root: &Path, path: &str) -> Option<PathBuf> {
+    let mut out = root.to_path_buf();
+    for c in Path::new(path).components() {
+        match c {
+            Component::Normal(p) => out.push(p),
+            Component::CurDir | Component::RootDir => {}
+            Component::ParentDir => {
+                if out == root {
+                    return None;
+                }
+                out.pop();
+            }
+            Component::Prefix(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+/// Variables from `substituteFrom` (later entries win) then the inline `substitute` (which
+/// wins over all), newlines removed as Flux does.
+async fn load_vars(
+    ctx: &Context,
+    ns: &str,
+    post: &ferroflux_api::kustomization::PostBuild,
+) -> Result<Vars, String> {
+    let mut vars = Vars::new();
+    for reference in post.substitute_from.iter().flatten() {
+        let optional = reference.optional.unwrap_or(false);
+        match reference.kind {
+            SubstituteKind::ConfigMap => {
+                let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), ns);
+                match api.get_opt(&reference.name).await {
+                    Ok(Some(cm)) => {
+                        for (k, v) in cm.data.unwrap_or_default() {
+                            vars.insert(k, v.replace('\n', ""));
+                        }
+                    }
+                    Ok(None) if optional => {}
+                    Ok(None) => {
+                        return Err(format!(
+                            "substitute from 'ConfigMap/{}' error: configmaps \"{}\" not found",
+                            reference.name, reference.name
+                        ));
+                    }
+                    Err(e) => {
+                        return Err(format!(
+                            "substitute from 'ConfigMap/{}' error: {e}",
+                            reference.name
+                        ));
+                    }
+                }
+            }
+            SubstituteKind::Secret => {
+                let api: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+                match api.get_opt(&reference.name).await {
+                    Ok(Some(secret)) => {
+                        for (k, v) in secret.data.unwrap_or_default() {
+                            let text = String::from_utf8_lossy(&v.0).replace('\n', "");
+                            vars.insert(k, text);
+                        }
+                    }
+                    Ok(None) if optional => {}
+                    Ok(None) => {
+                        return Err(format!(
+                            "substitute from 'Secret/{}' error: secrets \"{}\" not found",
+                            reference.name, reference.name
+                        ));
+                    }
+                    Err(e) => {
+                        return Err(format!(
+                            "substitute from 'Secret/{}' error: {e}",
+                            reference.name
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    for (k, v) in post.substitute.iter().flatten() {
+        vars.insert(k.clone(), v.replace('\n', ""));
+    }
+    Ok(vars)
+}
+
+/// The client objects are applied with: the controller's own cluster, or the one a
+/// `kubeConfig` Secret names; impersonating `serviceAccountName` when set.
+async fn target_client(
+    ks: &Kustomization,
+    ctx: &Context,
+    ns: &str,
+) -> Result<kube::Client, String> {
+    let mut config = match ks
+        .spec
+        .kube_config
+        .as_ref()
+        .and_then(|k| k.secret_ref.as_ref())
+    {
+        None => ctx.config.clone(),
+        Some(secret_ref) => {
+            let api: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+            let what = format!("KubeConfig secret '{ns}/{}'", secret_ref.name);
+            let secret = api
+                .get_opt(&secret_ref.name)
+                .await
+                .map_err(|e| format!("unable to read {what}: {e}"))?
+                .ok_or_else(|| format!("unable to read {what}: not found"))?;
+            let data = secret.data.unwrap_or_default();
+            let keys: Vec<&str> = match &secret_ref.key {
+                Some(k) => vec![k.as_str()],
+                None => vec!["value", "value.yaml"],
+            };
+            let bytes = keys
+                .iter()
+                .find_map(|k| data.get(*k))
+                .ok_or_else(|| format!("{what} has no key {}", keys.join(" or ")))?;
+            let text = String::from_utf8(bytes.0.clone())
+                .map_err(|_| format!("{what}: kubeconfig is not UTF-8"))?;
+            let kubeconfig = kube::config::Kubeconfig::from_yaml(&text)
+                .map_err(|e| format!("{what}: invalid kubeconfig: {e}"))?;
+            kube::Config::from_custom_kubeconfig(
+                kubeconfig,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await
+            .map_err(|e| format!("{what}: unusable kubeconfig: {e}"))?
+        }
+    };
+    if let Some(sa) = &ks.spec.service_account_name {
+        config.auth_info.impersonate = Some(format!("system:serviceaccount:{ns}:{sa}"));
+    }
+    kube::Client::try_from(config).map_err(|e| format!("failed to build client: {e}"))
+}
+
+/// Deletion: prune what the deletion policy says, then let the object go.
+async fn finalize(
+    ks: &Kustomization,
+    ctx: &Context,
+    api: &Api<Kustomization>,
+) -> Result<Action, ReconcileError> {
+    if !ks.finalizers().iter().any(|f| f == FINALIZER) {
+        return Ok(Action::await_change());
+    }
+    let ns = ks.namespace().unwrap_or_else(|| "default".into());
+    let name = ks.name_any();
+    let policy = ks.spec.deletion_policy.unwrap_or_default();
+    let delete = match policy {
+        DeletionPolicy::MirrorPrune => ks.spec.prune,
+        DeletionPolicy::Delete | DeletionPolicy::WaitForTermination => true,
+        DeletionPolicy::Orphan => false,
+    };
+    let inventory: ResourceInventory = ks
+        .status
+        .as_ref()
+        .and_then(|s| s.inventory.clone())
+        .unwrap_or_default();
+    if delete && ks.spec.suspend != Some(true) && !inventory.entries.is_empty() {
+        let outcome = async {
+            let target = target_client(ks, ctx, &ns).await?;
+            let applier =
+                Applier::new(target, FIELD_MANAGER).with_poll_interval(ctx.options.health_poll);
+            let stale: Vec<InventoryObject> =
+                stale_entries(&inventory, &ResourceInventory::default())
+                    .map_err(|e| e.to_string())?;
+            applier
+                .prune(
+                    &stale,
+                    &[
+                        (OWNER_NAME_LABEL, name.as_str()),
+                        (OWNER_NAMESPACE_LABEL, ns.as_str()),
+                    ],
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            if policy == DeletionPolicy::WaitForTermination {
+                let gone: Vec<Value> = stale
+                    .iter()
+                    .map(|o| {
+                        json!({"apiVersion": o.api_version(), "kind": o.id.kind,
+                        "metadata": {"name": o.id.name, "namespace": o.id.namespace}})
+                    })
+                    .collect();
+                applier
+                    .wait_deleted(&gone, Duration::from_secs(300))
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok::<(), String>(())
+        }
+        .await;
+        if let Err(message) = outcome {
+            publish(ctx, ks, EventType::Warning, reason::PRUNE_FAILED, message).await;
+            return Ok(Action::requeue(Duration::from_secs(10)));
+        }
+    }
+    let finalizers: Vec<String> = ks
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER)
+        .cloned()
+        .collect();
+    api.patch(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": finalizers}})),
+    )
+    .await?;
+    Ok(Action::await_change())
+}
