@@ -8,6 +8,7 @@ mod kubecontext;
 mod kustomize;
 mod sops;
 mod table;
+mod tree;
 
 #[derive(Parser)]
 #[command(
@@ -26,6 +27,8 @@ enum Command {
     Version,
     /// Show Flux objects and their status, as `flux get` does.
     Get(get::GetArgs),
+    /// Show what a Kustomization applied, as `flux tree` does.
+    Tree(tree::TreeArgs),
     /// Encrypt and decrypt sops files with age keys.
     Sops(sops::SopsArgs),
     /// Build kustomizations natively (`kustomize build DIR`).
@@ -43,6 +46,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Get(args) => get::run(args),
         Command::Sops(args) => sops::run(args),
+        Command::Tree(args) => tree::run(args),
         Command::Kustomize(args) => kustomize::run(args),
         Command::Dev(args) => dev::run(args),
     }
