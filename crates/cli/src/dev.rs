@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
+use ferroflux_devcluster::{Config, DevCluster, FaultConfig, RunningCluster};
 
 #[derive(Args)]
 pub struct DevArgs {
@@ -35,6 +35,16 @@ struct UpArgs {
     /// supported mode: the controllers are not built yet).
     #[arg(long)]
     no_controllers: bool,
+    /// Fault injection for testing clients: answer this fraction (0 to 1) of API requests with
+    /// --fault-code instead of serving them.
+    #[arg(long, default_value_t = 0.0)]
+    fault_rate: f64,
+    /// The HTTP code of injected faults: 500, 503 or 429.
+    #[arg(long, default_value_t = 503)]
+    fault_code: u16,
+    /// Delay every API response by this many milliseconds.
+    #[arg(long, default_value_t = 0)]
+    fault_delay_ms: u64,
 }
 
 pub fn run(args: DevArgs) -> Result<()> {
@@ -92,6 +102,12 @@ async fn run_up(up: UpArgs) -> Result<()> {
         let c = DevCluster::start(Config::file(name.clone(), db))
             .await
             .with_context(|| format!("cannot start cluster {name}"))?;
+        c.set_faults(FaultConfig {
+            error_rate: up.fault_rate,
+            error_code: up.fault_code,
+            delay: std::time::Duration::from_millis(up.fault_delay_ms),
+        })
+        .context("invalid fault injection flags")?;
         clusters.push(c);
     }
     let kubeconfig = up.state_dir.join("kubeconfig");

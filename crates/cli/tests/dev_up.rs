@@ -137,6 +137,26 @@ fn refuses_to_run_without_controllers_flag_or_with_bad_names() {
         .unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("invalid cluster name \"Bad_Name\""));
+    let o = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args([
+            "dev",
+            "up",
+            "--no-controllers",
+            "--fault-rate",
+            "0.5",
+            "--fault-code",
+            "404",
+            "--state-dir",
+            dir.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("error code 404 is not one of 500, 503, 429"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 async fn client(kubeconfig: &Path, context: &str) -> kube::Client {

@@ -41,8 +41,6 @@ pub struct ApiError {
     pub reason: &'static str,
     pub message: String,
     pub details: Option<Value>,
-    /// Extra response headers (e.g. `Retry-After`).
-    pub retry_after: Option<u64>,
 }
 
 /// Identifies the object an error is about, for `Status.details`.
@@ -102,7 +100,6 @@ impl ApiError {
             reason,
             message: message.into(),
             details: None,
-            retry_after: None,
         }
     }
 
@@ -215,7 +212,7 @@ impl ApiError {
         ApiError::new(500, "InternalError", message)
     }
     pub fn injected(code: u16) -> ApiError {
-        let mut e = match code {
+        match code {
             429 => ApiError::new(
                 429,
                 "TooManyRequests",
@@ -231,11 +228,7 @@ impl ApiError {
                 "InternalError",
                 "an error on the server (\"injected fault\") has prevented the request from succeeding",
             ),
-        };
-        if code == 429 || code == 503 {
-            e.retry_after = Some(1);
         }
-        e
     }
 
     pub fn status(&self) -> Value {

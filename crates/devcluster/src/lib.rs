@@ -23,16 +23,19 @@
 mod discovery;
 mod error;
 mod faults;
+mod immutable;
 mod objects;
 mod patch;
 mod resources;
 mod selector;
 mod server;
+mod ssa;
 mod store;
 mod table;
 mod tls;
 mod util;
 mod watch;
+mod workloads;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,15 +1,18 @@
-//! PATCH: JSON merge patch, JSON patch, strategic merge patch and (server-side) apply.
+//! PATCH: JSON merge patch, JSON patch, strategic merge patch (built-in kinds, through
+//! `ferroflux-schema`) and server-side apply (through `ferroflux-ssa`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use axum::response::Response;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::error::ApiError;
-use crate::objects::target;
-use crate::server::{App, Req, write_existing};
+use crate::error::{ApiError, Cause};
+use crate::objects::{self, Mode, target};
+use crate::server::{App, Req, object_response, parse_body, write_existing};
+
+const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json";
 
 pub async fn patch(
     app: &Arc<App>,
@@ -29,9 +32,12 @@ pub async fn patch(
         "application/merge-patch+json" => Kind::Merge,
         "application/json-patch+json" => Kind::Json,
         "application/strategic-merge-patch+json" => Kind::Strategic,
+        "application/apply-patch+yaml" | "application/apply-patch+cbor" if ct.ends_with("yaml") => {
+            return apply(app, r, bytes, dry, q, headers).await;
+        }
         other => {
             return Err(ApiError::unsupported_media_type(format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {other:?})"
+                "the body of the request was in an unknown format - accepted media types include: {ACCEPTED} (got {other:?})"
             )));
         }
     };
@@ -52,6 +58,18 @@ pub async fn patch(
                 return Err(ApiError::not_found(&target(&r.res, &name)));
             };
             let mut doc = (*old).clone();
+            // A patch is applied to the object as the client addressed it.
+            doc["apiVersion"] = json!(r.res.api_version(&r.version));
+            let patch_error = |message: String| {
+                ApiError::invalid(
+                    &target(&r.res, &name),
+                    vec![Cause {
+                        field: "patch".into(),
+                        reason: "FieldValueInvalid",
+                        message,
+                    }],
+                )
+            };
             match kind {
                 Kind::Merge => {
                     if !patch.is_object() {
@@ -63,25 +81,117 @@ pub async fn patch(
                     let p: json_patch::Patch = serde_json::from_value(patch.clone())
                         .map_err(|e| ApiError::bad_request(format!("json patch: {e}")))?;
                     json_patch::patch(&mut doc, &p).map_err(|e| {
-                        ApiError::invalid(
-                            &target(&r.res, &name),
-                            vec![crate::error::Cause {
-                                field: "patch".into(),
-                                reason: "FieldValueInvalid",
-                                message: format!("the JSON patch could not be applied: {e}"),
-                            }],
-                        )
+                        patch_error(format!("the JSON patch could not be applied: {e}"))
                     })?;
                 }
                 Kind::Strategic => {
-                    return Err(ApiError::unsupported_media_type(
-                        "application/strategic-merge-patch+json is not supported by this devcluster yet; use application/merge-patch+json or server-side apply",
-                    ));
+                    doc = ferroflux_schema::strategic_merge_with(
+                        &doc,
+                        &patch,
+                        ferroflux_schema::Flavor::ApiServer,
+                    )
+                    .map_err(|e| {
+                        patch_error(format!(
+                            "the strategic merge patch could not be applied: {e}"
+                        ))
+                    })?;
                 }
             }
-            // The patched object keeps the version the client addressed.
-            write_existing(st, r, doc, dry, &manager, "Update")
+            write_existing(st, r, doc, dry, Some(&manager))
         })
         .await?;
-    Ok(crate::server::object_response(200, r, &stored, headers))
+    Ok(object_response(200, r, &stored, headers))
+}
+
+/// Server-side apply: merge the applied configuration by field ownership, creating the object
+/// when it does not exist.
+async fn apply(
+    app: &Arc<App>,
+    r: &Req,
+    bytes: &[u8],
+    dry: bool,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let mut config = parse_body(bytes, "application/yaml")?;
+    let name = r.name.clone().unwrap_or_default();
+    let Some(map) = config.as_object_mut() else {
+        return Err(ApiError::bad_request(
+            "the applied configuration must be an object",
+        ));
+    };
+    let expected = r.res.api_version(&r.version);
+    let av = map
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if av != expected {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({av}) does not match the expected API version ({expected})"
+        )));
+    }
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if kind != r.res.kind {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({kind}) does not match the expected kind ({})",
+            r.res.kind
+        )));
+    }
+    let meta = map.entry("metadata").or_insert_with(|| json!({}));
+    match meta.get("name").and_then(Value::as_str) {
+        None | Some("") => meta["name"] = json!(name),
+        Some(n) if n != name => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        _ => {}
+    }
+    let manager = q.get("fieldManager").cloned().unwrap_or_default();
+    let force = match q.get("force").map(String::as_str) {
+        None | Some("") | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "force: invalid value {other:?}"
+            )));
+        }
+    };
+    let key = r.res.key();
+    let ns = r.ns.clone();
+    let (code, stored) = app
+        .store
+        .write(|st| {
+            let t = target(&r.res, &name);
+            let live = st.get(&key, ns.as_deref().unwrap_or(""), &name).cloned();
+            let merged = crate::ssa::apply(live.as_deref(), &config, &manager, force, &t)?;
+            match live {
+                Some(_) => Ok((200, write_existing(st, r, merged, dry, None)?)),
+                None => {
+                    if r.sub.is_some() {
+                        return Err(ApiError::not_found(&t));
+                    }
+                    let mut obj = objects::admit(
+                        st,
+                        &r.res,
+                        &r.version,
+                        ns.as_deref(),
+                        Some(&name),
+                        merged,
+                        Mode::Create,
+                    )?;
+                    if let Some(ns) = &ns {
+                        objects::check_namespace(st, &r.res, ns, &name)?;
+                    }
+                    let pending = crate::workloads::simulate(st, &r.res, None, &mut obj);
+                    if dry {
+                        return Ok((201, Arc::new(obj)));
+                    }
+                    st.pending_ready.extend(pending);
+                    Ok((201, st.put(&key, obj)))
+                }
+            }
+        })
+        .await?;
+    Ok(object_response(code, r, &stored, headers))
 }

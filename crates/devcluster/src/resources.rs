@@ -496,6 +496,10 @@ impl Registry {
         out
     }
 
+    pub fn by_key(&self, key: &str) -> Option<Arc<Resource>> {
+        self.resources.iter().find(|r| r.key() == key).cloned()
+    }
+
     pub fn in_group_version(&self, group: &str, version: &str) -> Vec<Arc<Resource>> {
         self.resources
             .iter()

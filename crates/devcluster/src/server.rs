@@ -91,13 +91,7 @@ fn json_resp(code: u16, v: &Value) -> Response {
 }
 
 pub fn err_resp(e: &ApiError) -> Response {
-    let mut r = json_resp(e.code, &e.status());
-    if let Some(s) = e.retry_after
-        && let Ok(v) = HeaderValue::from_str(&s.to_string())
-    {
-        r.headers_mut().insert(header::RETRY_AFTER, v);
-    }
-    r
+    json_resp(e.code, &e.status())
 }
 
 fn text(code: u16, s: &'static str) -> Response {
@@ -441,6 +435,24 @@ async fn dispatch(
     {
         return Err(ApiError::page_not_found());
     }
+    let result = dispatch_verb(app, method, r, q, headers, body, is_watch).await;
+    let pending = std::mem::take(&mut app.store.lock().pending_ready);
+    if !pending.is_empty() {
+        crate::workloads::schedule(&app.store, pending);
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn dispatch_verb(
+    app: &Arc<App>,
+    method: &Method,
+    r: Req,
+    q: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: Body,
+    is_watch: bool,
+) -> Result<Response, ApiError> {
     match (method.clone(), r.name.is_some()) {
         (Method::GET, false) if is_watch => crate::watch::watch(app, &r, q, headers),
         (Method::GET, false) => list(app, &r, q, headers),
@@ -615,7 +627,7 @@ async fn create(
     q: &HashMap<String, String>,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let _manager = field_manager_of(q, headers);
+    let manager = field_manager_of(q, headers);
     let key = r.res.key();
     let ns = r.ns.clone();
     let stored = app
@@ -637,9 +649,12 @@ async fn create(
             if st.get(&key, ns.as_deref().unwrap_or(""), &name).is_some() {
                 return Err(ApiError::already_exists(&target(&r.res, &name)));
             }
+            let mut obj = crate::ssa::record_update(None, obj, &manager, &target(&r.res, &name))?;
+            let pending = crate::workloads::simulate(st, &r.res, None, &mut obj);
             if dry {
                 return Ok(Arc::new(obj));
             }
+            st.pending_ready.extend(pending);
             Ok(st.put(&key, obj))
         })
         .await?;
@@ -657,7 +672,7 @@ async fn update(
     let manager = field_manager_of(q, headers);
     let stored = app
         .store
-        .write(|st| write_existing(st, r, obj, dry, &manager, "Update"))
+        .write(|st| write_existing(st, r, obj, dry, Some(&manager)))
         .await?;
     Ok(object_response(200, r, &stored, headers))
 }
@@ -669,8 +684,7 @@ pub fn write_existing(
     r: &Req,
     obj: Value,
     dry: bool,
-    _manager: &str,
-    _operation: &str,
+    manager: Option<&str>,
 ) -> Result<Arc<Value>, ApiError> {
     let key = r.res.key();
     let name = r.name.clone().unwrap_or_default();
@@ -683,7 +697,8 @@ pub fn write_existing(
     } else {
         Mode::Update(&old)
     };
-    let next = objects::admit(
+    let status_only = matches!(mode, Mode::Status(_));
+    let mut next = objects::admit(
         st,
         &r.res,
         &r.version,
@@ -692,10 +707,39 @@ pub fn write_existing(
         obj,
         mode,
     )?;
+    let t = target(&r.res, &name);
+    if !status_only {
+        crate::immutable::carry_over(&r.res, &old, &mut next);
+        crate::immutable::check(&r.res, &old, &next)?;
+    }
+    if let Some(manager) = manager {
+        next = crate::ssa::record_update(Some(&old), next, manager, &t)?;
+    }
+    let pending = if status_only {
+        None
+    } else {
+        crate::workloads::simulate(st, &r.res, Some(&old), &mut next)
+    };
+    // Like the API server, a write that changes nothing keeps the stored object and version.
+    if unchanged(&old, &next) {
+        return Ok(old);
+    }
     if dry {
         return Ok(Arc::new(next));
     }
+    st.pending_ready.extend(pending);
     Ok(objects::store_update(st, &key, next))
+}
+
+fn unchanged(old: &Value, next: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+        }
+        v
+    };
+    strip(old) == strip(next)
 }
 
 #[derive(serde::Deserialize, Default)]

@@ -79,6 +79,8 @@ pub struct State {
     history_floor: u64,
     pending_ops: Vec<Op>,
     pending_events: Vec<Arc<Event>>,
+    /// Delayed readiness the simulated controllers owe, started after the transaction.
+    pub pending_ready: Vec<crate::workloads::Pending>,
 }
 
 pub fn meta_str<'a>(v: &'a Value, field: &str) -> &'a str {
@@ -111,6 +113,7 @@ impl State {
             history_floor: 0,
             pending_ops: Vec::new(),
             pending_events: Vec::new(),
+            pending_ready: Vec::new(),
         }
     }
 
