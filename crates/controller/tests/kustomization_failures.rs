@@ -312,3 +312,64 @@ async fn a_suspended_kustomization_is_left_alone() {
         paused.status
     );
 }
+
+/// Staging holds its own age key: a Kustomization pointing at production's encrypted Secret
+/// fails its build naming the recipients it could not match, and applies nothing. A missing
+/// key Secret is reported as such.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staging_cannot_decrypt_production_secrets() {
+    use k8s_openapi::api::core::v1::Secret;
+    let env = start().await;
+    let fixtures = format!("{}/../sops/tests/fixtures", env!("CARGO_MANIFEST_DIR"));
+    let production_secret =
+        std::fs::read_to_string(format!("{fixtures}/algorithms/age.yaml")).unwrap();
+    let staging_key = std::fs::read(format!("{fixtures}/keys/age-global.txt")).unwrap();
+    let (url, digest) = serve_artifact(&[
+        ("secrets/kustomization.yaml", "resources:\n- secret.yaml\n"),
+        ("secrets/secret.yaml", &production_secret),
+    ])
+    .await;
+    git_repository_with_artifact(&env.client, &url, &digest).await;
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), "flux-system");
+    let key: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "sops-age", "namespace": "flux-system"},
+        "data": {"staging.agekey": k8s_openapi::ByteString(staging_key)},
+    }))
+    .unwrap();
+    secrets.create(&PostParams::default(), &key).await.unwrap();
+    let api: Api<Kustomization> = Api::namespaced(env.client.clone(), "flux-system");
+    let decryption = |secret: &str| {
+        json!({"path": "./secrets", "targetNamespace": "flux-system",
+               "decryption": {"provider": "sops", "secretRef": {"name": secret}}})
+    };
+    api.create(
+        &PostParams::default(),
+        &kustomization("secrets", "repo", decryption("sops-age")),
+    )
+    .await
+    .unwrap();
+    api.create(
+        &PostParams::default(),
+        &kustomization("nokey", "repo", decryption("missing")),
+    )
+    .await
+    .unwrap();
+    let ready = ready_with_reason(&api, "secrets", "BuildFailed").await;
+    let message = ready["message"].as_str().unwrap();
+    assert!(message.starts_with("decryption failed: "), "{message}");
+    assert!(
+        message.contains("age1l44xcng8dqj32nlv6d930qvvrny05hglzcv9qpc7kxjc6902ma4qufys29"),
+        "the message names the recipients it could not match: {message}"
+    );
+    assert!(
+        !message.contains("AGE-SECRET-KEY"),
+        "no key material in status: {message}"
+    );
+    let ready = ready_with_reason(&api, "nokey", "BuildFailed").await;
+    assert_eq!(
+        ready["message"],
+        "decryption: Secret flux-system/missing not found"
+    );
+    // The encrypted Secret (named `age` in the fixture) was never applied.
+    assert!(secrets.get_opt("age").await.unwrap().is_none());
+}

@@ -4,6 +4,7 @@
 //! kustomization.yaml → build → owner labels and commonMetadata → decrypt → substitute → staged
 //! apply → inventory → prune → health → status and event. A failed build or apply never prunes.
 
+use super::decrypt;
 use super::dependencies::{check_dependencies, dependency_keys, find_cycle, key};
 use super::generate;
 use super::postbuild::{self, Vars};
@@ -511,6 +512,25 @@ async fn pipeline(
     // Build.
     generate::prepare(&dir, &ks.spec)
         .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string(), retry))?;
+    let decryptor = match &ks.spec.decryption {
+        Some(decryption) => Some(
+            load_decryptor(ctx, &ns, decryption)
+                .await
+                .map_err(|m| Failure::new(reason::BUILD_FAILED, m, retry))?,
+        ),
+        None => None,
+    };
+    let canonical_root = root.canonicalize().unwrap_or_else(|_| root.clone());
+    if let Some(d) = &decryptor {
+        let canonical_dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        decrypt::decrypt_sources(d, &canonical_root, &canonical_dir).map_err(|m| {
+            Failure::new(
+                reason::BUILD_FAILED,
+                format!("decryption failed: {m}"),
+                retry,
+            )
+        })?;
+    }
     let build = ferroflux_kustomize::Build::new(&root)
         .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string(), retry))?;
     let relative = dir.strip_prefix(&root).unwrap_or(Path::new(""));
@@ -520,12 +540,14 @@ async fn pipeline(
     drop(workdir);
 
     postbuild::set_owner_metadata(&mut objects, &name, &ns, ks.spec.common_metadata.as_ref());
-    if ks.spec.decryption.is_some() {
-        return Err(Failure::new(
-            reason::BUILD_FAILED,
-            "spec.decryption: SOPS decryption is not wired into the Kustomization controller yet",
-            retry,
-        ));
+    if let Some(d) = &decryptor {
+        decrypt::decrypt_objects(d, &mut objects).map_err(|m| {
+            Failure::new(
+                reason::BUILD_FAILED,
+                format!("decryption failed: {m}"),
+                retry,
+            )
+        })?;
     }
     if let Some(post) = &ks.spec.post_build {
         let vars = load_vars(ctx, &ns, post)
@@ -617,6 +639,29 @@ fn confined(root: &Path, path: &str) -> Option<PathBuf> {
         }
     }
     Some(out)
+}
+
+/// The decryptor of `spec.decryption`: the age keys of its Secret.
+async fn load_decryptor(
+    ctx: &Context,
+    ns: &str,
+    decryption: &ferroflux_api::kustomization::Decryption,
+) -> Result<ferroflux_sops::Decryptor, String> {
+    let Some(secret_ref) = &decryption.secret_ref else {
+        return Err("spec.decryption: a secretRef with age keys is required (cloud KMS identities are not supported yet)".into());
+    };
+    let what = format!("Secret {ns}/{}", secret_ref.name);
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    let secret = api
+        .get_opt(&secret_ref.name)
+        .await
+        .map_err(|e| format!("decryption: unable to read {what}: {e}"))?
+        .ok_or_else(|| format!("decryption: {what} not found"))?;
+    let data = secret.data.unwrap_or_default();
+    decrypt::decryptor(
+        &what,
+        data.iter().map(|(k, v)| (k.as_str(), v.0.as_slice())),
+    )
 }
 
 /// Variables from `substituteFrom` (later entries win) then the inline `substitute` (which
