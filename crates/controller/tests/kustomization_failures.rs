@@ -313,48 +313,59 @@ async fn a_suspended_kustomization_is_left_alone() {
     );
 }
 
-/// Staging holds its own age key: a Kustomization pointing at production's encrypted Secret
-/// fails its build naming the recipients it could not match, and applies nothing. A missing
-/// key Secret is reported as such.
+/// Each cluster holds only its own age key. On production, the encrypted Secret decrypts and
+/// applies; on staging, a Kustomization pointing at the same files with staging's key fails its
+/// build naming the recipients it could not match, and applies nothing. A missing key Secret is
+/// reported as such.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn staging_cannot_decrypt_production_secrets() {
     use k8s_openapi::api::core::v1::Secret;
-    let env = start().await;
     let fixtures = format!("{}/../sops/tests/fixtures", env!("CARGO_MANIFEST_DIR"));
     let production_secret =
         std::fs::read_to_string(format!("{fixtures}/algorithms/age.yaml")).unwrap();
-    let staging_key = std::fs::read(format!("{fixtures}/keys/age-global.txt")).unwrap();
     let (url, digest) = serve_artifact(&[
         ("secrets/kustomization.yaml", "resources:\n- secret.yaml\n"),
         ("secrets/secret.yaml", &production_secret),
     ])
     .await;
-    git_repository_with_artifact(&env.client, &url, &digest).await;
-    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), "flux-system");
-    let key: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "sops-age", "namespace": "flux-system"},
-        "data": {"staging.agekey": k8s_openapi::ByteString(staging_key)},
-    }))
-    .unwrap();
-    secrets.create(&PostParams::default(), &key).await.unwrap();
-    let api: Api<Kustomization> = Api::namespaced(env.client.clone(), "flux-system");
     let decryption = |secret: &str| {
         json!({"path": "./secrets", "targetNamespace": "flux-system",
                "decryption": {"provider": "sops", "secretRef": {"name": secret}}})
     };
-    api.create(
-        &PostParams::default(),
-        &kustomization("secrets", "repo", decryption("sops-age")),
-    )
-    .await
-    .unwrap();
-    api.create(
-        &PostParams::default(),
-        &kustomization("nokey", "repo", decryption("missing")),
-    )
-    .await
-    .unwrap();
-    let ready = ready_with_reason(&api, "secrets", "BuildFailed").await;
+    let mut clusters = Vec::new();
+    for (cluster, key_file) in [("production", "age.txt"), ("staging", "age-global.txt")] {
+        let env = start().await;
+        git_repository_with_artifact(&env.client, &url, &digest).await;
+        let key = std::fs::read(format!("{fixtures}/keys/{key_file}")).unwrap();
+        let secrets: Api<Secret> = Api::namespaced(env.client.clone(), "flux-system");
+        let key: Secret = serde_json::from_value(json!({
+            "metadata": {"name": "sops-age", "namespace": "flux-system"},
+            "data": {format!("{cluster}.agekey"): k8s_openapi::ByteString(key)},
+        }))
+        .unwrap();
+        secrets.create(&PostParams::default(), &key).await.unwrap();
+        let api: Api<Kustomization> = Api::namespaced(env.client.clone(), "flux-system");
+        api.create(
+            &PostParams::default(),
+            &kustomization("secrets", "repo", decryption("sops-age")),
+        )
+        .await
+        .unwrap();
+        clusters.push((env, api, secrets));
+    }
+
+    let (_, production, production_secrets) = &clusters[0];
+    let ready = ready_with_reason(production, "secrets", "ReconciliationSucceeded").await;
+    assert_eq!(ready["status"], "True");
+    let applied = production_secrets.get("age").await.unwrap();
+    let text = serde_json::to_string(&applied).unwrap();
+    assert!(
+        !text.contains("ENC["),
+        "applied in clear on production: {text}"
+    );
+
+    let (_, staging, staging_secrets) = &clusters[1];
+    let ready = ready_with_reason(staging, "secrets", "BuildFailed").await;
     let message = ready["message"].as_str().unwrap();
     assert!(message.starts_with("decryption failed: "), "{message}");
     assert!(
@@ -365,11 +376,21 @@ async fn staging_cannot_decrypt_production_secrets() {
         !message.contains("AGE-SECRET-KEY"),
         "no key material in status: {message}"
     );
-    let ready = ready_with_reason(&api, "nokey", "BuildFailed").await;
+    assert!(
+        staging_secrets.get_opt("age").await.unwrap().is_none(),
+        "nothing applied on staging"
+    );
+
+    staging
+        .create(
+            &PostParams::default(),
+            &kustomization("nokey", "repo", decryption("missing")),
+        )
+        .await
+        .unwrap();
+    let ready = ready_with_reason(staging, "nokey", "BuildFailed").await;
     assert_eq!(
         ready["message"],
         "decryption: Secret flux-system/missing not found"
     );
-    // The encrypted Secret (named `age` in the fixture) was never applied.
-    assert!(secrets.get_opt("age").await.unwrap().is_none());
 }
