@@ -2,174 +2,22 @@
 //! that must apply nothing: a missing source, a dependency cycle, a failing build, suspension and
 //! deletion. Each waits for the status the controller writes; no fixed sleeps.
 
-use ferroflux_api::{GitRepository, Kustomization};
-use ferroflux_controller::kustomization::reconciler::{self, Options};
-use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
-use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+mod common;
 
-struct Env {
-    _cluster: RunningCluster,
-    client: kube::Client,
-}
+use common::{
+    create_git_repository, eventually, kustomization, publish, ready_with_reason, serve_artifact,
+    start,
+};
+use ferroflux_api::Kustomization;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::json;
 
-async fn start() -> Env {
-    let cluster = DevCluster::start(Config::memory("hub")).await.unwrap();
-    let client = cluster.client().await.unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in ferroflux_api::crds() {
-        crds.create(&PostParams::default(), &crd).await.unwrap();
-    }
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "flux-system"}})).unwrap(),
-        )
-        .await
-        .unwrap();
-    // The CRDs are served once discovery lists them.
-    let ks: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
-    eventually("Kustomization CRD served", || async {
-        ks.list(&ListParams::default()).await.ok()
-    })
-    .await;
-    let kc = kube::config::Kubeconfig::from_yaml(&cluster.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
-    let options = Options {
-        requeue_dependency: Duration::from_secs(1),
-        health_poll: Duration::from_millis(100),
-        ..Options::default()
-    };
-    tokio::spawn(reconciler::run(client.clone(), config, options));
-    Env {
-        _cluster: cluster,
-        client,
-    }
-}
-
-/// Polls `f` until it yields something; the bound only stops a broken test from hanging.
-async fn eventually<T, F, Fut>(what: &str, f: F) -> T
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    for _ in 0..600 {
-        if let Some(v) = f().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
-fn kustomization(name: &str, source: &str, extra: Value) -> Kustomization {
-    let mut spec = json!({
-        "interval": "10m",
-        "prune": true,
-        "sourceRef": {"kind": "GitRepository", "name": source},
-        "path": "./",
-    });
-    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
-        for (k, v) in e {
-            s.insert(k.clone(), v.clone());
-        }
-    }
-    serde_json::from_value(json!({
-        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-        "kind": "Kustomization",
-        "metadata": {"name": name, "namespace": "flux-system"},
-        "spec": spec,
-    }))
-    .unwrap()
-}
-
-/// The Ready condition once it has the wanted reason.
-async fn ready_with_reason(api: &Api<Kustomization>, name: &str, reason: &str) -> Value {
-    eventually(&format!("{name} Ready reason {reason}"), || async {
-        let ks = api.get(name).await.ok()?;
-        let conditions = ks.status?.conditions?;
-        let ready = conditions.into_iter().find(|c| c.type_ == "Ready")?;
-        (ready.reason == reason).then(|| serde_json::to_value(ready).unwrap())
-    })
-    .await
-}
-
-/// Serves one artifact over HTTP, as the source controller would.
-async fn serve_artifact(files: &[(&str, &str)]) -> (String, String) {
-    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    let mut builder = tar::Builder::new(gz);
-    for (name, text) in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(text.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        builder
-            .append_data(&mut header, name, text.as_bytes())
-            .unwrap();
-    }
-    let data = builder.into_inner().unwrap().finish().unwrap();
-    let digest = format!("sha256:{}", hex(&Sha256::digest(&data)));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
-            let data = data.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                let _ = sock.read(&mut buf).await;
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    data.len()
-                );
-                let _ = sock.write_all(head.as_bytes()).await;
-                let _ = sock.write_all(&data).await;
-            });
-        }
-    });
-    (
-        format!("http://{addr}/gitrepository/flux-system/repo/x.tar.gz"),
-        digest,
-    )
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-async fn git_repository_with_artifact(client: &kube::Client, url: &str, digest: &str) {
-    let repos: Api<GitRepository> = Api::namespaced(client.clone(), "flux-system");
-    let repo: GitRepository = serde_json::from_value(json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1",
-        "kind": "GitRepository",
-        "metadata": {"name": "repo", "namespace": "flux-system"},
-        "spec": {"interval": "1m", "url": "https://example.com/fleet"},
-    }))
-    .unwrap();
-    repos.create(&PostParams::default(), &repo).await.unwrap();
-    let status = json!({"status": {"artifact": {
-        "path": "gitrepository/flux-system/repo/x.tar.gz",
-        "url": url,
-        "revision": "main@sha1:0123456789abcdef0123456789abcdef01234567",
-        "digest": digest,
-        "lastUpdateTime": "2026-01-01T00:00:00Z",
-    }}});
-    repos
-        .patch_status("repo", &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .unwrap();
-}
+const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_source_dependency_cycle_and_build_failure_apply_nothing() {
-    let env = start().await;
+    let env = start("hub").await;
     let api: Api<Kustomization> = Api::namespaced(env.client.clone(), "flux-system");
 
     // A source that does not exist.
@@ -195,12 +43,13 @@ async fn missing_source_dependency_cycle_and_build_failure_apply_nothing() {
     );
 
     // A build that fails: the artifact holds a kustomization naming a missing file.
-    let (url, digest) = serve_artifact(&[
+    let server = serve_artifact(&[
         ("broken/kustomization.yaml", "resources:\n- missing.yaml\n"),
         ("good/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-git\n  namespace: flux-system\ndata:\n  a: \"1\"\n"),
     ])
     .await;
-    git_repository_with_artifact(&env.client, &url, &digest).await;
+    create_git_repository(&env.client).await;
+    publish(&env.client, &server, COMMIT).await;
     api.create(
         &PostParams::default(),
         &kustomization("broken", "repo", json!({"path": "./broken"})),
@@ -215,7 +64,7 @@ async fn missing_source_dependency_cycle_and_build_failure_apply_nothing() {
     let broken = api.get("broken").await.unwrap().status.unwrap();
     assert_eq!(
         broken.last_attempted_revision.as_deref(),
-        Some("main@sha1:0123456789abcdef0123456789abcdef01234567")
+        Some(format!("main@sha1:{COMMIT}").as_str())
     );
     assert!(broken.last_applied_revision.is_none());
 
@@ -280,7 +129,7 @@ async fn missing_source_dependency_cycle_and_build_failure_apply_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_suspended_kustomization_is_left_alone() {
-    let env = start().await;
+    let env = start("hub").await;
     let api: Api<Kustomization> = Api::namespaced(env.client.clone(), "flux-system");
     api.create(
         &PostParams::default(),
@@ -323,7 +172,7 @@ async fn staging_cannot_decrypt_production_secrets() {
     let fixtures = format!("{}/../sops/tests/fixtures", env!("CARGO_MANIFEST_DIR"));
     let production_secret =
         std::fs::read_to_string(format!("{fixtures}/algorithms/age.yaml")).unwrap();
-    let (url, digest) = serve_artifact(&[
+    let server = serve_artifact(&[
         ("secrets/kustomization.yaml", "resources:\n- secret.yaml\n"),
         ("secrets/secret.yaml", &production_secret),
     ])
@@ -334,8 +183,9 @@ async fn staging_cannot_decrypt_production_secrets() {
     };
     let mut clusters = Vec::new();
     for (cluster, key_file) in [("production", "age.txt"), ("staging", "age-global.txt")] {
-        let env = start().await;
-        git_repository_with_artifact(&env.client, &url, &digest).await;
+        let env = start(cluster).await;
+        create_git_repository(&env.client).await;
+        publish(&env.client, &server, COMMIT).await;
         let key = std::fs::read(format!("{fixtures}/keys/{key_file}")).unwrap();
         let secrets: Api<Secret> = Api::namespaced(env.client.clone(), "flux-system");
         let key: Secret = serde_json::from_value(json!({
