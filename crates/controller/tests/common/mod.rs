@@ -90,15 +90,27 @@ pub fn kustomization(name: &str, source: &str, extra: Value) -> Kustomization {
     .unwrap()
 }
 
-/// The Ready condition once it has the wanted reason.
+/// The Ready condition once it has the wanted reason; on time-out the panic shows the last one.
 pub async fn ready_with_reason(api: &Api<Kustomization>, name: &str, reason: &str) -> Value {
-    eventually(&format!("{name} Ready reason {reason}"), || async {
-        let ks = api.get(name).await.ok()?;
-        let conditions = ks.status?.conditions?;
-        let ready = conditions.into_iter().find(|c| c.type_ == "Ready")?;
-        (ready.reason == reason).then(|| serde_json::to_value(ready).unwrap())
-    })
-    .await
+    let last = Mutex::new(Value::Null);
+    let found = async {
+        eventually(&format!("{name} Ready reason {reason}"), || async {
+            let ks = api.get(name).await.ok()?;
+            let conditions = ks.status?.conditions?;
+            let ready = conditions.into_iter().find(|c| c.type_ == "Ready")?;
+            let ready = serde_json::to_value(ready).unwrap();
+            *last.lock().unwrap() = ready.clone();
+            (ready["reason"] == reason).then_some(ready)
+        })
+        .await
+    };
+    match tokio::time::timeout(Duration::from_secs(25), found).await {
+        Ok(v) => v,
+        Err(_) => panic!(
+            "{name} never reached Ready reason {reason}; last: {}",
+            last.lock().unwrap()
+        ),
+    }
 }
 
 pub fn tarball(files: &[(&str, &str)]) -> Vec<u8> {
