@@ -1139,6 +1139,292 @@ case("annotations-and-labels-overlay-stack", {"base/kustomization.yaml": "common
 case("generator-files-multiline-json", {"kustomization.yaml": "configMapGenerator:\n- name: dash\n  files:\n  - dash.json\n  - script.sh\n", "dash.json": "{\n  \"title\": \"Dash\",\n  \"panels\": []\n}\n", "script.sh": "#!/bin/sh\nset -e\necho \"tab\there\"\n"})
 case("pvc-storageclass-priorityclass-refs", {"kustomization.yaml": "namePrefix: p-\nresources:\n- r.yaml\n", "r.yaml": "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: fast\nprovisioner: x\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\nspec:\n  storageClassName: fast\n  accessModes: [ReadWriteOnce]\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: high\nvalue: 1000\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: pod\nspec:\n  priorityClassName: high\n  containers:\n  - name: c\n    image: busybox\n  volumes:\n  - name: d\n    persistentVolumeClaim:\n      claimName: data\n"})
 
+# --- strategic merge patches
+SMP_BASE = {"base/kustomization.yaml": "resources:\n- d.yaml\n- svc.yaml\n", "base/d.yaml": k("""\
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata:
+      name: web
+    spec:
+      replicas: 1
+      selector:
+        matchLabels:
+          app: web
+      template:
+        metadata:
+          labels:
+            app: web
+        spec:
+          containers:
+          - name: web
+            image: nginx:1.25
+            env:
+            - name: A
+              value: "1"
+            - name: B
+              value: "2"
+            ports:
+            - containerPort: 80
+              name: http
+            volumeMounts:
+            - name: data
+              mountPath: /data
+          - name: sidecar
+            image: envoy:1
+          volumes:
+          - name: data
+            emptyDir: {}
+          tolerations:
+          - key: a
+            operator: Exists
+    """), "base/svc.yaml": SVC}
+case("smp-patches-file", dict(SMP_BASE, **{"overlay/kustomization.yaml": "resources:\n- ../base\npatches:\n- path: patch.yaml\n", "overlay/patch.yaml": k("""\
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata:
+      name: web
+    spec:
+      replicas: 3
+      template:
+        spec:
+          containers:
+          - name: web
+            env:
+            - name: B
+              value: "20"
+            - name: C
+              value: "3"
+            resources:
+              limits:
+                memory: 128Mi
+    """)}), "overlay")
+case("smp-legacy-inline-and-file", dict(SMP_BASE, **{"overlay/kustomization.yaml": "resources:\n- ../base\npatchesStrategicMerge:\n- p1.yaml\n- |-\n  apiVersion: v1\n  kind: Service\n  metadata:\n    name: web\n  spec:\n    type: LoadBalancer\n", "overlay/p1.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  annotations:\n    patched: \"true\"\nspec:\n  template:\n    spec:\n      containers:\n      - name: sidecar\n        image: envoy:2\n"}), "overlay")
+case("smp-delete-directives", dict(SMP_BASE, **{"overlay/kustomization.yaml": "resources:\n- ../base\npatches:\n- path: patch.yaml\n", "overlay/patch.yaml": k("""\
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata:
+      name: web
+    spec:
+      template:
+        spec:
+          containers:
+          - name: sidecar
+            $patch: delete
+          - name: web
+            env:
+            - name: A
+              $patch: delete
+          volumes:
+          - name: data
+            $patch: delete
+          tolerations: null
+    """)}), "overlay")
+case("smp-replace-directive", dict(SMP_BASE, **{"overlay/kustomization.yaml": "resources:\n- ../base\npatches:\n- path: patch.yaml\n", "overlay/patch.yaml": k("""\
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata:
+      name: web
+    spec:
+      template:
+        spec:
+          containers:
+          - $patch: replace
+          - name: only
+            image: busybox
+    """)}), "overlay")
+case("smp-delete-whole-object", dict(SMP_BASE, **{"overlay/kustomization.yaml": "resources:\n- ../base\npatches:\n- patch: |-\n    apiVersion: v1\n    kind: Service\n    metadata:\n      name: web\n    $patch: delete\n"}), "overlay")
+case("smp-target-selector", dict(SMP_BASE, **{"overlay/kustomization.yaml": k("""\
+    resources:
+    - ../base
+    patches:
+    - target:
+        kind: Deployment
+        labelSelector: ""
+      patch: |-
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: any-name
+        spec:
+          template:
+            spec:
+              securityContext:
+                runAsNonRoot: true
+    """)}), "overlay")
+case("smp-ports-and-mounts", dict(SMP_BASE, **{"overlay/kustomization.yaml": "resources:\n- ../base\npatches:\n- path: patch.yaml\n", "overlay/patch.yaml": k("""\
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata:
+      name: web
+    spec:
+      template:
+        spec:
+          containers:
+          - name: web
+            ports:
+            - containerPort: 9090
+              name: metrics
+            volumeMounts:
+            - name: cache
+              mountPath: /cache
+          volumes:
+          - name: cache
+            emptyDir:
+              medium: Memory
+    """)}), "overlay")
+case("smp-custom-resource", {"kustomization.yaml": "resources:\n- w.yaml\npatches:\n- patch: |-\n    apiVersion: example.com/v1\n    kind: Widget\n    metadata:\n      name: w\n    spec:\n      list:\n      - c\n      map:\n        b: 20\n        c: 30\n", "w.yaml": "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  list:\n  - a\n  - b\n  map:\n    a: 1\n    b: 2\n"})
+case("smp-after-namespace-in-base", {"base/kustomization.yaml": "namespace: apps\nresources:\n- d.yaml\n", "base/d.yaml": DEPLOY, "overlay/kustomization.yaml": "resources:\n- ../base\npatches:\n- patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: web\n      namespace: apps\n    spec:\n      replicas: 7\n"}, "overlay")
+case("smp-patch-multidoc-file", dict(SMP_BASE, **{"overlay/kustomization.yaml": "resources:\n- ../base\npatches:\n- path: patches.yaml\n", "overlay/patches.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - port: 443\n    targetPort: 8443\n"}), "overlay")
+case("components-patches-generators-smp", {
+    "base/kustomization.yaml": "resources:\n- d.yaml\n", "base/d.yaml": DEPLOY,
+    "comp/kustomization.yaml": "kind: Component\npatches:\n- patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: web\n    spec:\n      template:\n        spec:\n          containers:\n          - name: web\n            envFrom:\n            - configMapRef:\n                name: feature\nconfigMapGenerator:\n- name: feature\n  literals:\n  - ENABLED=1\n",
+    "overlay/kustomization.yaml": "namePrefix: prod-\nnamespace: prod\nresources:\n- ../base\ncomponents:\n- ../comp\n",
+}, "overlay")
+
+# --- replacements
+case("replacements-basic", {"kustomization.yaml": k("""\
+    resources:
+    - all.yaml
+    replacements:
+    - source:
+        kind: ConfigMap
+        name: settings
+        fieldPath: data.host
+      targets:
+      - select:
+          kind: Deployment
+        fieldPaths:
+        - spec.template.spec.containers.[name=web].env.[name=HOST].value
+        - metadata.annotations.host
+        options:
+          create: true
+    - source:
+        kind: Service
+        name: web
+      targets:
+      - select:
+          kind: ConfigMap
+        fieldPaths:
+        - data.service
+    """), "all.yaml": DEPLOY.replace("        ports:", "        env:\n        - name: HOST\n          value: placeholder\n        ports:") + "---\n" + SVC + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  host: db.example.com\n  service: x\n"})
+case("replacements-delimiter-index", {"kustomization.yaml": k("""\
+    resources:
+    - all.yaml
+    replacements:
+    - source:
+        kind: Deployment
+        name: web
+        fieldPath: spec.template.spec.containers.0.image
+        options:
+          delimiter: ':'
+          index: 1
+      targets:
+      - select:
+          kind: ConfigMap
+          name: settings
+        fieldPaths:
+        - data.version
+      - select:
+          kind: ConfigMap
+          name: settings
+        fieldPaths:
+        - data.image
+        options:
+          delimiter: ':'
+          index: 1
+    """), "all.yaml": DEPLOY + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  version: old\n  image: busybox:old\n"})
+case("replacements-file-and-reject", {"kustomization.yaml": "resources:\n- all.yaml\nreplacements:\n- path: repl.yaml\n", "repl.yaml": k("""\
+    source:
+      kind: ConfigMap
+      name: src
+      fieldPath: data.value
+    targets:
+    - select:
+        kind: ConfigMap
+      reject:
+      - name: src
+      - name: skip
+      fieldPaths:
+      - data.value
+    """), "all.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: src\ndata:\n  value: new\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: t1\ndata:\n  value: old\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: skip\ndata:\n  value: old\n"})
+case("replacements-int-target-and-map", {"kustomization.yaml": k("""\
+    resources:
+    - all.yaml
+    replacements:
+    - source:
+        kind: ConfigMap
+        name: src
+        fieldPath: data.replicas
+      targets:
+      - select:
+          kind: Deployment
+        fieldPaths:
+        - spec.replicas
+    - source:
+        kind: ConfigMap
+        name: src
+        fieldPath: metadata.labels
+      targets:
+      - select:
+          kind: Deployment
+        fieldPaths:
+        - spec.template.metadata.labels
+    """), "all.yaml": DEPLOY + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: src\n  labels:\n    app: web\n    copied: \"yes\"\ndata:\n  replicas: \"5\"\n"})
+case("replacements-after-prefix", {"base/kustomization.yaml": "resources:\n- all.yaml\n", "base/all.yaml": DEPLOY + "---\n" + SVC, "overlay/kustomization.yaml": "namePrefix: p-\nresources:\n- ../base\nreplacements:\n- source:\n    kind: Service\n    name: web\n  targets:\n  - select:\n      kind: Deployment\n      name: web\n    fieldPaths:\n    - metadata.annotations.svc\n    options:\n      create: true\n"}, "overlay")
+
+# --- vars
+case("vars-basic", {"kustomization.yaml": k("""\
+    namePrefix: v-
+    resources:
+    - all.yaml
+    vars:
+    - name: SVC_NAME
+      objRef:
+        apiVersion: v1
+        kind: Service
+        name: web
+    - name: SVC_PORT
+      objRef:
+        apiVersion: v1
+        kind: Service
+        name: web
+      fieldRef:
+        fieldPath: spec.ports[0].port
+    """), "all.yaml": SVC + "---\n" + k("""\
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata:
+      name: client
+    spec:
+      selector:
+        matchLabels:
+          app: client
+      template:
+        metadata:
+          labels:
+            app: client
+        spec:
+          containers:
+          - name: c
+            image: busybox
+            command: ["sh", "-c", "wget $(SVC_NAME):$(SVC_PORT)"]
+            args:
+            - --port=$(SVC_PORT)
+            - $$(ESCAPED)
+            - $(UNKNOWN)
+            env:
+            - name: TARGET
+              value: http://$(SVC_NAME)
+            - name: PORT
+              value: $(SVC_PORT)
+    """)})
+case("vars-from-base", {"base/kustomization.yaml": "resources:\n- all.yaml\nvars:\n- name: CM\n  objRef:\n    apiVersion: v1\n    kind: ConfigMap\n    name: cfg\n  fieldRef:\n    fieldPath: data.key\n", "base/all.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  key: from-config\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: busybox\n    args: [\"$(CM)\"]\n", "overlay/kustomization.yaml": "namespace: o\nresources:\n- ../base\n"}, "overlay")
+
+# --- more generators and formatting
+case("generator-long-values", {"kustomization.yaml": "configMapGenerator:\n- name: long\n  literals:\n  - LONG=" + "word " * 30 + "end\n  - TAB=a\tb\n  - 'COLON=key: value'\n  - HASH=#comment\n  - \"QUOTE='single'\"\n  - YES=yes\n  - NUM=0123\n"})
+case("generator-env-and-files-secret", {"kustomization.yaml": "secretGenerator:\n- name: mixed\n  envs:\n  - a.env\n  files:\n  - cert.pem\n  literals:\n  - extra=1\n", "a.env": "X=1\nY=2\n", "cert.pem": "-----BEGIN CERTIFICATE-----\n" + "A" * 64 + "\n" + "B" * 64 + "\n-----END CERTIFICATE-----\n"})
+case("namespace-and-generators-with-refs-in-overlay", {"base/kustomization.yaml": "resources:\n- pod.yaml\nsecretGenerator:\n- name: tok\n  literals:\n  - t=1\n", "base/pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: busybox\n    env:\n    - name: T\n      valueFrom:\n        secretKeyRef:\n          name: tok\n          key: t\n", "overlay/kustomization.yaml": "namespace: z\nnameSuffix: -z\nresources:\n- ../base\n"}, "overlay")
+
 def main():
     for name, (files, build) in sorted(cases.items()):
         d = os.path.join(OUT, name)
