@@ -312,6 +312,9 @@ impl Ctx<'_> {
         acc: &mut Acc,
     ) -> Result<()> {
         let shown = self.fs.display(kfile);
+        // Collected first and appended once: the duplicate check then costs one index build per
+        // kustomization instead of one per file.
+        let mut pending: Vec<Res> = Vec::new();
         for entry in kust.resources.iter().chain(kust.bases.iter()) {
             if is_remote(entry) {
                 return Err(BuildError::Unsupported {
@@ -326,7 +329,7 @@ impl Ctx<'_> {
             if real.is_dir() {
                 let (child, child_file) = load_kustomization(self, &real)?;
                 let sub = self.accumulate(&real, &child_file, &child, Acc::default(), false)?;
-                append_all(&mut acc.resources, sub.resources, self.fs)?;
+                pending.extend(sub.resources);
                 for v in sub.vars {
                     if acc.vars.iter().any(|k| k.name == v.name) {
                         return Err(BuildError::invalid(
@@ -339,9 +342,10 @@ impl Ctx<'_> {
             } else {
                 let real = self.fs.confine(&p, dir, "resource file")?;
                 let loaded = self.load_resources(&real)?;
-                append_all(&mut acc.resources, loaded, self.fs)?;
+                pending.extend(loaded);
             }
         }
+        append_all(&mut acc.resources, pending, self.fs)?;
         transform::generators::run(self, dir, kfile, kust, &mut acc.resources)?;
         for entry in &kust.components {
             if is_remote(entry) {
