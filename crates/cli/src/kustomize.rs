@@ -21,8 +21,8 @@ enum KustomizeCommand {
         /// Directory holding kustomization.yaml.
         #[arg(default_value = ".")]
         dir: PathBuf,
-        /// Repository root: nothing outside it is read (default: the current directory if it
-        /// contains DIR, else DIR itself).
+        /// Repository root: nothing outside it is read (default: the Git work tree holding DIR,
+        /// else the current directory if it contains DIR, else DIR itself).
         #[arg(long)]
         root: Option<PathBuf>,
     },
@@ -54,10 +54,14 @@ fn build(dir: &Path, root: Option<&Path>) -> anyhow::Result<()> {
             .with_context(|| format!("{}: cannot open repository root", r.display()))?,
         None => {
             let cwd = std::env::current_dir()?.canonicalize()?;
-            if dir_abs.starts_with(&cwd) {
-                cwd
-            } else {
-                dir_abs.clone()
+            let git_root = dir_abs
+                .ancestors()
+                .find(|a| a.join(".git").exists())
+                .map(Path::to_path_buf);
+            match git_root {
+                Some(g) => g,
+                None if dir_abs.starts_with(&cwd) => cwd,
+                None => dir_abs.clone(),
             }
         }
     };

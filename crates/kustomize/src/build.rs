@@ -11,7 +11,7 @@ use crate::fsys::{Fs, Limits};
 use crate::kustomization::{Kustomization, VarArgs};
 use crate::resource::Res;
 use crate::transform;
-use crate::yaml::parse::parse_documents;
+use crate::yaml::parse::{parse_documents, parse_documents_with_raw};
 
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
@@ -93,6 +93,9 @@ impl Build {
                 .iter()
                 .any(|(k, v)| k == "config.kubernetes.io/local-config" && v == "true")
         });
+        for r in &mut resources {
+            stringify_annotations(r);
+        }
         transform::sort::sort(&mut resources, kust.sort_options.as_ref())
             .map_err(|m| BuildError::invalid(ctx.fs.display(&kfile), m))?;
         let warnings = ctx.warnings.into_inner();
@@ -100,6 +103,38 @@ impl Build {
             objects: resources.into_iter().map(|r| r.obj).collect(),
             warnings,
         })
+    }
+}
+
+/// kustomize rewrites every object's (non-empty) annotations as a string map before printing;
+/// values that patches set as numbers or booleans come out as strings.
+fn stringify_annotations(r: &mut Res) {
+    let raw = std::mem::take(&mut r.raw_annotations);
+    let roundtripped = r.json_roundtripped;
+    let Some(Value::Object(a)) = r
+        .obj
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+    else {
+        return;
+    };
+    for (k, v) in a.iter_mut() {
+        if v.is_string() {
+            continue;
+        }
+        // Untouched since it was read: kustomize prints the source text.
+        if !roundtripped
+            && let Some((_, text, _)) = raw.iter().find(|(rk, _, typed)| rk == k && typed == v)
+        {
+            *v = Value::String(text.clone());
+            continue;
+        }
+        *v = match v {
+            Value::Number(n) => Value::String(crate::yaml::emit::format_number(n)),
+            Value::Bool(b) => Value::String(b.to_string()),
+            Value::Null => Value::String("null".into()),
+            _ => continue,
+        };
     }
 }
 
@@ -370,13 +405,17 @@ impl Ctx<'_> {
     pub fn load_resources(&self, real: &Path) -> Result<Vec<Res>> {
         let shown = self.fs.display(real);
         let text = self.fs.read_text(real)?;
-        let docs = parse_documents(&text).map_err(|error| BuildError::Yaml {
+        let docs = parse_documents_with_raw(&text).map_err(|error| BuildError::Yaml {
             path: shown.clone(),
             error,
         })?;
         let mut out = Vec::new();
         for d in docs {
-            expand_doc(d, &shown, &mut out)?;
+            let first = out.len();
+            expand_doc(d.value, &shown, &mut out)?;
+            if out.len() == first + 1 {
+                out[first].raw_annotations = d.raw_annotations;
+            }
         }
         Ok(out)
     }

@@ -25,6 +25,10 @@ pub struct Res {
     pub generated: bool,
     /// Names of the vars that read a field of this object.
     pub var_names: Vec<String>,
+    /// Source text of annotations YAML typed as non-strings (key, text, typed value).
+    pub raw_annotations: Vec<(String, String, Value)>,
+    /// The object went through JSON (a JSON 6902 patch), which loses source text.
+    pub json_roundtripped: bool,
     pub source: PathBuf,
 }
 
@@ -40,6 +44,8 @@ impl Res {
             needs_hash: false,
             generated: false,
             var_names: Vec::new(),
+            raw_annotations: Vec::new(),
+            json_roundtripped: false,
             source,
         }
     }

@@ -197,6 +197,7 @@ pub fn patches(
                 })?;
                 for r in res.iter_mut().filter(|r| sel.matches(r)) {
                     r.store_previous_id();
+                    r.json_roundtripped = true;
                     json_patch::patch(&mut r.obj, &patch).map_err(|e| {
                         BuildError::invalid(
                             &src,

@@ -51,6 +51,23 @@ enum Frame {
 
 /// Parses every document of `text`. Empty documents are skipped (as kustomize does).
 pub fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
+    Ok(parse_documents_with_raw(text)?
+        .into_iter()
+        .map(|d| d.value)
+        .collect())
+}
+
+/// A document and the source text of its top-level annotations that YAML typed as something
+/// other than a string (key, source text, typed value).
+pub struct Document {
+    pub value: Value,
+    pub raw_annotations: Vec<(String, String, Value)>,
+}
+
+/// Like [`parse_documents`], keeping the source text of non-string annotation values.
+pub fn parse_documents_with_raw(text: &str) -> Result<Vec<Document>, YamlError> {
+    let source = text;
+    let mut raw_annotations: Vec<(String, String, Value)> = Vec::new();
     let parser = Parser::new_from_str(text);
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
@@ -73,6 +90,7 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
         let (value, anchor, weight) = match event {
             Event::DocumentStart(..) => {
                 anchors.clear();
+                raw_annotations.clear();
                 continue;
             }
             Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => continue,
@@ -125,6 +143,26 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
             Event::Scalar(text, style, anchor, tag) => {
                 is_merge = style == ScalarStyle::Plain && tag.is_none() && text == "<<";
                 let v = scalar_value(&text, style, tag.as_deref()).map_err(&err)?;
+                if style == ScalarStyle::Plain
+                    && tag.is_none()
+                    && !v.is_string()
+                    && let Some(key) = top_level_annotation_key(&stack)
+                {
+                    // kustomize prints annotations as strings of their source text (`0644`
+                    // stays "0644"); remember it. An empty value reaches us as "~", so look at
+                    // the source to tell `a:` from `a: ~`.
+                    let written_tilde = span
+                        .start
+                        .byte_offset()
+                        .and_then(|o| source.get(o..))
+                        .is_some_and(|rest| rest.starts_with('~'));
+                    let raw = if &*text == "~" && !written_tilde {
+                        String::new()
+                    } else {
+                        text.to_string()
+                    };
+                    raw_annotations.push((key, raw, v.clone()));
+                }
                 (v, anchor, 1)
             }
             _ => continue,
@@ -141,7 +179,10 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
         match stack.last_mut() {
             None => {
                 if !value.is_null() {
-                    docs.push(value);
+                    docs.push(Document {
+                        value,
+                        raw_annotations: std::mem::take(&mut raw_annotations),
+                    });
                 }
             }
             Some(Frame::Seq { items, .. }) => items.push(value),
@@ -185,6 +226,27 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
         }
     }
     Ok(docs)
+}
+
+/// The key when the next value completes `metadata.annotations.<key>` of a document's root.
+fn top_level_annotation_key(stack: &[Frame]) -> Option<String> {
+    let pending = |f: &Frame, want: &str| match f {
+        Frame::Map {
+            key: Some((k, _)), ..
+        } => k == want,
+        _ => false,
+    };
+    if stack.len() != 3 || !pending(&stack[0], "metadata") || !pending(&stack[1], "annotations") {
+        return None;
+    }
+    match &stack[2] {
+        Frame::Map {
+            key: Some((k, _)),
+            merge_pending: false,
+            ..
+        } => Some(k.clone()),
+        _ => None,
+    }
 }
 
 fn merge_into(map: &mut Map<String, Value>, src: Value) -> Result<(), String> {

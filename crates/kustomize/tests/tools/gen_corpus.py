@@ -1425,6 +1425,8 @@ case("generator-long-values", {"kustomization.yaml": "configMapGenerator:\n- nam
 case("generator-env-and-files-secret", {"kustomization.yaml": "secretGenerator:\n- name: mixed\n  envs:\n  - a.env\n  files:\n  - cert.pem\n  literals:\n  - extra=1\n", "a.env": "X=1\nY=2\n", "cert.pem": "-----BEGIN CERTIFICATE-----\n" + "A" * 64 + "\n" + "B" * 64 + "\n-----END CERTIFICATE-----\n"})
 case("namespace-and-generators-with-refs-in-overlay", {"base/kustomization.yaml": "resources:\n- pod.yaml\nsecretGenerator:\n- name: tok\n  literals:\n  - t=1\n", "base/pod.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: busybox\n    env:\n    - name: T\n      valueFrom:\n        secretKeyRef:\n          name: tok\n          key: t\n", "overlay/kustomization.yaml": "namespace: z\nnameSuffix: -z\nresources:\n- ../base\n"}, "overlay")
 
+case("annotations-untyped-values", {"kustomization.yaml": "resources:\n- a.yaml\npatches:\n- target:\n    kind: ConfigMap\n  patch: |-\n    - op: add\n      path: /metadata/annotations/from-patch\n      value: 5\n", "a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    l1: 1\n    l2: true\n  annotations:\n    a1: 0644\n    a2: ~\n    a3: 1.50\n    a4: true\n    a5:\n    a6: 0x10\n    a7: 'quoted'\nspec:\n  template:\n    metadata:\n      annotations:\n        t1: 0644\n"})
+
 def main():
     for name, (files, build) in sorted(cases.items()):
         d = os.path.join(OUT, name)
