@@ -26,6 +26,7 @@ mod faults;
 mod immutable;
 mod objects;
 mod patch;
+mod protobuf;
 mod resources;
 mod selector;
 mod server;

@@ -264,6 +264,14 @@ fn kind_specific(st: &State, res: &Resource, obj: &mut Value, name: &str) -> Res
                 l.insert("kubernetes.io/metadata.name".into(), json!(name));
             }
         }
+        ("", "secrets")
+            if obj
+                .get("type")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty) =>
+        {
+            obj["type"] = json!("Opaque");
+        }
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let r = resource_from_crd(obj).map_err(|(field, msg)| {
                 ApiError::invalid(

@@ -373,9 +373,7 @@ pub fn parse_body(bytes: &[u8], ct: &str) -> Result<Value, ApiError> {
         serde_saphyr::from_str::<Value>(s)
             .map_err(|e| ApiError::bad_request(format!("yaml parse error: {e}")))
     } else if ct.contains("protobuf") {
-        Err(ApiError::unsupported_media_type(format!(
-            "the body of the request was in an unsupported format ({ct}); this server accepts application/json and application/yaml"
-        )))
+        crate::protobuf::decode(bytes)
     } else {
         serde_json::from_slice(bytes)
             .map_err(|e| ApiError::bad_request(format!("json parse error: {e}")))

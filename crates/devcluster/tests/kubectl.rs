@@ -349,3 +349,62 @@ async fn clusters_are_isolated_and_tokens_do_not_cross() {
     a.shutdown().await;
     b.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imperative_create_commands_work() {
+    let c = DevCluster::start(Config::memory("kind-e")).await.unwrap();
+    let k = Kubectl::new(&[&c]);
+    assert_eq!(
+        k.ok(&["create", "namespace", "team"]).trim(),
+        "namespace/team created"
+    );
+    k.ok(&[
+        "create",
+        "configmap",
+        "conf",
+        "-n",
+        "team",
+        "--from-literal=color=blue",
+        "--from-literal=size=2",
+    ]);
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "cm",
+            "conf",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.data.color}/{.data.size}"
+        ]),
+        "blue/2"
+    );
+    k.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "s",
+        "-n",
+        "team",
+        "--from-literal=token=abc",
+    ]);
+    // "abc" in base64.
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "secret",
+            "s",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.data.token}/{.type}"
+        ]),
+        "YWJj/Opaque"
+    );
+    k.ok(&["create", "serviceaccount", "robot", "-n", "team"]);
+    assert_eq!(
+        k.ok(&["get", "sa", "-n", "team", "-o", "name"]).trim(),
+        "serviceaccount/robot"
+    );
+    c.shutdown().await;
+}

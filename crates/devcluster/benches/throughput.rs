@@ -1,0 +1,140 @@
+//! Throughput of a devcluster through kube-rs: 10,000 creates, a list and a watch of them
+//! (in memory and with SQLite), and server-side apply of 4,000 objects (first and no-op).
+//! Run: `cargo bench -p ferroflux-devcluster --bench throughput`. Numbers go to BENCHMARKS.md.
+
+use std::time::{Duration, Instant};
+
+use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use serde_json::json;
+
+const CREATES: usize = 10_000;
+const APPLIES: usize = 4_000;
+
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(0.0)
+}
+
+async fn creates(c: &RunningCluster, label: &str) {
+    let client = c.client().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let concurrency = 32;
+    let t = Instant::now();
+    futures_util::stream::iter(0..CREATES)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let cm: ConfigMap = serde_json::from_value(json!({
+                    "metadata": { "name": format!("cm-{i:05}"), "labels": { "bench": "yes" } },
+                    "data": { "index": i.to_string(), "payload": "x".repeat(200) },
+                }))
+                .unwrap();
+                api.create(&PostParams::default(), &cm).await.unwrap();
+            }
+        })
+        .buffer_unordered(concurrency)
+        .collect::<Vec<_>>()
+        .await;
+    let create_time = t.elapsed();
+
+    let t = Instant::now();
+    let list = api.list(&ListParams::default()).await.unwrap();
+    let list_time = t.elapsed();
+    assert_eq!(list.items.len(), CREATES);
+
+    let t = Instant::now();
+    let mut stream = Box::pin(api.watch(&WatchParams::default(), "0").await.unwrap());
+    let mut added = 0;
+    while added < CREATES {
+        if let Some(Ok(WatchEvent::Added(_))) = stream.next().await {
+            added += 1;
+        }
+    }
+    let watch_time = t.elapsed();
+    println!(
+        "{label}: {CREATES} creates (concurrency {concurrency}) in {:.2}s = {:.0} writes/s; list of {CREATES} in {} ms; watch replay of {CREATES} in {} ms; RSS {:.0} MiB",
+        create_time.as_secs_f64(),
+        CREATES as f64 / create_time.as_secs_f64(),
+        list_time.as_millis(),
+        watch_time.as_millis(),
+        rss_mib()
+    );
+}
+
+async fn applies(c: &RunningCluster) {
+    let client = c.client().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let run = |label: &'static str| {
+        let api = api.clone();
+        async move {
+            let t = Instant::now();
+            futures_util::stream::iter(0..APPLIES)
+                .map(|i| {
+                    let api = api.clone();
+                    async move {
+                        let name = format!("ssa-{i:05}");
+                        let cm = json!({
+                            "apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": { "name": name, "labels": { "app": "bench" } },
+                            "data": { "index": i.to_string(), "a": "1", "b": "2" },
+                        });
+                        api.patch(
+                            &name,
+                            &PatchParams::apply("bench").force(),
+                            &Patch::Apply(&cm),
+                        )
+                        .await
+                        .unwrap();
+                    }
+                })
+                .buffer_unordered(4)
+                .collect::<Vec<_>>()
+                .await;
+            let d: Duration = t.elapsed();
+            println!(
+                "memory: server-side apply of {APPLIES} (concurrency 4), {label}: {:.2}s = {:.0} applies/s; RSS {:.0} MiB",
+                d.as_secs_f64(),
+                APPLIES as f64 / d.as_secs_f64(),
+                rss_mib()
+            );
+        }
+    };
+    run("first apply").await;
+    run("no-op re-apply").await;
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mem = DevCluster::start(Config::memory("bench-mem"))
+            .await
+            .unwrap();
+        creates(&mem, "memory").await;
+        mem.shutdown().await;
+
+        let dir = tempfile::tempdir().unwrap();
+        let disk = DevCluster::start(Config::file("bench-sqlite", dir.path().join("c.db")))
+            .await
+            .unwrap();
+        creates(&disk, "sqlite").await;
+        disk.shutdown().await;
+
+        let mem = DevCluster::start(Config::memory("bench-ssa"))
+            .await
+            .unwrap();
+        applies(&mem).await;
+        mem.shutdown().await;
+    });
+}
