@@ -8,4 +8,5 @@
 //! substitution. Building, applying and fetching Git are delegated to the crates that own them.
 
 pub mod artifact;
+pub mod gitrepository;
 pub mod kustomization;

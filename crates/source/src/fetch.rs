@@ -398,7 +398,13 @@ impl GitSource {
 
     /// Lists every ref of the remote; an empty list means an empty repository.
     pub fn list_all(&self) -> Result<Vec<RemoteRef>> {
-        self.list(&Self::listing_repo()?, &["refs/*:refs/*".to_string()])
+        self.list(
+            &Self::listing_repo()?,
+            &[
+                "+refs/heads/*:refs/heads/*".to_string(),
+                "+refs/tags/*:refs/tags/*".to_string(),
+            ],
+        )
     }
 
     fn not_found(&self, what: String) -> Error {

@@ -369,6 +369,17 @@ fn scp_style_and_file_urls_are_refused_unless_allowed() {
         allow_file_urls: true,
         ..Default::default()
     };
+    let missing = GitSource::new(
+        &url,
+        &branch("nope"),
+        Credentials::default(),
+        allowed.clone(),
+    );
+    let err = missing.unwrap().resolve().unwrap_err();
+    assert!(
+        err.to_string().contains("branch 'nope' does not exist"),
+        "{err}"
+    );
     let src = GitSource::new(&url, &branch("main"), Credentials::default(), allowed).unwrap();
     let store = tempfile::tempdir().unwrap();
     let storage = Storage::new(store.path(), "http://x").unwrap();

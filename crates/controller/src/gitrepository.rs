@@ -1,0 +1,418 @@
+//! The `GitRepository` reconciler: one pass over one object. Fetching, packing and storing are
+//! `ferroflux-source`'s; this module reads the object and its secret, runs the source on a
+//! blocking thread under `spec.timeout`, and writes Flux's status, finalizer and events.
+//!
+//! Not here yet: the watch/queue loop and `ferroflux controller` (issue 5, item 5) — they call
+//! [`reconcile`] and requeue after [`Reconciled::requeue_after`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ferroflux_api::conditions::{self, Status, reason};
+use ferroflux_api::{
+    Artifact, FINALIZER, GitRepository, GitRepositoryStatus, RECONCILE_REQUESTED_AT,
+};
+use ferroflux_source::{
+    Credentials, FetchOptions, GitRef, GitSource, ObjectKey, Outcome, PackOptions, Previous,
+    Storage,
+};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+
+/// Where artifacts go and what the controller allows.
+#[derive(Clone)]
+pub struct SourceSettings {
+    pub storage: Storage,
+    /// `--allow-file-urls`.
+    pub allow_file_urls: bool,
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reconciled {
+    /// When to look again (`spec.interval`); `None` when the object is gone or suspended.
+    pub requeue_after: Option<Duration>,
+    /// The event emitted, if any: `(type, reason, message)`.
+    pub event: Option<(String, String, String)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("storage: {0}")]
+    Source(#[from] ferroflux_source::Error),
+}
+
+const FIELD_MANAGER: &str = "gotk-source-controller";
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn source_error_message(e: &ferroflux_source::Error) -> String {
+    e.to_string()
+}
+
+/// Maps `status.artifact` to the source crate's record of it.
+fn previous(status: Option<&GitRepositoryStatus>) -> Option<Previous> {
+    let status = status?;
+    let a = status.artifact.as_ref()?;
+    Some(Previous {
+        artifact: ferroflux_source::Artifact {
+            path: a.path.clone(),
+            url: a.url.clone(),
+            revision: a.revision.clone(),
+            digest: a.digest.clone(),
+            size: a.size.unwrap_or_default().max(0) as u64,
+            // Only compared for equality with itself on a no-op; the status keeps its own text.
+            last_update_time: std::time::SystemTime::UNIX_EPOCH,
+        },
+        observed_ignore: status.observed_ignore.clone(),
+    })
+}
+
+fn to_status_artifact(a: &ferroflux_source::Artifact, now: Timestamp) -> Artifact {
+    Artifact {
+        digest: a.digest.clone(),
+        last_update_time: now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        metadata: None,
+        path: a.path.clone(),
+        revision: a.revision.clone(),
+        size: Some(a.size as i64),
+        url: a.url.clone(),
+    }
+}
+
+/// The result of running the source, folded into the status the way source-controller does.
+/// Pure, so the condition rules are tested without a cluster.
+pub fn apply_result(
+    status: &mut GitRepositoryStatus,
+    generation: Option<i64>,
+    result: &Result<Outcome, ferroflux_source::Error>,
+    ignore: Option<&str>,
+    now: Timestamp,
+) -> Option<(String, String, String)> {
+    let conds = status.conditions.get_or_insert_with(Vec::new);
+    let event;
+    match result {
+        Ok(outcome) => {
+            let a = outcome.artifact();
+            let msg = format!("stored artifact for revision '{}'", a.revision);
+            conditions::set_condition(
+                conds,
+                conditions::READY,
+                Status::True,
+                reason::SUCCEEDED,
+                &msg,
+                generation,
+                now,
+            );
+            conditions::set_condition(
+                conds,
+                conditions::ARTIFACT_IN_STORAGE,
+                Status::True,
+                reason::SUCCEEDED,
+                &msg,
+                generation,
+                now,
+            );
+            for t in [
+                conditions::FETCH_FAILED,
+                conditions::STALLED,
+                conditions::RECONCILING,
+                conditions::STORAGE_OPERATION_FAILED,
+            ] {
+                conditions::remove_condition(conds, t);
+            }
+            match outcome {
+                Outcome::Stored { artifact, .. } => {
+                    status.artifact = Some(to_status_artifact(artifact, now));
+                    event = Some(("Normal".to_string(), reason::NEW_ARTIFACT.to_string(), msg));
+                }
+                Outcome::Unchanged { .. } => event = None,
+            }
+            status.observed_ignore = ignore.map(str::to_string);
+        }
+        Err(e) => {
+            let msg = source_error_message(e);
+            let r = e.reason();
+            let failed_type = if r == ferroflux_source::reason::STORAGE_OPERATION_FAILED {
+                conditions::STORAGE_OPERATION_FAILED
+            } else {
+                conditions::FETCH_FAILED
+            };
+            conditions::set_condition(conds, failed_type, Status::True, r, &msg, generation, now);
+            conditions::set_condition(
+                conds,
+                conditions::READY,
+                Status::False,
+                r,
+                &msg,
+                generation,
+                now,
+            );
+            if e.is_stalling() {
+                conditions::set_condition(
+                    conds,
+                    conditions::STALLED,
+                    Status::True,
+                    r,
+                    &msg,
+                    generation,
+                    now,
+                );
+            } else {
+                conditions::remove_condition(conds, conditions::STALLED);
+            }
+            conditions::remove_condition(conds, conditions::RECONCILING);
+            // The last good artifact stays in status (and in storage): consumers keep using it.
+            event = Some(("Warning".to_string(), r.to_string(), msg));
+        }
+    }
+    status.observed_generation = generation;
+    event
+}
+
+async fn read_secret(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<Credentials, ferroflux_source::Error> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let secret = secrets.get(name).await.map_err(|e| {
+        ferroflux_source::Error::InvalidSecret(format!("failed to get secret '{ns}/{name}': {e}"))
+    })?;
+    let data: BTreeMap<String, Vec<u8>> = secret
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .chain(
+            secret
+                .string_data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.into_bytes())),
+        )
+        .collect();
+    Credentials::from_secret_data(&data)
+}
+
+/// One reconcile of `ns/name`.
+pub async fn reconcile(
+    client: &kube::Client,
+    settings: &SourceSettings,
+    ns: &str,
+    name: &str,
+) -> Result<Reconciled, ReconcileError> {
+    let api: Api<GitRepository> = Api::namespaced(client.clone(), ns);
+    let Some(obj) = api.get_opt(name).await? else {
+        return Ok(Reconciled {
+            requeue_after: None,
+            event: None,
+        });
+    };
+    let key = ObjectKey::new(ns, name);
+    let finalizers = obj.metadata.finalizers.clone().unwrap_or_default();
+    if obj.metadata.deletion_timestamp.is_some() {
+        settings.storage.remove_all(&key)?;
+        if finalizers.iter().any(|f| f == FINALIZER) {
+            let rest: Vec<&String> = finalizers.iter().filter(|f| *f != FINALIZER).collect();
+            let patch = serde_json::json!({"metadata": {"finalizers": rest}});
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+        }
+        return Ok(Reconciled {
+            requeue_after: None,
+            event: None,
+        });
+    }
+    if !finalizers.iter().any(|f| f == FINALIZER) {
+        let mut all = finalizers.clone();
+        all.push(FINALIZER.to_string());
+        let patch = serde_json::json!({"metadata": {"finalizers": all}});
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+    }
+    let interval = ferroflux_api::duration::parse_duration(&obj.spec.interval)
+        .unwrap_or(Duration::from_secs(600));
+    if obj.spec.suspend == Some(true) {
+        return Ok(Reconciled {
+            requeue_after: None,
+            event: None,
+        });
+    }
+    let timeout = obj
+        .spec
+        .timeout
+        .as_deref()
+        .and_then(|t| ferroflux_api::duration::parse_duration(t).ok())
+        .unwrap_or(DEFAULT_TIMEOUT);
+
+    let result: Result<Outcome, ferroflux_source::Error> = async {
+        let creds = match &obj.spec.secret_ref {
+            Some(r) => read_secret(client, ns, &r.name).await?,
+            None => Credentials::default(),
+        };
+        let r = obj.spec.r#ref.clone().unwrap_or_default();
+        let git_ref = GitRef {
+            branch: r.branch,
+            tag: r.tag,
+            semver: r.semver,
+            name: r.name,
+            commit: r.commit,
+        };
+        let source = Arc::new(GitSource::new(
+            &obj.spec.url,
+            &git_ref,
+            creds,
+            FetchOptions {
+                allow_file_urls: settings.allow_file_urls,
+                timeout,
+            },
+        )?);
+        let storage = settings.storage.clone();
+        let pack = PackOptions {
+            ignore: obj.spec.ignore.clone(),
+            ..Default::default()
+        };
+        let prev = previous(obj.status.as_ref());
+        let src = source.clone();
+        let task = tokio::task::spawn_blocking(move || {
+            ferroflux_source::reconcile(&src, &storage, &key, &pack, prev.as_ref())
+        });
+        match tokio::time::timeout(timeout, task).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(join)) => Err(ferroflux_source::Error::Git {
+                url: source.display_url().to_string(),
+                detail: format!("the fetch task failed: {join}"),
+            }),
+            Err(_) => Err(ferroflux_source::Error::Git {
+                url: source.display_url().to_string(),
+                detail: format!(
+                    "timed out after {}",
+                    ferroflux_api::duration::format_duration(timeout)
+                ),
+            }),
+        }
+    }
+    .await;
+
+    let mut status = obj.status.clone().unwrap_or_default();
+    let now = Timestamp::now();
+    let event = apply_result(
+        &mut status,
+        obj.metadata.generation,
+        &result,
+        obj.spec.ignore.as_deref(),
+        now,
+    );
+    if let Some(requested) = obj
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RECONCILE_REQUESTED_AT))
+    {
+        status.last_handled_reconcile_at = Some(requested.clone());
+    }
+    let patch = serde_json::json!({ "status": status });
+    api.patch_status(
+        name,
+        &PatchParams::apply(FIELD_MANAGER),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(Reconciled {
+        requeue_after: Some(interval),
+        event,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn artifact(rev: &str) -> ferroflux_source::Artifact {
+        ferroflux_source::Artifact {
+            path: "gitrepository/ns/r/abc.tar.gz".into(),
+            url: "http://h/gitrepository/ns/r/abc.tar.gz".into(),
+            revision: rev.into(),
+            digest: "sha256:00".into(),
+            size: 10,
+            last_update_time: std::time::SystemTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn success_then_failure_keeps_the_artifact_and_says_why() {
+        let mut st = GitRepositoryStatus::default();
+        let rev = format!("main@sha1:{}", "a".repeat(40));
+        let stored = Ok(Outcome::Stored {
+            artifact: artifact(&rev),
+            stats: Default::default(),
+            removed: vec![],
+        });
+        let ev = apply_result(&mut st, Some(3), &stored, None, Timestamp::UNIX_EPOCH).unwrap();
+        assert_eq!(ev.1, "NewArtifact");
+        let conds = st.conditions.clone().unwrap();
+        let ready = conditions::find_condition(&conds, "Ready").unwrap();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("True", "Succeeded")
+        );
+        assert_eq!(
+            ready.message,
+            format!("stored artifact for revision '{rev}'")
+        );
+        assert_eq!(st.observed_generation, Some(3));
+        assert_eq!(st.artifact.as_ref().unwrap().revision, rev);
+
+        let failed: Result<Outcome, _> = Err(ferroflux_source::Error::Authentication {
+            url: "https://h/r".into(),
+            detail: "the server refused the credentials (HTTP 401)".into(),
+        });
+        let ev = apply_result(&mut st, Some(3), &failed, None, Timestamp::UNIX_EPOCH).unwrap();
+        assert_eq!(
+            (ev.0.as_str(), ev.1.as_str()),
+            ("Warning", "AuthenticationFailed")
+        );
+        let conds = st.conditions.clone().unwrap();
+        let ready = conditions::find_condition(&conds, "Ready").unwrap();
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", "AuthenticationFailed")
+        );
+        assert!(conditions::is_true(&conds, "FetchFailed"));
+        assert!(conditions::is_true(&conds, "ArtifactInStorage"));
+        assert_eq!(
+            st.artifact.as_ref().unwrap().revision,
+            rev,
+            "last good artifact still named"
+        );
+
+        let unchanged = Ok(Outcome::Unchanged {
+            artifact: artifact(&rev),
+        });
+        assert!(apply_result(&mut st, Some(4), &unchanged, None, Timestamp::UNIX_EPOCH).is_none());
+        let conds = st.conditions.clone().unwrap();
+        assert!(conditions::find_condition(&conds, "FetchFailed").is_none());
+        assert!(conditions::is_true(&conds, "Ready"));
+    }
+
+    #[test]
+    fn invalid_urls_stall() {
+        let mut st = GitRepositoryStatus::default();
+        let err = GitSource::new(
+            "git@h:o/r",
+            &GitRef::default(),
+            Credentials::default(),
+            FetchOptions::default(),
+        )
+        .unwrap_err();
+        apply_result(&mut st, Some(1), &Err(err), None, Timestamp::UNIX_EPOCH);
+        let conds = st.conditions.unwrap();
+        let stalled = conditions::find_condition(&conds, "Stalled").unwrap();
+        assert_eq!(stalled.reason, "URLInvalid");
+        assert!(stalled.message.contains("ssh://git@h/o/r"));
+    }
+}
