@@ -115,13 +115,15 @@ pub fn substitute_all(
     Ok(())
 }
 
+/// `Kind/namespace/name` of an object, as inventory ids print it.
 fn describe(obj: &Value) -> String {
-    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or("");
-    let ns = s("/metadata/namespace");
-    if ns.is_empty() {
-        format!("{}/{}", s("/kind"), s("/metadata/name"))
-    } else {
-        format!("{}/{}/{}", s("/kind"), ns, s("/metadata/name"))
+    match ferroflux_apply::object::object_id(obj, 0) {
+        Ok(id) => id.display_name(),
+        Err(_) => obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("object")
+            .to_string(),
     }
 }
 
