@@ -22,6 +22,7 @@
 
 mod discovery;
 mod error;
+mod events;
 mod faults;
 mod immutable;
 mod objects;
@@ -35,6 +36,7 @@ mod store;
 mod table;
 mod tls;
 mod util;
+mod validate;
 mod watch;
 mod workloads;
 

@@ -31,11 +31,15 @@ fn has_generation(res: &Resource) -> bool {
     )
 }
 
-fn without_meta_status(v: &Value) -> Value {
+/// What a change must touch to bump `metadata.generation`: everything but metadata, and but
+/// status when status has its own subresource (a CRD without one bumps on status changes too).
+fn generation_relevant(res: &Resource, v: &Value) -> Value {
     let mut v = v.clone();
     if let Some(m) = v.as_object_mut() {
         m.remove("metadata");
-        m.remove("status");
+        if res.status_subresource || res.crd.is_none() {
+            m.remove("status");
+        }
     }
     v
 }
@@ -236,7 +240,7 @@ pub fn admit(
                     .pointer("/metadata/generation")
                     .and_then(Value::as_i64)
                     .unwrap_or(1);
-                if without_meta_status(old) != without_meta_status(&obj) {
+                if generation_relevant(res, old) != generation_relevant(res, &obj) {
                     obj["metadata"]["generation"] = json!(old_gen + 1);
                 }
             }
@@ -264,14 +268,17 @@ fn kind_specific(st: &State, res: &Resource, obj: &mut Value, name: &str) -> Res
                 l.insert("kubernetes.io/metadata.name".into(), json!(name));
             }
         }
-        ("", "secrets")
+        ("", "secrets") => {
             if obj
                 .get("type")
                 .and_then(Value::as_str)
-                .is_none_or(str::is_empty) =>
-        {
-            obj["type"] = json!("Opaque");
+                .is_none_or(str::is_empty)
+            {
+                obj["type"] = json!("Opaque");
+            }
+            crate::validate::secret(obj, &target(res, name))?;
         }
+        ("", "configmaps") => crate::validate::config_map(obj, &target(res, name))?,
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let r = resource_from_crd(obj).map_err(|(field, msg)| {
                 ApiError::invalid(

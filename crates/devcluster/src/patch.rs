@@ -57,7 +57,11 @@ pub async fn patch(
             let Some(old) = st.get(&key, r.ns.as_deref().unwrap_or(""), &name).cloned() else {
                 return Err(ApiError::not_found(&target(&r.res, &name)));
             };
-            let mut doc = (*old).clone();
+            let mut doc = if crate::events::is_events_api(&r.res) {
+                crate::events::from_core(&old)
+            } else {
+                (*old).clone()
+            };
             // A patch is applied to the object as the client addressed it.
             doc["apiVersion"] = json!(r.res.api_version(&r.version));
             let patch_error = |message: String| {
@@ -157,14 +161,42 @@ async fn apply(
             )));
         }
     };
+    // Ownership follows what the request may change: the main resource of a kind with a status
+    // subresource ignores `status`, the status subresource ignores everything else.
+    if r.sub.as_deref() == Some("status") {
+        if let Some(m) = config.as_object_mut() {
+            m.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status"));
+            if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.retain(|k, _| matches!(k.as_str(), "name" | "namespace"));
+            }
+        }
+    } else if r.res.status_subresource
+        && let Some(m) = config.as_object_mut()
+    {
+        m.remove("status");
+    }
     let key = r.res.key();
     let ns = r.ns.clone();
     let (code, stored) = app
         .store
         .write(|st| {
             let t = target(&r.res, &name);
-            let live = st.get(&key, ns.as_deref().unwrap_or(""), &name).cloned();
-            let merged = crate::ssa::apply(live.as_deref(), &config, &manager, force, &t)?;
+            let events_api = crate::events::is_events_api(&r.res);
+            let live = st.get(&key, ns.as_deref().unwrap_or(""), &name).map(|l| {
+                if events_api {
+                    Arc::new(crate::events::from_core(l))
+                } else {
+                    l.clone()
+                }
+            });
+            let merged = crate::ssa::apply(
+                live.as_deref(),
+                &config,
+                &manager,
+                r.sub.as_deref(),
+                force,
+                &t,
+            )?;
             match live {
                 Some(_) => Ok((200, write_existing(st, r, merged, dry, None)?)),
                 None => {
@@ -182,6 +214,10 @@ async fn apply(
                     )?;
                     if let Some(ns) = &ns {
                         objects::check_namespace(st, &r.res, ns, &name)?;
+                    }
+                    if events_api {
+                        crate::events::validate_create(&obj, &t)?;
+                        obj = crate::events::to_core(obj);
                     }
                     let pending = crate::workloads::simulate(st, &r.res, None, &mut obj);
                     if dry {

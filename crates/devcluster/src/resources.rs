@@ -42,6 +42,9 @@ pub struct Resource {
 impl Resource {
     /// The storage key: version-independent, like etcd's `/registry/<group>/<plural>`.
     pub fn key(&self) -> String {
+        if crate::events::is_events_api(self) {
+            return crate::events::KEY.to_string();
+        }
         format!("{}/{}", self.group, self.plural)
     }
     pub fn api_version(&self, version: &str) -> String {

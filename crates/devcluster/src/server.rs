@@ -391,17 +391,21 @@ fn dry_run(q: &HashMap<String, String>) -> Result<bool, ApiError> {
 }
 
 /// Rewrites a custom resource's apiVersion to the version the client asked for (CRDs convert with
-/// the `None` strategy: only the apiVersion changes).
-fn for_version<'a>(
+/// the `None` strategy: only the apiVersion changes); `events.k8s.io` Events are converted from
+/// the stored core form.
+pub fn for_version<'a>(
     res: &Resource,
     version: &str,
-    obj: &'a Arc<Value>,
+    obj: &'a Value,
 ) -> std::borrow::Cow<'a, Value> {
+    if crate::events::is_events_api(res) {
+        return std::borrow::Cow::Owned(crate::events::from_core(obj));
+    }
     let want = res.api_version(version);
     if obj.get("apiVersion").and_then(Value::as_str) == Some(want.as_str()) {
-        std::borrow::Cow::Borrowed(obj.as_ref())
+        std::borrow::Cow::Borrowed(obj)
     } else {
-        let mut o = (**obj).clone();
+        let mut o = obj.clone();
         o["apiVersion"] = json!(want);
         std::borrow::Cow::Owned(o)
     }
@@ -509,11 +513,17 @@ struct Continue {
     name: String,
 }
 
-pub fn selectors(q: &HashMap<String, String>) -> Result<(LabelSelector, FieldSelector), ApiError> {
+pub fn selectors(
+    q: &HashMap<String, String>,
+    res: &Resource,
+) -> Result<(LabelSelector, FieldSelector), ApiError> {
     let ls = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))
         .map_err(|e| ApiError::bad_request(format!("unable to parse labelSelector: {e}")))?;
-    let fs = FieldSelector::parse(q.get("fieldSelector").map(String::as_str).unwrap_or(""))
-        .map_err(|e| ApiError::bad_request(format!("unable to parse fieldSelector: {e}")))?;
+    let fs = FieldSelector::parse(
+        q.get("fieldSelector").map(String::as_str).unwrap_or(""),
+        res,
+    )
+    .map_err(|e| ApiError::bad_request(format!("unable to parse fieldSelector: {e}")))?;
     Ok((ls, fs))
 }
 
@@ -523,7 +533,7 @@ fn list(
     q: &HashMap<String, String>,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let (ls, fs) = selectors(q)?;
+    let (ls, fs) = selectors(q, &r.res)?;
     let limit = match q.get("limit").map(String::as_str) {
         None | Some("") | Some("0") => usize::MAX,
         Some(l) => l
@@ -647,7 +657,12 @@ async fn create(
             if st.get(&key, ns.as_deref().unwrap_or(""), &name).is_some() {
                 return Err(ApiError::already_exists(&target(&r.res, &name)));
             }
-            let mut obj = crate::ssa::record_update(None, obj, &manager, &target(&r.res, &name))?;
+            let mut obj =
+                crate::ssa::record_update(None, obj, &manager, None, &target(&r.res, &name))?;
+            if crate::events::is_events_api(&r.res) {
+                crate::events::validate_create(&obj, &target(&r.res, &name))?;
+                obj = crate::events::to_core(obj);
+            }
             let pending = crate::workloads::simulate(st, &r.res, None, &mut obj);
             if dry {
                 return Ok(Arc::new(obj));
@@ -687,8 +702,15 @@ pub fn write_existing(
     let key = r.res.key();
     let name = r.name.clone().unwrap_or_default();
     let ns = r.ns.clone().unwrap_or_default();
-    let Some(old) = st.get(&key, &ns, &name).cloned() else {
+    let Some(stored) = st.get(&key, &ns, &name).cloned() else {
         return Err(ApiError::not_found(&target(&r.res, &name)));
+    };
+    let events_api = crate::events::is_events_api(&r.res);
+    // The object as the client's API version shows it; converted back before storing.
+    let old = if events_api {
+        Arc::new(crate::events::from_core(&stored))
+    } else {
+        stored.clone()
     };
     let mode = if r.sub.as_deref() == Some("status") {
         Mode::Status(&old)
@@ -696,6 +718,11 @@ pub fn write_existing(
         Mode::Update(&old)
     };
     let status_only = matches!(mode, Mode::Status(_));
+    // Server-side apply has already computed the ownership; a status write keeps it.
+    let applied_fields = match (manager, status_only) {
+        (None, true) => obj.pointer("/metadata/managedFields").cloned(),
+        _ => None,
+    };
     let mut next = objects::admit(
         st,
         &r.res,
@@ -711,16 +738,23 @@ pub fn write_existing(
         crate::immutable::check(&r.res, &old, &next)?;
     }
     if let Some(manager) = manager {
-        next = crate::ssa::record_update(Some(&old), next, manager, &t)?;
+        next = crate::ssa::record_update(Some(&old), next, manager, r.sub.as_deref(), &t)?;
+    } else if let Some(fields) = applied_fields
+        && let Some(m) = next.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.insert("managedFields".into(), fields);
     }
     let pending = if status_only {
         None
     } else {
         crate::workloads::simulate(st, &r.res, Some(&old), &mut next)
     };
+    if events_api {
+        next = crate::events::to_core(next);
+    }
     // Like the API server, a write that changes nothing keeps the stored object and version.
-    if unchanged(&old, &next) {
-        return Ok(old);
+    if unchanged(&stored, &next) {
+        return Ok(stored);
     }
     if dry {
         return Ok(Arc::new(next));
@@ -842,7 +876,7 @@ async fn delete_collection(
     q: &HashMap<String, String>,
 ) -> Result<Response, ApiError> {
     let (_, policy, dry) = delete_options(bytes, q)?;
-    let (ls, fs) = selectors(q)?;
+    let (ls, fs) = selectors(q, &r.res)?;
     let key = r.res.key();
     let items = app
         .store

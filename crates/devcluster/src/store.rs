@@ -57,7 +57,8 @@ enum Op {
         ns: String,
         name: String,
         rv: u64,
-        body: String,
+        /// Serialised by the writer thread, off the store's lock.
+        body: Arc<Value>,
     },
     Delete {
         key: String,
@@ -78,6 +79,8 @@ pub struct State {
     history: VecDeque<Arc<Event>>,
     history_floor: u64,
     pending_ops: Vec<Op>,
+    /// Whether writes go to SQLite (an in-memory store skips serialising them).
+    durable: bool,
     pending_events: Vec<Arc<Event>>,
     /// Delayed readiness the simulated controllers owe, started after the transaction.
     pub pending_ready: Vec<crate::workloads::Pending>,
@@ -112,6 +115,7 @@ impl State {
             history: VecDeque::new(),
             history_floor: 0,
             pending_ops: Vec::new(),
+            durable: false,
             pending_events: Vec::new(),
             pending_ready: Vec::new(),
         }
@@ -222,7 +226,6 @@ impl State {
         }
         let ns = meta_str(&value, "namespace").to_string();
         let name = meta_str(&value, "name").to_string();
-        let body = serde_json::to_string(&value).unwrap_or_default();
         let obj = Arc::new(value);
         let prev = self
             .objects
@@ -235,13 +238,15 @@ impl State {
             self.registry
                 .set_crd(&crd_name, resource_from_crd(&obj).ok());
         }
-        self.pending_ops.push(Op::Put {
-            key: key.to_string(),
-            ns: ns.clone(),
-            name,
-            rv,
-            body,
-        });
+        if self.durable {
+            self.pending_ops.push(Op::Put {
+                key: key.to_string(),
+                ns: ns.clone(),
+                name,
+                rv,
+                body: obj.clone(),
+            });
+        }
         self.pending_events.push(Arc::new(Event {
             rv,
             key: key.to_string(),
@@ -271,11 +276,13 @@ impl State {
         if key == CRD_KEY {
             self.registry.set_crd(name, None);
         }
-        self.pending_ops.push(Op::Delete {
-            key: key.to_string(),
-            ns: ns.to_string(),
-            name: name.to_string(),
-        });
+        if self.durable {
+            self.pending_ops.push(Op::Delete {
+                key: key.to_string(),
+                ns: ns.to_string(),
+                name: name.to_string(),
+            });
+        }
         self.pending_events.push(Arc::new(Event {
             rv,
             key: key.to_string(),
@@ -366,6 +373,7 @@ impl Store {
         )
         .map_err(&err)?;
         let mut st = State::new(Registry::new());
+        st.durable = true;
         st.rv = conn
             .query_row("SELECT v FROM meta WHERE k = 'rv'", [], |r| {
                 r.get::<_, i64>(0)
@@ -536,6 +544,8 @@ fn commit(conn: &mut rusqlite::Connection, batches: &[Batch]) -> rusqlite::Resul
                         rv,
                         body,
                     } => {
+                        let body = serde_json::to_string(body.as_ref())
+                            .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
                         put.execute(rusqlite::params![key, ns, name, *rv as i64, body])?;
                     }
                     Op::Delete { key, ns, name } => {

@@ -432,50 +432,53 @@ pub fn table(res: &Resource, version: &str, objects: &[&Value], rv: Option<&str>
         0,
     );
     let custom = res.printer_columns.get(version).filter(|c| !c.is_empty());
-    let (columns, rows): (Vec<Value>, Vec<Value>) = if let Some(cols) = custom {
-        let mut defs = vec![name_col];
-        defs.extend(
-            cols.iter()
-                .map(|c| col(&c.name, &c.type_, &c.format, &c.description, c.priority)),
-        );
-        let has_age = cols
-            .iter()
-            .any(|c| c.json_path == ".metadata.creationTimestamp");
-        if !has_age {
-            defs.push(age_col);
-        }
-        let rows = objects
-            .iter()
-            .map(|o| {
-                let mut cells = vec![json!(s(o, "/metadata/name"))];
-                cells.extend(cols.iter().map(|c| custom_cell(o, c)));
-                if !has_age {
-                    cells.push(json!(age(o)));
-                }
-                json!({ "cells": cells, "object": row_object(o) })
-            })
-            .collect();
-        (defs, rows)
-    } else if let Some((defs, cells)) = builtin(res) {
-        let rows = objects
-            .iter()
-            .map(|o| {
-                let mut c = vec![json!(s(o, "/metadata/name"))];
-                c.extend(cells(o));
-                if res.plural != "customresourcedefinitions" {
-                    c.push(json!(age(o)));
-                }
-                json!({ "cells": c, "object": row_object(o) })
-            })
-            .collect();
-        (defs, rows)
-    } else {
-        let rows = objects
+    let (columns, rows): (Vec<Value>, Vec<Value>) =
+        if res.plural == "events" && (res.group.is_empty() || res.group == "events.k8s.io") {
+            event_table(objects)
+        } else if let Some(cols) = custom {
+            let mut defs = vec![name_col];
+            defs.extend(
+                cols.iter()
+                    .map(|c| col(&c.name, &c.type_, &c.format, &c.description, c.priority)),
+            );
+            let has_age = cols
+                .iter()
+                .any(|c| c.json_path == ".metadata.creationTimestamp");
+            if !has_age {
+                defs.push(age_col);
+            }
+            let rows = objects
+                .iter()
+                .map(|o| {
+                    let mut cells = vec![json!(s(o, "/metadata/name"))];
+                    cells.extend(cols.iter().map(|c| custom_cell(o, c)));
+                    if !has_age {
+                        cells.push(json!(age(o)));
+                    }
+                    json!({ "cells": cells, "object": row_object(o) })
+                })
+                .collect();
+            (defs, rows)
+        } else if let Some((defs, cells)) = builtin(res) {
+            let rows = objects
+                .iter()
+                .map(|o| {
+                    let mut c = vec![json!(s(o, "/metadata/name"))];
+                    c.extend(cells(o));
+                    if res.plural != "customresourcedefinitions" {
+                        c.push(json!(age(o)));
+                    }
+                    json!({ "cells": c, "object": row_object(o) })
+                })
+                .collect();
+            (defs, rows)
+        } else {
+            let rows = objects
             .iter()
             .map(|o| json!({ "cells": [s(o, "/metadata/name"), age(o)], "object": row_object(o) }))
             .collect();
-        (vec![name_col, age_col], rows)
-    };
+            (vec![name_col, age_col], rows)
+        };
     let mut meta = json!({});
     if let Some(rv) = rv {
         meta["resourceVersion"] = json!(rv);
@@ -487,6 +490,102 @@ pub fn table(res: &Resource, version: &str, objects: &[&Value], rv: Option<&str>
         "columnDefinitions": columns,
         "rows": rows,
     })
+}
+
+fn since(ts: &str) -> String {
+    match util::parse_rfc3339(ts) {
+        Some(t) => util::human_age(util::unix_now() - t),
+        None => "<unknown>".into(),
+    }
+}
+
+/// The columns the API server prints for Events (either API; cells from the core field names,
+/// falling back to the `events.k8s.io` ones).
+fn event_table(objects: &[&Value]) -> (Vec<Value>, Vec<Value>) {
+    let defs = vec![
+        col("Last Seen", "string", "", "", 0),
+        col("Type", "string", "", "", 0),
+        col("Reason", "string", "", "", 0),
+        col("Object", "string", "", "", 0),
+        col("Subobject", "string", "", "", 1),
+        col("Source", "string", "", "", 1),
+        col("Message", "string", "", "", 0),
+        col("First Seen", "string", "", "", 1),
+        col("Count", "integer", "", "", 1),
+        col("Name", "string", "name", "", 1),
+    ];
+    let either = |o: &Value, core: &str, new: &str| -> String {
+        match s(o, core) {
+            "" => s(o, new).to_string(),
+            v => v.to_string(),
+        }
+    };
+    let rows = objects
+        .iter()
+        .map(|o| {
+            let first_ts = either(o, "/firstTimestamp", "/deprecatedFirstTimestamp");
+            let first = if first_ts.is_empty() {
+                since(s(o, "/eventTime"))
+            } else {
+                since(&first_ts)
+            };
+            let last_ts = either(o, "/lastTimestamp", "/deprecatedLastTimestamp");
+            let mut last = if last_ts.is_empty() {
+                first.clone()
+            } else {
+                since(&last_ts)
+            };
+            let mut count = o
+                .get("count")
+                .or_else(|| o.get("deprecatedCount"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            if let Some(series) = o.get("series").filter(|v| v.is_object()) {
+                last = since(s(series, "/lastObservedTime"));
+                count = series.get("count").and_then(Value::as_i64).unwrap_or(0);
+            } else if count == 0 {
+                count = 1;
+            }
+            let regarding = o
+                .get("involvedObject")
+                .or_else(|| o.get("regarding"))
+                .cloned()
+                .unwrap_or(json!({}));
+            let kind = s(&regarding, "/kind").to_ascii_lowercase();
+            let target = match s(&regarding, "/name") {
+                "" => kind,
+                n => format!("{kind}/{n}"),
+            };
+            let component = match either(o, "/source/component", "/deprecatedSource/component") {
+                c if c.is_empty() => either(o, "/reportingComponent", "/reportingController"),
+                c => c,
+            };
+            let instance = match either(o, "/source/host", "/deprecatedSource/host") {
+                h if h.is_empty() => s(o, "/reportingInstance").to_string(),
+                h => h,
+            };
+            let source = if instance.is_empty() {
+                component
+            } else {
+                format!("{component}, {instance}")
+            };
+            let message = either(o, "/message", "/note");
+            let cells = json!([
+                last,
+                s(o, "/type"),
+                s(o, "/reason"),
+                target,
+                s(&regarding, "/fieldPath"),
+                source,
+                message.trim(),
+                first,
+                count,
+                s(o, "/metadata/name"),
+            ]);
+            json!({ "cells": cells, "object": row_object(o) })
+        })
+        .collect();
+    (defs, rows)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::error::ApiError;
+use crate::resources::Resource;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::{App, Req, event_line, selectors, watch_response};
 use crate::store::{Event, EventType};
@@ -62,7 +63,7 @@ pub fn watch(
     q: &HashMap<String, String>,
     _headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let (labels, fields) = selectors(q)?;
+    let (labels, fields) = selectors(q, &r.res)?;
     let filter = Filter {
         ns: r.ns.clone(),
         labels,
@@ -102,18 +103,14 @@ pub fn watch(
     let mut shutdown = app.shutdown.clone();
     let (tx, rx) = tokio::sync::mpsc::channel(1024);
     tokio::spawn(async move {
-        let out = |o: &Arc<Value>| -> Value {
-            let mut v = (**o).clone();
-            if v.get("apiVersion").and_then(Value::as_str) != Some(api_version.as_str()) {
-                v["apiVersion"] = json!(api_version);
-            }
-            v
-        };
+        fn out<'a>(res: &Resource, version: &str, o: &'a Value) -> std::borrow::Cow<'a, Value> {
+            crate::server::for_version(res, version, o)
+        }
         let mut last_rv = start.rv;
         for e in &start.backlog {
             if let Some(t) = filter.translate(e)
                 && tx
-                    .send(event_line(t.as_str(), &out(&e.object)))
+                    .send(event_line(t.as_str(), &out(&res, &version, &e.object)))
                     .await
                     .is_err()
             {
@@ -146,7 +143,7 @@ pub fn watch(
                         }
                         last_rv = e.rv;
                         if let Some(t) = filter.translate(&e)
-                            && tx.send(event_line(t.as_str(), &out(&e.object))).await.is_err()
+                            && tx.send(event_line(t.as_str(), &out(&res, &version, &e.object))).await.is_err()
                         {
                             return;
                         }

@@ -423,23 +423,20 @@ async fn workloads_become_available_unless_told_otherwise() {
     );
     assert_eq!(reason, "ProgressDeadlineExceeded");
 
-    k.ok(
-        &["apply", "-f", "-"],
+    // The object as created (not a later read, which could race the delay) is not available.
+    let avail = k.ok(
+        &[
+            "apply",
+            "-f",
+            "-",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"Available\")].status}",
+        ],
         &deployment(
             "slow",
             1,
             json!({"devcluster.ferroflux.io/ready-after": "1s"}),
         ),
-    );
-    let avail = k.ok(
-        &[
-            "get",
-            "deploy",
-            "slow",
-            "-o",
-            "jsonpath={.status.conditions[?(@.type==\"Available\")].status}",
-        ],
-        "",
     );
     assert_eq!(avail, "False");
     k.ok(
