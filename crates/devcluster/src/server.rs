@@ -422,6 +422,19 @@ pub fn object_response(code: u16, r: &Req, obj: &Arc<Value>, headers: &HeaderMap
     json_resp(code, &o)
 }
 
+/// [`object_response`] for an object as stored, sending its JSON as it is when it can.
+pub fn stored_response(
+    code: u16,
+    r: &Req,
+    s: &crate::store::Stored,
+    headers: &HeaderMap,
+) -> Response {
+    if !wants_table(headers) && serves_as_stored(&r.res, &r.version, &s.obj) {
+        return json_bytes(code, s.json.to_vec(), "application/json");
+    }
+    object_response(code, r, &s.obj, headers)
+}
+
 async fn dispatch(
     app: &Arc<App>,
     method: &Method,
@@ -463,10 +476,10 @@ async fn dispatch_verb(
             let obj = app
                 .store
                 .lock()
-                .get(&r.res.key(), r.ns.as_deref().unwrap_or(""), &name)
+                .get_stored(&r.res.key(), r.ns.as_deref().unwrap_or(""), &name)
                 .cloned();
             match obj {
-                Some(o) => Ok(object_response(200, &r, &o, headers)),
+                Some(s) => Ok(stored_response(200, &r, &s, headers)),
                 None => Err(ApiError::not_found(&target(&r.res, &name))),
             }
         }
@@ -555,23 +568,24 @@ fn list(
     let table = wants_table(headers);
     let st = app.store.lock();
     let key = r.res.key();
-    let mut items: Vec<&Arc<Value>> = Vec::new();
+    let mut items: Vec<&crate::store::Stored> = Vec::new();
     let mut more = None;
-    for o in st.list(&key, r.ns.as_deref(), after) {
+    for s in st.list_stored(&key, r.ns.as_deref(), after) {
+        let o = &s.obj;
         if !ls.matches(o) || !fs.matches(o) {
             continue;
         }
         if items.len() == limit {
             let last = items.last().map(|l| {
                 (
-                    meta_str(l, "namespace").to_string(),
-                    meta_str(l, "name").to_string(),
+                    meta_str(&l.obj, "namespace").to_string(),
+                    meta_str(&l.obj, "name").to_string(),
                 )
             });
             more = last;
             break;
         }
-        items.push(o);
+        items.push(s);
     }
     let rv = st.rv.to_string();
     let cont = more.map(|(ns, name)| {
@@ -582,7 +596,7 @@ fn list(
     if table {
         let objs: Vec<std::borrow::Cow<Value>> = items
             .iter()
-            .map(|o| for_version(&r.res, &r.version, o))
+            .map(|s| for_version(&r.res, &r.version, &s.obj))
             .collect();
         let refs: Vec<&Value> = objs.iter().map(|c| c.as_ref()).collect();
         let mut t = crate::table::table(&r.res, &r.version, &refs, Some(&rv));
@@ -591,8 +605,8 @@ fn list(
         }
         return Ok(json_resp(200, &t));
     }
-    // Written by hand so a large list is serialised once, without cloning its items.
-    let mut out = Vec::with_capacity(items.len() * 512 + 256);
+    // Written by hand from each object's stored JSON: a large list is a concatenation.
+    let mut out = Vec::with_capacity(items.iter().map(|s| s.json.len() + 1).sum::<usize>() + 256);
     let mut meta = json!({ "resourceVersion": rv });
     if let Some(c) = cont {
         meta["continue"] = json!(c);
@@ -606,11 +620,16 @@ fn list(
         )
         .as_bytes(),
     );
-    for (i, o) in items.iter().enumerate() {
+    for (i, s) in items.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        let _ = serde_json::to_writer(&mut out, for_version(&r.res, &r.version, o).as_ref());
+        if serves_as_stored(&r.res, &r.version, &s.obj) {
+            out.extend_from_slice(&s.json);
+        } else {
+            let _ =
+                serde_json::to_writer(&mut out, for_version(&r.res, &r.version, &s.obj).as_ref());
+        }
     }
     out.extend_from_slice(b"]}");
     drop(st);
@@ -665,13 +684,19 @@ async fn create(
             }
             let pending = crate::workloads::simulate(st, &r.res, None, &mut obj);
             if dry {
-                return Ok(Arc::new(obj));
+                return Ok(crate::store::Stored {
+                    obj: Arc::new(obj),
+                    json: Bytes::new(),
+                });
             }
             st.pending_ready.extend(pending);
-            Ok(st.put(&key, obj))
+            Ok(st.put_stored(&key, obj))
         })
         .await?;
-    Ok(object_response(201, r, &stored, headers))
+    if stored.json.is_empty() {
+        return Ok(object_response(201, r, &stored.obj, headers));
+    }
+    Ok(stored_response(201, r, &stored, headers))
 }
 
 async fn update(
@@ -763,15 +788,34 @@ pub fn write_existing(
     Ok(objects::store_update(st, &key, next))
 }
 
+/// Equal but for `metadata.resourceVersion` (compared in place: no copies on the write path).
 fn unchanged(old: &Value, next: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("resourceVersion");
-        }
-        v
+    let (Some(a), Some(b)) = (old.as_object(), next.as_object()) else {
+        return old == next;
     };
-    strip(old) == strip(next)
+    let meta_equal = |x: Option<&Value>, y: Option<&Value>| match (
+        x.and_then(Value::as_object),
+        y.and_then(Value::as_object),
+    ) {
+        (Some(x), Some(y)) => {
+            let rest = |m: &serde_json::Map<String, Value>| {
+                m.iter().filter(|(k, _)| *k != "resourceVersion").count()
+            };
+            rest(x) == rest(y)
+                && x.iter()
+                    .filter(|(k, _)| *k != "resourceVersion")
+                    .all(|(k, v)| y.get(k) == Some(v))
+        }
+        _ => x == y,
+    };
+    a.len() == b.len()
+        && a.iter().all(|(k, v)| {
+            if k == "metadata" {
+                meta_equal(Some(v), b.get(k))
+            } else {
+                b.get(k) == Some(v)
+            }
+        })
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -940,13 +984,25 @@ pub fn watch_response(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response {
 }
 
 pub fn event_line(kind: &str, obj: &Value) -> Bytes {
-    let mut out = Vec::with_capacity(256);
+    event_line_json(kind, &serde_json::to_vec(obj).unwrap_or_default())
+}
+
+/// A watch line around an object already serialised.
+pub fn event_line_json(kind: &str, json: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(json.len() + 32);
     out.extend_from_slice(b"{\"type\":\"");
     out.extend_from_slice(kind.as_bytes());
     out.extend_from_slice(b"\",\"object\":");
-    let _ = serde_json::to_writer(&mut out, obj);
+    out.extend_from_slice(json);
     out.extend_from_slice(b"}\n");
     Bytes::from(out)
+}
+
+/// Whether `res` at `version` serves stored objects as they are (so their stored JSON is the
+/// answer).
+pub fn serves_as_stored(res: &Resource, version: &str, obj: &Value) -> bool {
+    !crate::events::is_events_api(res)
+        && obj.get("apiVersion").and_then(Value::as_str) == Some(res.api_version(version).as_str())
 }
 
 pub fn bookmark_interval() -> Duration {

@@ -58,6 +58,11 @@ pub fn record_update(
     } else {
         manager
     };
+    // The common case (no subresource involved) needs no renaming, and no copies.
+    if !needs_renaming(old, manager, subresource) {
+        return ferroflux_ssa::update(old, &next, manager, &util::now_rfc3339())
+            .map_err(|e| to_api_error(e, t));
+    }
     let old = old.map(|o| to_own_names(o, manager, subresource));
     let next = to_own_names(&next, manager, subresource);
     let own = own_name(manager, subresource);
@@ -75,6 +80,11 @@ pub fn apply(
     force: bool,
     t: &Target,
 ) -> Result<Value, ApiError> {
+    if !needs_renaming(live, manager, subresource) {
+        return ferroflux_ssa::apply(live, config, manager, force, &util::now_rfc3339())
+            .map(|a| a.object)
+            .map_err(|e| to_api_error(e, t));
+    }
     let live = live.map(|l| to_own_names(l, manager, subresource));
     let config = to_own_names(config, manager, subresource);
     let own = own_name(manager, subresource);
@@ -110,6 +120,18 @@ fn rename_status(obj: &mut Value, from: &str, to: &str) {
             }
         }
     }
+}
+
+/// Whether the call touches a subresource, or `manager` has entries for one.
+fn needs_renaming(obj: Option<&Value>, manager: &str, subresource: Option<&str>) -> bool {
+    subresource.is_some()
+        || obj
+            .and_then(|o| o.pointer("/metadata/managedFields"))
+            .and_then(Value::as_array)
+            .is_some_and(|list| {
+                list.iter()
+                    .any(|e| e["manager"] == manager && e.get("subresource").is_some())
+            })
 }
 
 fn own_name(manager: &str, subresource: Option<&str>) -> String {

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 
+use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
@@ -36,6 +37,21 @@ impl EventType {
     }
 }
 
+/// A stored object and its JSON, serialised once when written: reads, lists, watches and the
+/// SQLite writer send these bytes instead of serialising the object again.
+#[derive(Clone, Debug)]
+pub struct Stored {
+    pub obj: Arc<Value>,
+    pub json: Bytes,
+}
+
+impl Stored {
+    fn new(obj: Arc<Value>) -> Stored {
+        let json = Bytes::from(serde_json::to_vec(obj.as_ref()).unwrap_or_default());
+        Stored { obj, json }
+    }
+}
+
 /// One change, as watches see it.
 #[derive(Debug)]
 pub struct Event {
@@ -44,6 +60,8 @@ pub struct Event {
     pub namespace: String,
     pub kind: EventType,
     pub object: Arc<Value>,
+    /// `object` as JSON, when it is the stored object (not for deletions).
+    pub json: Option<Bytes>,
     /// The object before the change (for selector transitions).
     pub prev: Option<Arc<Value>>,
 }
@@ -57,8 +75,7 @@ enum Op {
         ns: String,
         name: String,
         rv: u64,
-        /// Serialised by the writer thread, off the store's lock.
-        body: Arc<Value>,
+        body: Bytes,
     },
     Delete {
         key: String,
@@ -71,7 +88,7 @@ enum Op {
 pub struct State {
     pub rv: u64,
     pub registry: Registry,
-    objects: HashMap<String, BTreeMap<ObjKey, Arc<Value>>>,
+    objects: HashMap<String, BTreeMap<ObjKey, Stored>>,
     /// owner uid → dependents, for garbage collection.
     dependents: HashMap<String, HashSet<Ref>>,
     /// uid → object, to find owners.
@@ -122,6 +139,10 @@ impl State {
     }
 
     pub fn get(&self, key: &str, ns: &str, name: &str) -> Option<&Arc<Value>> {
+        self.get_stored(key, ns, name).map(|s| &s.obj)
+    }
+
+    pub fn get_stored(&self, key: &str, ns: &str, name: &str) -> Option<&Stored> {
         self.objects
             .get(key)?
             .get(&(ns.to_string(), name.to_string()))
@@ -134,6 +155,16 @@ impl State {
         ns: Option<&'a str>,
         after: Option<ObjKey>,
     ) -> Box<dyn Iterator<Item = &'a Arc<Value>> + 'a> {
+        Box::new(self.list_stored(key, ns, after).map(|s| &s.obj))
+    }
+
+    /// Like [`State::list`], with each object's JSON.
+    pub fn list_stored<'a>(
+        &'a self,
+        key: &str,
+        ns: Option<&'a str>,
+        after: Option<ObjKey>,
+    ) -> Box<dyn Iterator<Item = &'a Stored> + 'a> {
         let Some(map) = self.objects.get(key) else {
             return Box::new(std::iter::empty());
         };
@@ -219,19 +250,26 @@ impl State {
 
     /// Stores `value` (its namespace and name taken from its metadata), giving it the next
     /// resourceVersion. Returns the stored object.
-    pub fn put(&mut self, key: &str, mut value: Value) -> Arc<Value> {
+    pub fn put(&mut self, key: &str, value: Value) -> Arc<Value> {
+        self.put_stored(key, value).obj
+    }
+
+    /// [`State::put`], returning the stored object with its JSON.
+    pub fn put_stored(&mut self, key: &str, mut value: Value) -> Stored {
         let rv = self.next_rv();
         if let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             m.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
         let ns = meta_str(&value, "namespace").to_string();
         let name = meta_str(&value, "name").to_string();
-        let obj = Arc::new(value);
+        let stored = Stored::new(Arc::new(value));
+        let obj = stored.obj.clone();
         let prev = self
             .objects
             .entry(key.to_string())
             .or_default()
-            .insert((ns.clone(), name.clone()), obj.clone());
+            .insert((ns.clone(), name.clone()), stored.clone())
+            .map(|s| s.obj);
         self.index_owners(key, &ns, &name, prev.as_deref(), Some(&obj));
         if key == CRD_KEY {
             let crd_name = name.clone();
@@ -244,7 +282,7 @@ impl State {
                 ns: ns.clone(),
                 name,
                 rv,
-                body: obj.clone(),
+                body: stored.json.clone(),
             });
         }
         self.pending_events.push(Arc::new(Event {
@@ -256,16 +294,17 @@ impl State {
             } else {
                 EventType::Added
             },
-            object: obj.clone(),
+            object: obj,
+            json: Some(stored.json.clone()),
             prev,
         }));
-        obj
+        stored
     }
 
     /// Removes an object for good; the DELETED event carries it with a fresh resourceVersion.
     pub fn remove(&mut self, key: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
         let map = self.objects.get_mut(key)?;
-        let prev = map.remove(&(ns.to_string(), name.to_string()))?;
+        let prev = map.remove(&(ns.to_string(), name.to_string()))?.obj;
         let rv = self.next_rv();
         let mut last = (*prev).clone();
         if let Some(m) = last.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -289,6 +328,7 @@ impl State {
             namespace: ns.to_string(),
             kind: EventType::Deleted,
             object: last.clone(),
+            json: None,
             prev: Some(prev),
         }));
         Some(last)
@@ -401,7 +441,14 @@ impl Store {
             }
             let obj = Arc::new(value);
             st.index_owners(&key, &ns, &name, None, Some(&obj));
-            st.objects.entry(key).or_default().insert((ns, name), obj);
+            let stored = Stored {
+                obj,
+                json: Bytes::from(body),
+            };
+            st.objects
+                .entry(key)
+                .or_default()
+                .insert((ns, name), stored);
         }
         let (tx, rx) = mpsc::channel::<Batch>();
         std::thread::Builder::new()
@@ -488,14 +535,15 @@ impl Store {
                     .collect()
             }
             None => st
-                .list(key, ns, None)
-                .map(|o| {
+                .list_stored(key, ns, None)
+                .map(|s| {
                     Arc::new(Event {
                         rv: st.rv,
                         key: key.to_string(),
-                        namespace: meta_str(o, "namespace").to_string(),
+                        namespace: meta_str(&s.obj, "namespace").to_string(),
                         kind: EventType::Added,
-                        object: o.clone(),
+                        object: s.obj.clone(),
+                        json: Some(s.json.clone()),
                         prev: None,
                     })
                 })
@@ -544,7 +592,7 @@ fn commit(conn: &mut rusqlite::Connection, batches: &[Batch]) -> rusqlite::Resul
                         rv,
                         body,
                     } => {
-                        let body = serde_json::to_string(body.as_ref())
+                        let body = std::str::from_utf8(body)
                             .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
                         put.execute(rusqlite::params![key, ns, name, *rv as i64, body])?;
                     }

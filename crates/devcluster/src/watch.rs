@@ -103,16 +103,18 @@ pub fn watch(
     let mut shutdown = app.shutdown.clone();
     let (tx, rx) = tokio::sync::mpsc::channel(1024);
     tokio::spawn(async move {
-        fn out<'a>(res: &Resource, version: &str, o: &'a Value) -> std::borrow::Cow<'a, Value> {
-            crate::server::for_version(res, version, o)
+        fn line(kind: &str, res: &Resource, version: &str, e: &Event) -> bytes::Bytes {
+            match &e.json {
+                Some(json) if crate::server::serves_as_stored(res, version, &e.object) => {
+                    crate::server::event_line_json(kind, json)
+                }
+                _ => event_line(kind, &crate::server::for_version(res, version, &e.object)),
+            }
         }
         let mut last_rv = start.rv;
         for e in &start.backlog {
             if let Some(t) = filter.translate(e)
-                && tx
-                    .send(event_line(t.as_str(), &out(&res, &version, &e.object)))
-                    .await
-                    .is_err()
+                && tx.send(line(t.as_str(), &res, &version, e)).await.is_err()
             {
                 return;
             }
@@ -143,7 +145,7 @@ pub fn watch(
                         }
                         last_rv = e.rv;
                         if let Some(t) = filter.translate(&e)
-                            && tx.send(event_line(t.as_str(), &out(&res, &version, &e.object))).await.is_err()
+                            && tx.send(line(t.as_str(), &res, &version, &e)).await.is_err()
                         {
                             return;
                         }
