@@ -650,6 +650,36 @@ lastTimestamp: \"2026-01-01T00:00:00Z\"
     );
     assert_eq!(names.trim(), "event/web.legacy");
 
+    // A watch through events.k8s.io sees an Event created through core v1, converted.
+    let mut watch = Box::pin(
+        events
+            .watch(
+                &kube::api::WatchParams::default(),
+                &list.metadata.resource_version.clone().unwrap(),
+            )
+            .await
+            .unwrap(),
+    );
+    let later: CoreEvent = serde_json::from_value(json!({
+        "metadata": { "name": "web.later" },
+        "involvedObject": { "kind": "Pod", "name": "web", "namespace": "default" },
+        "reason": "Killing", "message": "stopping container", "type": "Normal",
+    }))
+    .unwrap();
+    core.create(&PostParams::default(), &later).await.unwrap();
+    use futures_util::StreamExt;
+    loop {
+        match watch.next().await {
+            Some(Ok(kube::api::WatchEvent::Bookmark(_))) => continue,
+            Some(Ok(kube::api::WatchEvent::Added(e))) => {
+                assert_eq!(e.metadata.name.as_deref(), Some("web.later"));
+                assert_eq!(e.note.as_deref(), Some("stopping container"));
+                break;
+            }
+            other => panic!("expected the core event as ADDED, got {other:?}"),
+        }
+    }
+
     // Deleting through one API removes it from the other.
     k.ok(&["delete", "events.events.k8s.io", "web.legacy"], None);
     assert!(
