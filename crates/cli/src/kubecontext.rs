@@ -53,6 +53,19 @@ impl KubeArgs {
         kubeconfig: &Kubeconfig,
         context: Option<&str>,
     ) -> anyhow::Result<(kube::Client, String)> {
+        let (config, name) = self.config_for(kubeconfig, context).await?;
+        let client = kube::Client::try_from(config)
+            .with_context(|| format!("connecting to context \"{name}\""))?;
+        Ok((client, name))
+    }
+
+    /// The client configuration of `context` (None: the current context), with --timeout
+    /// applied to connecting and reading, and the context's name.
+    pub async fn config_for(
+        &self,
+        kubeconfig: &Kubeconfig,
+        context: Option<&str>,
+    ) -> anyhow::Result<(kube::Config, String)> {
         let name = match context {
             Some(c) => c.to_string(),
             None => kubeconfig
@@ -85,8 +98,6 @@ impl KubeArgs {
         let timeout = self.timeout()?;
         config.connect_timeout = Some(timeout);
         config.read_timeout = Some(timeout);
-        let client = kube::Client::try_from(config)
-            .with_context(|| format!("connecting to context \"{name}\""))?;
-        Ok((client, name))
+        Ok((config, name))
     }
 }

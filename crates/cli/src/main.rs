@@ -1,12 +1,20 @@
 //! The `ferroflux` binary: every user-facing command lives here and delegates to the library crates.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
+mod completions;
 mod dev;
+mod events;
+mod fleet;
+mod fluxobj;
 mod get;
 mod kubecontext;
 mod kustomize;
+mod progress;
+mod reconcile;
 mod sops;
+mod stats;
+mod suspend;
 mod table;
 mod tree;
 
@@ -35,6 +43,21 @@ enum Command {
     Kustomize(kustomize::KustomizeArgs),
     /// Local development clusters (`ferroflux dev up`).
     Dev(dev::DevArgs),
+    /// Every cluster of the kubeconfig side by side (beyond flux).
+    Fleet(fleet::FleetArgs),
+    /// Suspend the reconciliation of Flux objects, as `flux suspend` does.
+    Suspend(suspend::SuspendArgs),
+    /// Resume suspended Flux objects and wait for them, as `flux resume` does.
+    Resume(suspend::SuspendArgs),
+    /// Reconcile a Flux object now and wait for it, as `flux reconcile` does.
+    Reconcile(reconcile::ReconcileArgs),
+    /// Kubernetes events of Flux objects, as `flux events` shows them.
+    Events(events::EventsArgs),
+    /// Counts of Flux objects per kind, as `flux stats` prints them.
+    Stats(stats::StatsArgs),
+    /// Shell completion scripts (bash, zsh, fish).
+    #[command(alias = "completion")]
+    Completions(completions::CompletionsArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -49,5 +72,12 @@ fn main() -> anyhow::Result<()> {
         Command::Tree(args) => tree::run(args),
         Command::Kustomize(args) => kustomize::run(args),
         Command::Dev(args) => dev::run(args),
+        Command::Fleet(args) => fleet::run(args),
+        Command::Suspend(args) => suspend::run_suspend(args),
+        Command::Resume(args) => suspend::run_resume(args),
+        Command::Reconcile(args) => reconcile::run(args),
+        Command::Events(args) => events::run(args),
+        Command::Stats(args) => stats::run(args),
+        Command::Completions(args) => completions::run(args, Cli::command()),
     }
 }

@@ -1,0 +1,445 @@
+//! What the day-2 commands (suspend, resume, reconcile, fleet status) share: reaching a cluster
+//! with errors that name it, the two Flux kinds behind one trait, and waiting for a controller
+//! to report an object ready the way the flux CLI decides it.
+
+use crate::kubecontext::KubeArgs;
+use crate::progress;
+use anyhow::{Context as _, anyhow};
+use ferroflux_api::conditions::{READY, RECONCILING, STALLED, find_condition};
+use ferroflux_api::{GitRepository, Kustomization, RECONCILE_REQUESTED_AT};
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::future::Future;
+use std::time::Duration;
+
+/// A connected cluster and how to name it in messages.
+#[derive(Clone)]
+pub struct Cluster {
+    pub client: kube::Client,
+    pub context: String,
+    pub url: String,
+    pub timeout: Duration,
+}
+
+impl Cluster {
+    /// The cluster of `--context` (else the current context).
+    pub async fn connect(kube: &KubeArgs) -> anyhow::Result<Cluster> {
+        let kubeconfig = kube.kubeconfig()?;
+        Cluster::connect_to(kube, &kubeconfig, kube.context.as_deref()).await
+    }
+
+    pub async fn connect_to(
+        kube: &KubeArgs,
+        kubeconfig: &kube::config::Kubeconfig,
+        context: Option<&str>,
+    ) -> anyhow::Result<Cluster> {
+        let (config, name) = kube.config_for(kubeconfig, context).await?;
+        let url = config.cluster_url.to_string();
+        let url = url.trim_end_matches('/').to_string();
+        let client = kube::Client::try_from(config)
+            .with_context(|| format!("connecting to context \"{name}\""))?;
+        Ok(Cluster {
+            client,
+            context: name,
+            url,
+            timeout: kube.timeout()?,
+        })
+    }
+
+    /// Runs one request against the cluster, bounded by --timeout; a failure names the
+    /// context and server and keeps the causes (never the credentials).
+    pub async fn call<T, F>(&self, what: &str, request: F) -> anyhow::Result<T>
+    where
+        F: Future<Output = Result<T, kube::Error>>,
+    {
+        match tokio::time::timeout(self.timeout, request).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(self.explain(what, e)),
+            Err(_) => Err(anyhow!(
+                "{what}: the cluster of context \"{}\" ({}) did not answer within {}",
+                self.context,
+                self.url,
+                humantime(self.timeout)
+            )),
+        }
+    }
+
+    fn explain(&self, what: &str, e: kube::Error) -> anyhow::Error {
+        if let kube::Error::Api(status) = &e {
+            return anyhow!("{what}: {}", status.message);
+        }
+        anyhow!(
+            "{what}: cannot reach the cluster of context \"{}\" ({}): {}",
+            self.context,
+            self.url,
+            error_chain(&e)
+        )
+    }
+}
+
+/// An error and its causes on one line, repeated messages dropped.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = current {
+        let text = err.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        current = err.source();
+    }
+    parts.join(": ")
+}
+
+/// A duration as the user wrote it with --timeout (`5s`, `2m`, `1m30s`).
+pub fn humantime(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs == 0 {
+        return format!("{}ms", d.as_millis());
+    }
+    let (m, s) = (secs / 60, secs % 60);
+    match (m, s) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s}s"),
+    }
+}
+
+/// The Flux kinds the day-2 commands act on.
+pub trait FluxObject:
+    Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + DeserializeOwned
+    + Serialize
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// `Kustomization`, `GitRepository`.
+    const KIND: &'static str;
+    /// How flux's suspend/resume messages name the kind: `kustomization`, `source git`.
+    const HUMAN_KIND: &'static str;
+    fn suspended(&self) -> bool;
+    fn conditions(&self) -> &[Condition];
+    fn observed_generation(&self) -> Option<i64>;
+    fn last_handled_reconcile_at(&self) -> Option<&str>;
+    /// What flux prints once the object is ready.
+    fn success_message(&self) -> String;
+}
+
+impl FluxObject for Kustomization {
+    const KIND: &'static str = "Kustomization";
+    const HUMAN_KIND: &'static str = "kustomization";
+    fn suspended(&self) -> bool {
+        self.spec.suspend.unwrap_or(false)
+    }
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or(&[])
+    }
+    fn observed_generation(&self) -> Option<i64> {
+        self.status.as_ref().and_then(|s| s.observed_generation)
+    }
+    fn last_handled_reconcile_at(&self) -> Option<&str> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.last_handled_reconcile_at.as_deref())
+    }
+    fn success_message(&self) -> String {
+        let revision = self
+            .status
+            .as_ref()
+            .and_then(|s| s.last_applied_revision.clone())
+            .unwrap_or_default();
+        format!("applied revision {revision}")
+    }
+}
+
+impl FluxObject for GitRepository {
+    const KIND: &'static str = "GitRepository";
+    const HUMAN_KIND: &'static str = "source git";
+    fn suspended(&self) -> bool {
+        self.spec.suspend.unwrap_or(false)
+    }
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or(&[])
+    }
+    fn observed_generation(&self) -> Option<i64> {
+        self.status.as_ref().and_then(|s| s.observed_generation)
+    }
+    fn last_handled_reconcile_at(&self) -> Option<&str> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.last_handled_reconcile_at.as_deref())
+    }
+    fn success_message(&self) -> String {
+        let revision = self
+            .status
+            .as_ref()
+            .and_then(|s| s.artifact.as_ref())
+            .map(|a| a.revision.clone())
+            .unwrap_or_default();
+        format!("fetched revision {revision}")
+    }
+}
+
+/// Where a controller stands with an object.
+#[derive(Debug, PartialEq)]
+pub enum Readiness {
+    /// Not reconciled for its current generation yet, or still working.
+    Pending(String),
+    Ready,
+    /// Settled on a failure: the message to show.
+    Failed(String),
+}
+
+/// Flux's readiness rules: the status must be for the current generation (object's and the
+/// Ready condition's `observedGeneration`), not `Reconciling`; `Stalled` or a settled
+/// `Ready=False` is a failure.
+pub fn readiness<K: FluxObject>(obj: &K) -> Readiness {
+    let generation = obj.meta().generation.unwrap_or(0);
+    let observed = obj.observed_generation().unwrap_or(0);
+    let conditions = obj.conditions();
+    if observed < 1 {
+        return Readiness::Pending("waiting to be reconciled".into());
+    }
+    let Some(ready) = find_condition(conditions, READY) else {
+        return Readiness::Pending("waiting to be reconciled".into());
+    };
+    match ready.observed_generation {
+        Some(g) if g != 0 && g != generation => {
+            return Readiness::Pending(ready.message.clone());
+        }
+        Some(g) if g != 0 => {}
+        _ if observed != generation => return Readiness::Pending(ready.message.clone()),
+        _ => {}
+    }
+    if observed != generation {
+        return Readiness::Pending(ready.message.clone());
+    }
+    if let Some(stalled) = find_condition(conditions, STALLED)
+        && stalled.status == "True"
+    {
+        return Readiness::Failed(stalled.message.clone());
+    }
+    if find_condition(conditions, RECONCILING).is_some_and(|c| c.status == "True") {
+        return Readiness::Pending(ready.message.clone());
+    }
+    match ready.status.as_str() {
+        "True" => Readiness::Ready,
+        "False" => Readiness::Failed(ready.message.clone()),
+        _ => Readiness::Pending(ready.message.clone()),
+    }
+}
+
+/// How often the waits read the object back (flux polls every 2s; a local controller answers
+/// faster, and one GET is cheap).
+const POLL: Duration = Duration::from_millis(300);
+
+/// Gets an object, with flux's not-found message.
+pub async fn get_object<K: FluxObject>(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<K> {
+    let api: Api<K> = Api::namespaced(cluster.client.clone(), namespace);
+    cluster
+        .call(&format!("getting {} {name}", K::KIND), api.get_opt(name))
+        .await?
+        .ok_or_else(|| {
+            anyhow!(
+                "{} object '{name}' not found in \"{namespace}\" namespace",
+                K::KIND
+            )
+        })
+}
+
+/// Polls `name` until `check` settles, bounded by `deadline`; the time-out error carries the
+/// last pending message.
+async fn poll_until<K: FluxObject>(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    deadline: tokio::time::Instant,
+    check: impl Fn(&K) -> Readiness,
+) -> anyhow::Result<K> {
+    loop {
+        let obj: K = get_object(cluster, namespace, name).await?;
+        let last = match check(&obj) {
+            Readiness::Ready => return Ok(obj),
+            Readiness::Failed(message) => {
+                return Err(anyhow!("{} reconciliation failed: '{message}'", K::KIND));
+            }
+            Readiness::Pending(message) => message,
+        };
+        if tokio::time::Instant::now() + POLL > deadline {
+            return Err(anyhow!(
+                "timed out after {} waiting for {} {namespace}/{name} to be reconciled; last status: {last}",
+                humantime(cluster.timeout),
+                K::KIND
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Waits until the controller reports the object ready (resume's wait).
+pub async fn wait_ready<K: FluxObject>(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    deadline: tokio::time::Instant,
+) -> anyhow::Result<K> {
+    poll_until(cluster, namespace, name, deadline, readiness::<K>).await
+}
+
+/// Sets `reconcile.fluxcd.io/requestedAt` to a fresh RFC 3339 time and returns it.
+pub async fn request_reconcile<K: FluxObject>(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<String> {
+    let api: Api<K> = Api::namespaced(cluster.client.clone(), namespace);
+    let token = k8s_openapi::jiff::Timestamp::now().to_string();
+    let patch = serde_json::json!({"metadata": {"annotations": {RECONCILE_REQUESTED_AT: token}}});
+    cluster
+        .call(
+            &format!("annotating {} {name}", K::KIND),
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
+        )
+        .await?;
+    Ok(token)
+}
+
+/// Waits until the controller has handled the request `token` and reports the object ready.
+pub async fn wait_handled<K: FluxObject>(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    token: &str,
+    deadline: tokio::time::Instant,
+) -> anyhow::Result<K> {
+    poll_until(cluster, namespace, name, deadline, |obj: &K| {
+        if obj.last_handled_reconcile_at() != Some(token) {
+            return Readiness::Pending(format!(
+                "the controller has not handled the request {token} yet"
+            ));
+        }
+        readiness(obj)
+    })
+    .await
+}
+
+/// Sets or clears `spec.suspend` with a merge patch, as flux does.
+pub async fn set_suspended<K: FluxObject>(
+    cluster: &Cluster,
+    namespace: &str,
+    obj: &K,
+    suspend: bool,
+) -> anyhow::Result<()> {
+    let api: Api<K> = Api::namespaced(cluster.client.clone(), namespace);
+    let name = obj.name_any();
+    // Flux's Go type omits `suspend: false`, so resuming removes the field.
+    let value = if suspend {
+        serde_json::Value::Bool(true)
+    } else {
+        serde_json::Value::Null
+    };
+    let patch = serde_json::json!({"spec": {"suspend": value}});
+    cluster
+        .call(
+            &format!("patching {} {name}", K::KIND),
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)),
+        )
+        .await?;
+    Ok(())
+}
+
+/// Keeps the spinner honest: it stops on every path out of a wait.
+pub async fn with_spinner<T>(
+    message: &str,
+    work: impl Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    let spinner = progress::Spinner::start(message);
+    let result = work.await;
+    spinner.finish().await;
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ks(generation: i64, status: serde_json::Value) -> Kustomization {
+        serde_json::from_value(json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "apps", "namespace": "flux-system", "generation": generation},
+            "spec": {"interval": "1m", "prune": true, "sourceRef": {"kind": "GitRepository", "name": "repo"}},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn cond(type_: &str, status: &str, message: &str, generation: i64) -> serde_json::Value {
+        json!({"type": type_, "status": status, "reason": "R", "message": message,
+               "observedGeneration": generation, "lastTransitionTime": "2026-01-01T00:00:00Z"})
+    }
+
+    #[test]
+    fn readiness_follows_flux_rules() {
+        assert!(matches!(
+            readiness(&ks(1, json!({}))),
+            Readiness::Pending(_)
+        ));
+        let ready = ks(
+            2,
+            json!({"observedGeneration": 2, "conditions": [cond("Ready", "True", "Applied", 2)]}),
+        );
+        assert_eq!(readiness(&ready), Readiness::Ready);
+        let old = ks(
+            3,
+            json!({"observedGeneration": 2, "conditions": [cond("Ready", "True", "Applied", 2)]}),
+        );
+        assert!(matches!(readiness(&old), Readiness::Pending(_)));
+        let working = ks(
+            2,
+            json!({"observedGeneration": 2, "conditions": [
+                cond("Ready", "Unknown", "working", 2), cond("Reconciling", "True", "working", 2)]}),
+        );
+        assert!(matches!(readiness(&working), Readiness::Pending(_)));
+        let failed = ks(
+            2,
+            json!({"observedGeneration": 2, "conditions": [cond("Ready", "False", "build failed", 2)]}),
+        );
+        assert_eq!(readiness(&failed), Readiness::Failed("build failed".into()));
+        let stalled = ks(
+            2,
+            json!({"observedGeneration": 2, "conditions": [
+                cond("Ready", "False", "x", 2), cond("Stalled", "True", "bad interval", 2)]}),
+        );
+        assert_eq!(
+            readiness(&stalled),
+            Readiness::Failed("bad interval".into())
+        );
+    }
+
+    #[test]
+    fn durations_read_like_the_flag() {
+        assert_eq!(humantime(Duration::from_secs(5)), "5s");
+        assert_eq!(humantime(Duration::from_secs(120)), "2m");
+        assert_eq!(humantime(Duration::from_secs(90)), "1m30s");
+        assert_eq!(humantime(Duration::from_millis(500)), "500ms");
+    }
+}

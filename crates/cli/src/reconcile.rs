@@ -1,0 +1,96 @@
+//! `ferroflux reconcile kustomization NAME [--with-source]` and `reconcile source git NAME`:
+//! ask the controller for an immediate reconciliation (`reconcile.fluxcd.io/requestedAt`), wait
+//! with a spinner until `status.lastHandledReconcileAt` carries that request and the object is
+//! ready, then print the revision, in flux's words.
+
+use crate::fluxobj::{self, Cluster, FluxObject};
+use crate::kubecontext::KubeArgs;
+use crate::progress;
+use anyhow::{Context as _, bail};
+use clap::{Args, Subcommand};
+use ferroflux_api::kustomization::SourceKind;
+use ferroflux_api::{GitRepository, Kustomization};
+
+#[derive(Args, Debug)]
+pub struct ReconcileArgs {
+    #[command(subcommand)]
+    what: Target,
+    #[command(flatten)]
+    kube: KubeArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum Target {
+    /// Reconcile a Kustomization and wait for it to apply.
+    #[command(visible_alias = "ks")]
+    Kustomization {
+        name: String,
+        /// Reconcile the Kustomization's source first.
+        #[arg(long)]
+        with_source: bool,
+    },
+    /// Reconcile a source.
+    #[command(subcommand)]
+    Source(SourceTarget),
+}
+
+#[derive(Subcommand, Debug)]
+enum SourceTarget {
+    /// Fetch a GitRepository now and wait for its artifact.
+    Git { name: String },
+}
+
+pub fn run(args: ReconcileArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async {
+        let cluster = Cluster::connect(&args.kube).await?;
+        let deadline = tokio::time::Instant::now() + cluster.timeout;
+        let ns = args.kube.namespace.as_str();
+        match &args.what {
+            Target::Source(SourceTarget::Git { name }) => {
+                let repo: GitRepository = fluxobj::get_object(&cluster, ns, name).await?;
+                reconcile_one(&cluster, ns, &repo, deadline).await
+            }
+            Target::Kustomization { name, with_source } => {
+                let ks: Kustomization = fluxobj::get_object(&cluster, ns, name).await?;
+                if ks.suspended() {
+                    bail!("resource is suspended");
+                }
+                if *with_source {
+                    let source = &ks.spec.source_ref;
+                    if source.kind != SourceKind::GitRepository {
+                        bail!("cannot reconcile source of kind {}", source.kind.as_str());
+                    }
+                    let source_ns = source.namespace.as_deref().unwrap_or(ns);
+                    let repo: GitRepository =
+                        fluxobj::get_object(&cluster, source_ns, &source.name).await?;
+                    reconcile_one(&cluster, source_ns, &repo, deadline).await?;
+                }
+                reconcile_one(&cluster, ns, &ks, deadline).await
+            }
+        }
+    })
+}
+
+async fn reconcile_one<K: FluxObject>(
+    cluster: &Cluster,
+    ns: &str,
+    obj: &K,
+    deadline: tokio::time::Instant,
+) -> anyhow::Result<()> {
+    use kube::ResourceExt;
+    let name = obj.name_any();
+    if obj.suspended() {
+        bail!("resource is suspended");
+    }
+    progress::action(&format!("annotating {} {name} in {ns} namespace", K::KIND));
+    let token = fluxobj::request_reconcile::<K>(cluster, ns, &name).await?;
+    progress::success(&format!("{} annotated", K::KIND));
+    let done: K = fluxobj::with_spinner(
+        &format!("waiting for {} reconciliation", K::KIND),
+        fluxobj::wait_handled::<K>(cluster, ns, &name, &token, deadline),
+    )
+    .await?;
+    progress::success(&done.success_message());
+    Ok(())
+}

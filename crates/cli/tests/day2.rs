@@ -1,0 +1,575 @@
+//! suspend, resume, reconcile, events, stats, get all, get --watch and completions against an
+//! in-process cluster. Where a controller would answer, the test writes the status the
+//! controller would (through the status subresource) once it sees the request.
+
+mod support;
+
+use ferroflux_api::{GitRepository, Kustomization};
+use kube::api::Api;
+use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use support::*;
+
+fn ks_api(c: &kube::Client) -> Api<Kustomization> {
+    Api::namespaced(c.clone(), "flux-system")
+}
+
+#[test]
+fn suspend_and_resume_without_waiting() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (cl, c) = rt.block_on(cluster("staging"));
+    rt.block_on(async {
+        git(&c, "repo", Some(SHA_A)).await;
+        git(&c, "other", None).await;
+        ks(&c, "apps", "repo", false).await;
+        ks(&c, "infra", "repo", false).await;
+    });
+    let kc = kubeconfig(dir.path(), &[&cl]);
+
+    let out = ferroflux(&kc, &["suspend", "kustomization", "apps"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "► suspending kustomization apps in flux-system namespace\n✔ kustomization suspended\n"
+    );
+    assert!(out.stdout.is_empty());
+    let apps = rt.block_on(ks_api(&c).get("apps")).unwrap();
+    assert_eq!(apps.spec.suspend, Some(true));
+
+    // Unknown names: flux's line for each, the known ones still done, exit 1.
+    let out = ferroflux(&kc, &["suspend", "ks", "infra", "foo", "bar"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(
+            "✗ Kustomization foo not found in flux-system namespace\n\
+             ✗ Kustomization bar not found in flux-system namespace\n\
+             ► suspending kustomization infra in flux-system namespace\n\
+             ✔ kustomization suspended\n"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("2 of the named Kustomization objects were not found"),
+        "{err}"
+    );
+    assert_eq!(
+        rt.block_on(ks_api(&c).get("infra")).unwrap().spec.suspend,
+        Some(true)
+    );
+
+    let out = ferroflux(&kc, &["suspend", "source", "git", "--all"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "► suspending source git other in flux-system namespace\n✔ source git suspended\n\
+         ► suspending source git repo in flux-system namespace\n✔ source git suspended\n"
+    );
+    let git_api: Api<GitRepository> = Api::namespaced(c.clone(), "flux-system");
+    for n in ["repo", "other"] {
+        assert_eq!(
+            rt.block_on(git_api.get(n)).unwrap().spec.suspend,
+            Some(true)
+        );
+    }
+
+    // Two names: flux does not wait unless asked.
+    let out = ferroflux(&kc, &["resume", "ks", "apps", "infra"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "► resuming kustomization apps in flux-system namespace\n✔ kustomization resumed\n\
+         ► resuming kustomization infra in flux-system namespace\n✔ kustomization resumed\n"
+    );
+    for n in ["apps", "infra"] {
+        assert_eq!(rt.block_on(ks_api(&c).get(n)).unwrap().spec.suspend, None);
+    }
+
+    let out = ferroflux(&kc, &["resume", "ks", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out)
+            .starts_with("✗ Kustomization object 'nope' not found in flux-system namespace\n"),
+        "{}",
+        stderr(&out)
+    );
+    let out = ferroflux(&kc, &["suspend", "ks"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("kustomization name is required"));
+    rt.block_on(cl.shutdown());
+}
+
+/// Spawns the binary and, while it waits, plays the controller once `seen` says the request
+/// arrived. Returns the binary's output.
+fn while_waiting<F, Fut>(
+    rt: &tokio::runtime::Runtime,
+    kc: &std::path::Path,
+    args: &[&str],
+    controller: F,
+) -> std::process::Output
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args(args)
+        .arg("--kubeconfig")
+        .arg(kc)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    rt.block_on(controller());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn resume_waits_for_the_controller_to_report_ready() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (cl, c) = rt.block_on(cluster("staging"));
+    let suspended_generation = rt.block_on(async {
+        git(&c, "repo", Some(SHA_A)).await;
+        let k = ks(&c, "apps", "repo", true).await;
+        ks_status(
+            &c,
+            "apps",
+            ("True", "Applied revision: old"),
+            Some("main@sha1:old"),
+            json!({}),
+        )
+        .await;
+        k.metadata.generation.unwrap()
+    });
+    let kc = kubeconfig(dir.path(), &[&cl]);
+    let out = while_waiting(&rt, &kc, &["resume", "ks", "apps"], || async {
+        // The resume is seen as a new generation; the controller then applies it.
+        let api = ks_api(&c);
+        eventually("apps resumed", || async {
+            let k = api.get("apps").await.ok()?;
+            (k.metadata.generation > Some(suspended_generation)).then_some(())
+        })
+        .await;
+        let msg = format!("Applied revision: {}", revision(SHA_A));
+        ks_status(
+            &c,
+            "apps",
+            ("True", &msg),
+            Some(&revision(SHA_A)),
+            json!({}),
+        )
+        .await;
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "► resuming kustomization apps in flux-system namespace\n\
+             ✔ kustomization resumed\n\
+             ◎ waiting for Kustomization reconciliation\n\
+             ✔ Kustomization apps reconciliation completed\n\
+             ✔ applied revision {}\n",
+            revision(SHA_A)
+        )
+    );
+
+    // Nobody answers: bounded by --timeout, with the last status in the message.
+    let out = ferroflux(&kc, &["suspend", "ks", "apps"]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = ferroflux(&kc, &["resume", "ks", "apps", "--timeout", "2s"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("✗ Kustomization apps reconciliation failed: timed out after 2s waiting for Kustomization flux-system/apps to be reconciled"),
+        "{err}"
+    );
+    rt.block_on(cl.shutdown());
+}
+
+#[test]
+fn reconcile_sets_requested_at_and_waits_for_it_to_be_handled() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (cl, c) = rt.block_on(cluster("staging"));
+    rt.block_on(async {
+        git(&c, "repo", Some(SHA_A)).await;
+        ks(&c, "apps", "repo", false).await;
+        let msg = format!("Applied revision: {}", revision(SHA_A));
+        ks_status(
+            &c,
+            "apps",
+            ("True", &msg),
+            Some(&revision(SHA_A)),
+            json!({}),
+        )
+        .await;
+        ks(&c, "paused", "repo", true).await;
+    });
+    let kc = kubeconfig(dir.path(), &[&cl]);
+
+    // The controller: once each object carries a request, report it handled at the new commit.
+    let play = |kind: &'static str, name: &'static str| {
+        let c = c.clone();
+        async move {
+            let requested = eventually(&format!("{kind} {name} annotated"), || async {
+                let v: serde_json::Value = match kind {
+                    "GitRepository" => {
+                        let api: Api<GitRepository> = Api::namespaced(c.clone(), "flux-system");
+                        serde_json::to_value(api.get(name).await.ok()?).ok()?
+                    }
+                    _ => serde_json::to_value(ks_api(&c).get(name).await.ok()?).ok()?,
+                };
+                v["metadata"]["annotations"]["reconcile.fluxcd.io/requestedAt"]
+                    .as_str()
+                    .map(String::from)
+            })
+            .await;
+            let rev = revision(SHA_B);
+            if kind == "GitRepository" {
+                write_status(&c, kind, name, json!({
+                    "lastHandledReconcileAt": requested,
+                    "artifact": {"digest": "sha256:01", "lastUpdateTime": "2026-01-01T00:01:00Z",
+                        "path": "x", "revision": rev, "url": "http://127.0.0.1/x", "size": 1},
+                })).await;
+            } else {
+                let msg = format!("Applied revision: {rev}");
+                ks_status(
+                    &c,
+                    name,
+                    ("True", &msg),
+                    Some(&rev),
+                    json!({"lastHandledReconcileAt": requested}),
+                )
+                .await;
+            }
+        }
+    };
+    let out = while_waiting(
+        &rt,
+        &kc,
+        &["reconcile", "ks", "apps", "--with-source"],
+        || async {
+            play("GitRepository", "repo").await;
+            play("Kustomization", "apps").await;
+        },
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rev = revision(SHA_B);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "► annotating GitRepository repo in flux-system namespace\n\
+             ✔ GitRepository annotated\n\
+             ◎ waiting for GitRepository reconciliation\n\
+             ✔ fetched revision {rev}\n\
+             ► annotating Kustomization apps in flux-system namespace\n\
+             ✔ Kustomization annotated\n\
+             ◎ waiting for Kustomization reconciliation\n\
+             ✔ applied revision {rev}\n"
+        )
+    );
+    // The request is an RFC 3339 time, as flux writes it.
+    let k = rt.block_on(ks_api(&c).get("apps")).unwrap();
+    let requested = &k.metadata.annotations.as_ref().unwrap()["reconcile.fluxcd.io/requestedAt"];
+    assert!(
+        requested.parse::<k8s_openapi::jiff::Timestamp>().is_ok(),
+        "{requested}"
+    );
+
+    // A failed reconciliation is an error with the controller's message.
+    let out = while_waiting(
+        &rt,
+        &kc,
+        &["reconcile", "source", "git", "repo"],
+        || async {
+            let api: Api<GitRepository> = Api::namespaced(c.clone(), "flux-system");
+            let requested = eventually("repo annotated again", || async {
+                let g = api.get("repo").await.ok()?;
+                let r = g
+                    .metadata
+                    .annotations?
+                    .get("reconcile.fluxcd.io/requestedAt")?
+                    .clone();
+                (g.status?.last_handled_reconcile_at.as_ref() != Some(&r)).then_some(r)
+            })
+            .await;
+            let generation = api.get("repo").await.unwrap().metadata.generation.unwrap();
+            write_status(&c, "GitRepository", "repo", json!({
+            "lastHandledReconcileAt": requested,
+            "conditions": [cond("Ready", "False", "GitOperationFailed", "authentication required", generation)],
+        })).await;
+        },
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("GitRepository reconciliation failed: 'authentication required'"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = ferroflux(&kc, &["reconcile", "ks", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("Kustomization object 'nope' not found in \"flux-system\" namespace"),
+        "{}",
+        stderr(&out)
+    );
+    let out = ferroflux(&kc, &["reconcile", "source", "git", "nope"]);
+    assert!(
+        stderr(&out).contains("GitRepository object 'nope' not found in \"flux-system\" namespace"),
+        "{}",
+        stderr(&out)
+    );
+    let out = ferroflux(&kc, &["reconcile", "ks", "paused"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("resource is suspended"),
+        "{}",
+        stderr(&out)
+    );
+    rt.block_on(cl.shutdown());
+}
+
+#[test]
+fn events_stats_and_get_all() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (cl, c) = rt.block_on(cluster("staging"));
+    rt.block_on(async {
+        git(&c, "repo", Some(SHA_A)).await;
+        git(&c, "other", Some(SHA_B)).await;
+        ks(&c, "apps", "repo", false).await;
+        let msg = format!("Applied revision: {}", revision(SHA_A));
+        ks_status(
+            &c,
+            "apps",
+            ("True", &msg),
+            Some(&revision(SHA_A)),
+            json!({}),
+        )
+        .await;
+        ks(&c, "infra", "repo", true).await;
+        ks_status(
+            &c,
+            "infra",
+            ("False", "health check failed"),
+            None,
+            json!({}),
+        )
+        .await;
+        // A core/v1 event for the Kustomization, one through events.k8s.io (what kube-rs's
+        // recorder writes) for its source, and one for a Pod that flux does not show.
+        let core: Api<k8s_openapi::api::core::v1::Event> =
+            Api::namespaced(c.clone(), "flux-system");
+        let now = k8s_openapi::jiff::Timestamp::now();
+        for (name, kind, obj, reason, message) in [
+            (
+                "e1",
+                "Kustomization",
+                "apps",
+                "ReconciliationSucceeded",
+                "Reconciliation finished in 1s",
+            ),
+            ("e3", "Pod", "web", "Pulled", "image pulled"),
+        ] {
+            let e = serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "flux-system"},
+                "involvedObject": {"kind": kind, "name": obj, "namespace": "flux-system"},
+                "type": "Normal", "reason": reason, "message": message, "count": 1,
+                "firstTimestamp": now.to_string(), "lastTimestamp": now.to_string(),
+            }))
+            .unwrap();
+            core.create(&Default::default(), &e).await.unwrap();
+        }
+        let recorder = kube::runtime::events::Recorder::new(
+            c.clone(),
+            kube::runtime::events::Reporter {
+                controller: "source-controller".into(),
+                instance: None,
+            },
+        );
+        let git_api: Api<GitRepository> = Api::namespaced(c.clone(), "flux-system");
+        let repo = git_api.get("repo").await.unwrap();
+        use kube::Resource;
+        recorder
+            .publish(
+                &kube::runtime::events::Event {
+                    type_: kube::runtime::events::EventType::Warning,
+                    reason: "GitOperationFailed".into(),
+                    note: Some("authentication required".into()),
+                    action: "Reconcile".into(),
+                    secondary: None,
+                },
+                &repo.object_ref(&()),
+            )
+            .await
+            .unwrap();
+    });
+    let kc = kubeconfig(dir.path(), &[&cl]);
+
+    let out = ferroflux(&kc, &["events"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = cells(&stdout(&out));
+    assert_eq!(
+        rows[0],
+        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let mut found: Vec<&[String]> = rows[1..].iter().map(|r| &r[1..]).collect();
+    found.sort();
+    assert_eq!(
+        found[0],
+        [
+            "Normal",
+            "ReconciliationSucceeded",
+            "Kustomization/apps",
+            "Reconciliation finished in 1s"
+        ]
+    );
+    assert_eq!(
+        found[1],
+        [
+            "Warning",
+            "GitOperationFailed",
+            "GitRepository/repo",
+            "authentication required"
+        ]
+    );
+    assert!(rows[1][0].ends_with('s'), "{:?}", rows[1]);
+
+    // --for a Kustomization includes its source's events, as flux does.
+    let out = ferroflux(&kc, &["events", "--for", "Kustomization/apps"]);
+    assert_eq!(cells(&stdout(&out)).len(), 3);
+    let out = ferroflux(
+        &kc,
+        &["events", "--for", "GitRepository/repo", "--types", "Normal"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        stderr(&out),
+        "✗ No events found in flux-system namespace.\n"
+    );
+    let out = ferroflux(&kc, &["events", "-A", "--for", "kustomization"]);
+    let rows = cells(&stdout(&out));
+    assert_eq!(rows[0][0], "NAMESPACE");
+    assert_eq!(rows.len(), 2);
+    let out = ferroflux(&kc, &["events", "--for", "Pod/web"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("'Pod' is not a recognized Flux kind"),
+        "{}",
+        stderr(&out)
+    );
+    let out = ferroflux(&kc, &["events", "--types", "Error"]);
+    assert!(
+        stderr(&out).contains("type 'Error' not supported. Supported types are Normal, Warning")
+    );
+
+    let out = ferroflux(&kc, &["stats"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = cells(&stdout(&out));
+    assert_eq!(
+        rows[0],
+        ["RECONCILERS", "RUNNING", "FAILING", "SUSPENDED", "STORAGE"]
+    );
+    assert_eq!(rows[1], ["GitRepository", "2", "0", "0", "4.0 KiB"]);
+    assert_eq!(rows[2], ["OCIRepository", "0", "0", "0", "-"]);
+    assert_eq!(rows[6], ["Kustomization", "1", "1", "1", "-"]);
+    assert_eq!(rows.len(), 14);
+
+    let out = ferroflux(&kc, &["get", "all"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Laid out by flux's table rules (see the table module's golden tests).
+    let want = "NAME               \tREVISION          \tSUSPENDED\tREADY\tMESSAGE                                                                           \n\
+gitrepository/other\tmain@sha1:bbbbbbbb\tFalse    \tTrue \tstored artifact for revision 'main@sha1:bbbbbbbb22222222222222222222222222222222'\t\n\
+gitrepository/repo \tmain@sha1:aaaaaaaa\tFalse    \tTrue \tstored artifact for revision 'main@sha1:aaaaaaaa11111111111111111111111111111111'\t\n\
+\n\
+NAME               \tREVISION          \tSUSPENDED\tREADY\tMESSAGE                                                              \n\
+kustomization/apps \tmain@sha1:aaaaaaaa\tFalse    \tTrue \tApplied revision: main@sha1:aaaaaaaa11111111111111111111111111111111\t\n\
+kustomization/infra\t                  \tTrue     \tFalse\thealth check failed                                                 \t\n\
+\n";
+    assert_eq!(stdout(&out), want);
+    let out = ferroflux(&kc, &["get", "all", "--status-selector", "ready=false"]);
+    assert_eq!(
+        stdout(&out),
+        "NAME               \tREVISION\tSUSPENDED\tREADY\tMESSAGE             \n\
+kustomization/infra\t        \tTrue     \tFalse\thealth check failed\t\n\n"
+    );
+    let out = ferroflux(&kc, &["get", "all", "--watch"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("expected a single resource type, but found all"));
+    rt.block_on(cl.shutdown());
+}
+
+#[test]
+fn get_watch_prints_a_row_per_change() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (cl, c) = rt.block_on(cluster("staging"));
+    rt.block_on(async {
+        ks(&c, "apps", "repo", false).await;
+    });
+    let kc = kubeconfig(dir.path(), &[&cl]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args(["get", "ks", "--watch", "--kubeconfig"])
+        .arg(&kc)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().unwrap().unwrap();
+    assert_eq!(
+        next(),
+        "NAME\tREVISION\tSUSPENDED\tREADY\tMESSAGE                  "
+    );
+    assert_eq!(
+        next(),
+        "apps\t        \tFalse    \tFalse\twaiting to be reconciled\t"
+    );
+    // The watch is established once the list is printed; each change is one more row.
+    let msg = format!("Applied revision: {}", revision(SHA_A));
+    rt.block_on(ks_status(
+        &c,
+        "apps",
+        ("True", &msg),
+        Some(&revision(SHA_A)),
+        json!({}),
+    ));
+    assert_eq!(
+        next(),
+        format!("apps\tmain@sha1:aaaaaaaa\tFalse\tTrue\t{msg}\t")
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    rt.block_on(cl.shutdown());
+}
+
+#[test]
+fn completions_for_three_shells() {
+    for (shell, marker) in [
+        ("bash", "_ferroflux()"),
+        ("zsh", "#compdef ferroflux"),
+        ("fish", "complete -c ferroflux"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains(marker), "{shell}: {text}");
+        for word in ["fleet", "reconcile", "suspend", "with-source"] {
+            assert!(text.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args(["completions", "powershell"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid value 'powershell'"));
+}
