@@ -160,12 +160,14 @@ async fn collect(kube: &KubeArgs, args: &StatusArgs) -> anyhow::Result<Vec<Clust
             match tokio::time::timeout(timeout, query(&cluster)).await {
                 Ok(Ok(report)) => report,
                 Ok(Err(e)) => {
-                    let status = if format!("{e:#}").contains("cannot reach") {
-                        "unreachable"
-                    } else {
-                        "error"
-                    };
-                    unreachable(&name, &cluster.url, status, format!("{e:#}"))
+                    let message = format!("{e:#}");
+                    let status =
+                        if message.contains("cannot reach") || message.contains("did not answer") {
+                            "unreachable"
+                        } else {
+                            "error"
+                        };
+                    unreachable(&name, &cluster.url, status, message)
                 }
                 Err(_) => unreachable(
                     &name,

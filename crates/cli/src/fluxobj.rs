@@ -56,15 +56,25 @@ impl Cluster {
     where
         F: Future<Output = Result<T, kube::Error>>,
     {
-        match tokio::time::timeout(self.timeout, request).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(self.explain(what, e)),
-            Err(_) => Err(anyhow!(
+        let silent = || {
+            anyhow!(
                 "{what}: the cluster of context \"{}\" ({}) did not answer within {}",
                 self.context,
                 self.url,
                 humantime(self.timeout)
-            )),
+            )
+        };
+        match tokio::time::timeout(self.timeout, request).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => {
+                // The client's own connect and read timeouts are --timeout too; whichever
+                // fires first, the user reads the same message.
+                if error_chain(&e).contains("deadline has elapsed") {
+                    return Err(silent());
+                }
+                Err(self.explain(what, e))
+            }
+            Err(_) => Err(silent()),
         }
     }
 

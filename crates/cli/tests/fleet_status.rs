@@ -304,7 +304,9 @@ fn silent_cluster_is_reported_within_the_timeout() {
     assert_eq!(rows[1][4], "True");
     assert_eq!(rows[2][0], "silent");
     assert!(
-        rows[2][5].contains("did not answer within 2s") && rows[2][5].contains(&addr.to_string()),
+        rows[2][5].starts_with("unreachable: ")
+            && rows[2][5].contains("did not answer within 2s")
+            && rows[2][5].contains(&addr.to_string()),
         "{:?}",
         rows[2]
     );
