@@ -514,7 +514,7 @@ fn get_watch_prints_a_row_per_change() {
     });
     let kc = kubeconfig(dir.path(), &[&cl]);
     let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
-        .args(["get", "ks", "--watch", "--kubeconfig"])
+        .args(["get", "ks", "--watch", "--timeout", "60s", "--kubeconfig"])
         .arg(&kc)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -174,6 +174,42 @@ fn fleet_status_with_one_cluster_down() {
     );
     assert!(!err.contains(qa.token()), "the token leaked: {err}");
 
+    // The single-cluster commands name the cluster they could not reach.
+    for args in [
+        &[
+            "reconcile",
+            "ks",
+            "apps",
+            "--context",
+            "qa",
+            "--timeout",
+            "5s",
+        ][..],
+        &["resume", "ks", "apps", "--context", "qa", "--timeout", "5s"],
+        &[
+            "suspend",
+            "source",
+            "git",
+            "--all",
+            "--context",
+            "qa",
+            "--timeout",
+            "5s",
+        ],
+    ] {
+        let out = ferroflux(&kc, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!(
+                "cannot reach the cluster of context \"qa\" ({})",
+                qa.url()
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains(qa.token()), "the token leaked: {err}");
+    }
+
     // JSON carries the same facts, per Kustomization.
     let out = ferroflux(
         &kc,
@@ -311,6 +347,24 @@ fn silent_cluster_is_reported_within_the_timeout() {
         rows[2]
     );
 
+    let out = ferroflux(
+        &kc,
+        &[
+            "suspend",
+            "ks",
+            "apps",
+            "--context",
+            "silent",
+            "--timeout",
+            "2s",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("did not answer within 2s"),
+        "{}",
+        stderr(&out)
+    );
     let out = ferroflux(&kc, &["stats", "--context", "silent", "--timeout", "2s"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
