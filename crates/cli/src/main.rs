@@ -2,14 +2,20 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod bootstrap;
+mod check;
 mod completions;
 mod dev;
 mod events;
 mod fleet;
 mod fluxobj;
 mod get;
+mod gitrepo;
+mod install;
 mod kubecontext;
 mod kustomize;
+mod logger;
+mod manifests;
 mod progress;
 mod reconcile;
 mod sops;
@@ -17,6 +23,7 @@ mod stats;
 mod suspend;
 mod table;
 mod tree;
+mod uninstall;
 
 #[derive(Parser)]
 #[command(
@@ -58,6 +65,14 @@ enum Command {
     /// Shell completion scripts (bash, zsh, fish).
     #[command(alias = "completion")]
     Completions(completions::CompletionsArgs),
+    /// Install the engine on a cluster, or print its manifests (`--export`).
+    Install(install::InstallArgs),
+    /// Remove the engine and its CRDs, keeping what it applied.
+    Uninstall(uninstall::UninstallArgs),
+    /// Check the prerequisites and the installation.
+    Check(check::CheckArgs),
+    /// Deploy the engine on a cluster connected to a Git repository.
+    Bootstrap(bootstrap::BootstrapArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -79,5 +94,9 @@ fn main() -> anyhow::Result<()> {
         Command::Events(args) => events::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Completions(args) => completions::run(args, Cli::command()),
+        Command::Install(args) => install::run(args),
+        Command::Uninstall(args) => uninstall::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Bootstrap(args) => bootstrap::run(args),
     }
 }

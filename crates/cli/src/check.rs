@@ -1,0 +1,239 @@
+//! `ferroflux check [--pre]`: the prerequisites and the health of an installation, in the words
+//! of `flux check`: the Kubernetes version, the installed version and whether it was
+//! bootstrapped, the controller Deployment, and the CRDs with the API versions this CLI needs.
+
+use anyhow::{Context as _, Result};
+use clap::Args;
+use ferroflux_apply::applier::Applier;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams};
+
+use crate::install::{self, FIELD_MANAGER};
+use crate::kubecontext::KubeArgs;
+use crate::logger::Logger;
+use crate::manifests::{PART_OF_LABEL, PART_OF_VALUE, VERSION, VERSION_LABEL};
+
+/// Oldest Kubernetes the engine supports, in Flux's constraint notation.
+const KUBERNETES_CONSTRAINT: &str = ">=1.33.0-0";
+const KUBERNETES_MIN: (u64, u64, u64) = (1, 33, 0);
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Only check the prerequisites (the Kubernetes version).
+    #[arg(long)]
+    pre: bool,
+    #[command(flatten)]
+    kube: KubeArgs,
+}
+
+pub fn run(args: CheckArgs) -> Result<()> {
+    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let ok = rt.block_on(check(&args))?;
+    if !ok {
+        // flux exits 1 after printing; the lines above already say what failed.
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
+    let core = v.trim_start_matches('v');
+    let core = core.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    Some((
+        parts.next()??,
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+    ))
+}
+
+async fn check(args: &CheckArgs) -> Result<bool> {
+    let log = Logger;
+    log.action(format_args!("checking prerequisites"));
+    let (client, _) = args.kube.client().await?;
+    let mut ok = true;
+    match client.apiserver_version().await {
+        Ok(info) => match parse_version(&info.git_version) {
+            Some(v) if v >= KUBERNETES_MIN => log.success(format_args!(
+                "Kubernetes {}.{}.{} {KUBERNETES_CONSTRAINT}",
+                v.0, v.1, v.2
+            )),
+            Some(_) => {
+                ok = false;
+                log.failure(format_args!(
+                    "Kubernetes version {} does not match {KUBERNETES_CONSTRAINT}",
+                    info.git_version
+                ));
+            }
+            None => {
+                ok = false;
+                log.failure(format_args!("Kubernetes version can't be determined"));
+            }
+        },
+        Err(e) => {
+            ok = false;
+            log.failure(format_args!("Kubernetes API call failed: {e}"));
+        }
+    }
+    if args.pre {
+        if ok {
+            log.success(format_args!("prerequisites checks passed"));
+        }
+        return Ok(ok);
+    }
+    if !ok {
+        log.failure(format_args!("check failed"));
+        return Ok(false);
+    }
+
+    log.action(format_args!("checking version in cluster"));
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    match crds
+        .get_opt("gitrepositories.source.toolkit.fluxcd.io")
+        .await
+    {
+        Ok(Some(crd)) => {
+            let labels = crd.metadata.labels.unwrap_or_default();
+            let installed = labels.get(VERSION_LABEL).cloned().unwrap_or_default();
+            let distribution = match labels.get(PART_OF_LABEL) {
+                Some(p) if !installed.is_empty() => format!("{p}-{installed}"),
+                _ => installed.clone(),
+            };
+            if !distribution.is_empty() {
+                log.success(format_args!("distribution: {distribution}"));
+            }
+            let bootstrapped = install::bootstrapped_version(&client).await?.is_some();
+            log.success(format_args!("bootstrapped: {bootstrapped}"));
+            if !installed.is_empty() && installed != VERSION {
+                log.warning(format_args!(
+                    "the cluster runs {installed} and this CLI is {VERSION}: run bootstrap (or \
+                     install) again to upgrade"
+                ));
+            }
+        }
+        Ok(None) => {
+            ok = false;
+            log.failure(format_args!(
+                "checking failed: ferroflux is not installed (no GitRepository CRD)"
+            ));
+        }
+        Err(e) => {
+            ok = false;
+            log.failure(format_args!("checking failed: {e}"));
+        }
+    }
+
+    log.action(format_args!("checking controllers"));
+    let ns = &args.kube.namespace;
+    let selector = ListParams::default().labels(&format!("{PART_OF_LABEL}={PART_OF_VALUE}"));
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    match deployments.list(&selector).await {
+        Ok(list) if list.items.is_empty() => {
+            ok = false;
+            log.failure(format_args!(
+                "no controllers found in the '{ns}' namespace with the label selector \
+                 '{PART_OF_LABEL}={PART_OF_VALUE}'"
+            ));
+        }
+        Ok(list) => {
+            let applier = Applier::new(client.clone(), FIELD_MANAGER);
+            for d in &list.items {
+                let name = d.metadata.name.clone().unwrap_or_default();
+                let reference = install::object_ref("apps/v1", "Deployment", ns, &name);
+                match applier.wait_for(&[reference], args.kube.timeout()?).await {
+                    Ok(()) => log.success(format_args!("{name}: deployment ready")),
+                    Err(e) => {
+                        ok = false;
+                        log.failure(format_args!("{name}: {e}"));
+                    }
+                }
+                let containers = d
+                    .spec
+                    .template
+                    .spec
+                    .as_ref()
+                    .map(|s| s.containers.clone())
+                    .unwrap_or_default();
+                for c in containers {
+                    log.action(format_args!("{}", c.image.unwrap_or_default()));
+                }
+            }
+        }
+        Err(e) => {
+            ok = false;
+            log.failure(format_args!("cannot list the controllers: {e}"));
+        }
+    }
+
+    log.action(format_args!("checking crds"));
+    match crds.list(&selector).await {
+        Ok(list) => {
+            for wanted in ferroflux_api::crds() {
+                let name = wanted.metadata.name.clone().unwrap_or_default();
+                let need: Vec<String> = wanted
+                    .spec
+                    .versions
+                    .iter()
+                    .filter(|v| v.served)
+                    .map(|v| v.name.clone())
+                    .collect();
+                let Some(found) = list
+                    .items
+                    .iter()
+                    .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
+                else {
+                    ok = false;
+                    log.failure(format_args!("{name} is not installed"));
+                    continue;
+                };
+                let served: Vec<&str> = found
+                    .spec
+                    .versions
+                    .iter()
+                    .filter(|v| v.served)
+                    .map(|v| v.name.as_str())
+                    .collect();
+                let missing: Vec<&String> = need
+                    .iter()
+                    .filter(|v| !served.contains(&v.as_str()))
+                    .collect();
+                if !missing.is_empty() {
+                    ok = false;
+                    log.failure(format_args!(
+                        "{name} does not serve {}",
+                        missing
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                    continue;
+                }
+                let stored = found
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.stored_versions.clone())
+                    .unwrap_or_default();
+                match stored.last() {
+                    Some(v) => log.success(format_args!("{name}/{v}")),
+                    None => {
+                        ok = false;
+                        log.failure(format_args!("no stored versions for {name}"));
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            ok = false;
+            log.failure(format_args!("cannot list the crds: {e}"));
+        }
+    }
+
+    if ok {
+        log.success(format_args!("all checks passed"));
+    } else {
+        log.failure(format_args!("check failed"));
+    }
+    Ok(ok)
+}

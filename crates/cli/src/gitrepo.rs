@@ -1,0 +1,525 @@
+//! Cloning, committing to and pushing a branch for `bootstrap`, through the `git` program.
+//!
+//! Decision: the Git writes of bootstrap drive the `git` program rather than gix. gix 0.90 (the
+//! version the workspace pins) can clone and fetch but cannot push, and bootstrap must push over
+//! file://, https:// and ssh://. Reading (the controllers' fetches) stays on gix in
+//! `ferroflux-source`; `./test.sh` installs `git`.
+//!
+//! Credentials never appear on a command line, in output or in an error: a password or token
+//! reaches git through `GIT_ASKPASS` (a script in a private temporary folder that prints a
+//! variable only the git child process sees), an ssh key through `GIT_SSH_COMMAND` naming the key
+//! file, with `StrictHostKeyChecking=yes` and an explicit known_hosts file. Every message taken
+//! from git's stderr is scrubbed of the secret before it is shown. The user's and the system's
+//! git configuration are ignored (as Flux's go-git ignores them), so credential helpers, hooks
+//! paths or URL rewrites on this machine cannot change what bootstrap does.
+
+use std::ffi::OsString;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+/// How the CLI authenticates to the remote.
+#[derive(Clone)]
+pub enum Auth {
+    /// file:// remotes, or an https server that needs nothing.
+    None,
+    /// HTTP basic auth (a password or a token).
+    Basic { username: String, password: String },
+    /// An ssh key file, its passphrase, and the known_hosts file that must hold the host's key.
+    Ssh {
+        key_file: PathBuf,
+        passphrase: Option<String>,
+        known_hosts: PathBuf,
+    },
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Auth::None => f.write_str("None"),
+            Auth::Basic { username, .. } => write!(f, "Basic({username}, ***)"),
+            Auth::Ssh { key_file, .. } => write!(f, "Ssh({})", key_file.display()),
+        }
+    }
+}
+
+/// The author of bootstrap commits.
+#[derive(Clone, Debug)]
+pub struct Signature {
+    pub name: String,
+    pub email: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("cannot run git (is it installed?): {0}")]
+    Spawn(std::io::Error),
+    #[error("cannot prepare a temporary Git work tree: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("git {op} failed: {message}")]
+    Command { op: String, message: String },
+    #[error("branch {branch:?} does not exist in {url} (it has: {existing})")]
+    NoBranch {
+        branch: String,
+        url: String,
+        existing: String,
+    },
+    /// The remote moved on since the clone: fetch and try again.
+    #[error("the push to {url} was rejected: {reason}")]
+    NonFastForward { url: String, reason: String },
+    /// The remote refused the push itself (a hook, a protected branch, permissions).
+    #[error("the push to {url} was rejected by the remote: {reason}")]
+    Rejected { url: String, reason: String },
+}
+
+/// A private temporary clone of one branch; removed when dropped.
+pub struct Checkout {
+    dir: tempfile::TempDir,
+    url: String,
+    branch: String,
+    env: Vec<(OsString, OsString)>,
+    secrets: Vec<String>,
+}
+
+fn shell_quote(p: &Path) -> String {
+    format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"))
+}
+
+const ASKPASS: &str = "#!/bin/sh\n\
+# Answers git's and ssh's prompts from variables set only for the git child process.\n\
+case \"$1\" in\n\
+  Username*|username*) printf '%s\\n' \"$FERROFLUX_GIT_USERNAME\" ;;\n\
+  *) printf '%s\\n' \"$FERROFLUX_GIT_PASSWORD\" ;;\n\
+esac\n";
+
+impl Checkout {
+    /// Clones `branch` of `url` into a new private temporary folder. An empty remote gives an
+    /// unborn branch (the first push creates it); a remote without that branch is an error.
+    pub async fn clone(
+        url: &str,
+        branch: &str,
+        auth: &Auth,
+        ca_file: Option<&Path>,
+    ) -> Result<Self, GitError> {
+        let dir = tempfile::Builder::new()
+            .prefix("ferroflux-bootstrap-")
+            .tempdir()?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+        let mut env: Vec<(OsString, OsString)> = vec![
+            ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
+            ("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()),
+            ("GIT_TERMINAL_PROMPT".into(), "0".into()),
+            ("LC_ALL".into(), "C".into()),
+        ];
+        let mut secrets = Vec::new();
+        if let Some(ca) = ca_file {
+            env.push(("GIT_SSL_CAINFO".into(), ca.as_os_str().to_owned()));
+        }
+        let askpass = dir.path().join("askpass.sh");
+        match auth {
+            Auth::None => {}
+            Auth::Basic { username, password } => {
+                write_askpass(&askpass)?;
+                env.push(("GIT_ASKPASS".into(), askpass.as_os_str().to_owned()));
+                env.push(("FERROFLUX_GIT_USERNAME".into(), username.into()));
+                env.push(("FERROFLUX_GIT_PASSWORD".into(), password.into()));
+                if !password.is_empty() {
+                    secrets.push(password.clone());
+                }
+            }
+            Auth::Ssh {
+                key_file,
+                passphrase,
+                known_hosts,
+            } => {
+                // -F /dev/null: the user's ssh config must not swap the key or the host check.
+                let mut cmd = format!(
+                    "ssh -F /dev/null -i {} -o IdentitiesOnly=yes -o IdentityAgent=none \
+                     -o StrictHostKeyChecking=yes -o UserKnownHostsFile={} \
+                     -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no \
+                     -o ConnectTimeout=30",
+                    shell_quote(key_file),
+                    shell_quote(known_hosts)
+                );
+                if let Some(pass) = passphrase {
+                    write_askpass(&askpass)?;
+                    env.push(("SSH_ASKPASS".into(), askpass.as_os_str().to_owned()));
+                    env.push(("SSH_ASKPASS_REQUIRE".into(), "force".into()));
+                    env.push(("FERROFLUX_GIT_PASSWORD".into(), pass.into()));
+                    if !pass.is_empty() {
+                        secrets.push(pass.clone());
+                    }
+                } else {
+                    cmd.push_str(" -o BatchMode=yes");
+                }
+                env.push(("GIT_SSH_COMMAND".into(), cmd.into()));
+            }
+        }
+        let checkout = Checkout {
+            dir,
+            url: url.to_string(),
+            branch: branch.to_string(),
+            env,
+            secrets,
+        };
+        let work = checkout.path();
+        let work_str = work.to_string_lossy().to_string();
+        checkout
+            .git_in(
+                checkout.dir.path(),
+                "init",
+                &["init", "-q", "-b", branch, &work_str],
+            )
+            .await?;
+        checkout
+            .git("remote add", &["remote", "add", "origin", url])
+            .await?;
+        let heads = checkout
+            .git("ls-remote", &["ls-remote", "--heads", "origin"])
+            .await?;
+        let names: Vec<&str> = heads
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .filter_map(|r| r.strip_prefix("refs/heads/"))
+            .collect();
+        if names.contains(&branch) {
+            checkout.fetch_and_reset().await?;
+        } else if !names.is_empty() {
+            return Err(GitError::NoBranch {
+                branch: branch.to_string(),
+                url: url.to_string(),
+                existing: names.join(", "),
+            });
+        }
+        Ok(checkout)
+    }
+
+    /// The work tree.
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("repo")
+    }
+
+    /// The commit the branch points at, `None` while it is unborn.
+    pub async fn head(&self) -> Result<Option<String>, GitError> {
+        match self
+            .git(
+                "rev-parse",
+                &["rev-parse", "-q", "--verify", "HEAD^{commit}"],
+            )
+            .await
+        {
+            Ok(out) => Ok(Some(out.trim().to_string())),
+            Err(GitError::Command { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Replaces the work tree with the remote branch as it is now (after a rejected push).
+    pub async fn fetch_and_reset(&self) -> Result<(), GitError> {
+        let refspec = format!("+refs/heads/{0}:refs/remotes/origin/{0}", self.branch);
+        self.git("fetch", &["fetch", "-q", "origin", &refspec])
+            .await?;
+        let remote = format!("origin/{}", self.branch);
+        self.git(
+            "checkout",
+            &["checkout", "-q", "-f", "-B", &self.branch, &remote],
+        )
+        .await?;
+        self.git("clean", &["clean", "-q", "-f", "-d", "-x"])
+            .await?;
+        Ok(())
+    }
+
+    /// Stages `paths` (relative to the work tree) and commits them when they differ from
+    /// HEAD. Returns the new commit, or `None` when nothing changed.
+    pub async fn commit(
+        &self,
+        paths: &[String],
+        message: &str,
+        author: &Signature,
+    ) -> Result<Option<String>, GitError> {
+        let mut add = vec!["add", "--"];
+        add.extend(paths.iter().map(String::as_str));
+        self.git("add", &add).await?;
+        let mut diff = vec!["diff", "--cached", "--quiet", "--"];
+        diff.extend(paths.iter().map(String::as_str));
+        if self.git("diff", &diff).await.is_ok() && self.head().await?.is_some() {
+            return Ok(None);
+        }
+        let out = self
+            .command(&self.path())
+            .args([
+                "-c",
+                &format!("user.name={}", author.name),
+                "-c",
+                &format!("user.email={}", author.email),
+                "commit",
+                "-q",
+                "--no-verify",
+                "-m",
+                message,
+            ])
+            .env("GIT_AUTHOR_NAME", &author.name)
+            .env("GIT_AUTHOR_EMAIL", &author.email)
+            .env("GIT_COMMITTER_NAME", &author.name)
+            .env("GIT_COMMITTER_EMAIL", &author.email)
+            .output()
+            .await
+            .map_err(GitError::Spawn)?;
+        if !out.status.success() {
+            return Err(self.failure("commit", &out.stderr));
+        }
+        self.head().await
+    }
+
+    /// Pushes the branch. A remote that moved on gives `NonFastForward`; a remote that refuses
+    /// the update itself gives `Rejected`.
+    pub async fn push(&self) -> Result<(), GitError> {
+        let refspec = format!("refs/heads/{0}:refs/heads/{0}", self.branch);
+        let out = self
+            .command(&self.path())
+            .args(["push", "--porcelain", "origin", &refspec])
+            .output()
+            .await
+            .map_err(GitError::Spawn)?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for line in stdout.lines() {
+            // `!<TAB>from:to<TAB>[rejected] (fetch first)` or `[remote rejected] (reason)`.
+            let mut fields = line.split('\t');
+            if fields.next() != Some("!") {
+                continue;
+            }
+            let summary = self.scrub(fields.nth(1).unwrap_or("").trim());
+            let url = self.url.clone();
+            if summary.starts_with("[remote rejected]") {
+                return Err(GitError::Rejected {
+                    url,
+                    reason: self.scrub(&remote_messages(&out.stderr, &summary)),
+                });
+            }
+            if summary.starts_with("[rejected]") {
+                return Err(GitError::NonFastForward {
+                    url,
+                    reason: summary,
+                });
+            }
+        }
+        Err(self.failure("push", &out.stderr))
+    }
+
+    fn command(&self, cwd: &Path) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new("git");
+        cmd.current_dir(cwd)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Ctrl-C drops the bootstrap future: git must not outlive it.
+            .kill_on_drop(true);
+        cmd
+    }
+
+    async fn git(&self, op: &str, args: &[&str]) -> Result<String, GitError> {
+        self.git_in(&self.path(), op, args).await
+    }
+
+    async fn git_in(&self, cwd: &Path, op: &str, args: &[&str]) -> Result<String, GitError> {
+        let out = self
+            .command(cwd)
+            .args(args)
+            .output()
+            .await
+            .map_err(GitError::Spawn)?;
+        if !out.status.success() {
+            return Err(self.failure(op, &out.stderr));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn failure(&self, op: &str, stderr: &[u8]) -> GitError {
+        let text = String::from_utf8_lossy(stderr);
+        let message: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("hint:"))
+            .collect();
+        GitError::Command {
+            op: op.to_string(),
+            message: self.scrub(&message.join("; ")),
+        }
+    }
+
+    /// Removes every secret from a message taken from git's output.
+    fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for s in &self.secrets {
+            out = out.replace(s.as_str(), "***");
+        }
+        out
+    }
+}
+
+/// What the remote said about a refused push (`remote: ...` lines), else the summary.
+fn remote_messages(stderr: &[u8], summary: &str) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let remote: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("remote:"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if remote.is_empty() {
+        summary.to_string()
+    } else {
+        format!("{summary}: {}", remote.join("; "))
+    }
+}
+
+fn write_askpass(path: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o700)
+        .open(path)?;
+    f.write_all(ASKPASS.as_bytes())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "Other")
+            .env("GIT_AUTHOR_EMAIL", "other@example.com")
+            .env("GIT_COMMITTER_NAME", "Other")
+            .env("GIT_COMMITTER_EMAIL", "other@example.com")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn author() -> Signature {
+        Signature {
+            name: "Flux".into(),
+            email: String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn empty_remote_then_unchanged_then_non_fast_forward_and_retry() {
+        let root = tempfile::tempdir().unwrap();
+        git(root.path(), &["init", "-q", "--bare", "r.git"]);
+        let url = format!("file://{}", root.path().join("r.git").display());
+
+        let a = Checkout::clone(&url, "main", &Auth::None, None)
+            .await
+            .unwrap();
+        assert_eq!(a.head().await.unwrap(), None);
+        std::fs::write(a.path().join("x.yaml"), "a: 1\n").unwrap();
+        let first = a
+            .commit(&["x.yaml".into()], "first", &author())
+            .await
+            .unwrap()
+            .expect("a commit");
+        a.push().await.unwrap();
+        // Nothing changed: no commit.
+        assert_eq!(
+            a.commit(&["x.yaml".into()], "again", &author())
+                .await
+                .unwrap(),
+            None
+        );
+
+        // Someone else pushes in between: our push is not a fast-forward.
+        let b = Checkout::clone(&url, "main", &Auth::None, None)
+            .await
+            .unwrap();
+        assert_eq!(b.head().await.unwrap(), Some(first.clone()));
+        std::fs::write(a.path().join("x.yaml"), "a: 2\n").unwrap();
+        a.commit(&["x.yaml".into()], "ours", &author())
+            .await
+            .unwrap();
+        std::fs::write(b.path().join("y.yaml"), "b: 1\n").unwrap();
+        b.commit(&["y.yaml".into()], "theirs", &author())
+            .await
+            .unwrap();
+        b.push().await.unwrap();
+        match a.push().await {
+            Err(GitError::NonFastForward { reason, .. }) => {
+                assert!(reason.contains("rejected"), "{reason}")
+            }
+            other => panic!("expected a non-fast-forward rejection, got {other:?}"),
+        }
+        // Re-fetch, redo, push: both changes are on the branch.
+        a.fetch_and_reset().await.unwrap();
+        assert!(a.path().join("y.yaml").exists());
+        std::fs::write(a.path().join("x.yaml"), "a: 2\n").unwrap();
+        a.commit(&["x.yaml".into()], "ours", &author())
+            .await
+            .unwrap();
+        a.push().await.unwrap();
+        let log = git(&root.path().join("r.git"), &["log", "--format=%s", "main"]);
+        assert_eq!(log, "ours\ntheirs\nfirst");
+        // The author is ours, committer too (no user configuration needed).
+        let who = git(
+            &root.path().join("r.git"),
+            &["log", "-1", "--format=%an <%ae>", "main"],
+        );
+        assert_eq!(who, "Flux <>");
+    }
+
+    #[tokio::test]
+    async fn a_missing_branch_is_named_with_the_existing_ones() {
+        let root = tempfile::tempdir().unwrap();
+        git(root.path(), &["init", "-q", "--bare", "r.git"]);
+        let url = format!("file://{}", root.path().join("r.git").display());
+        let a = Checkout::clone(&url, "dev", &Auth::None, None)
+            .await
+            .unwrap();
+        std::fs::write(a.path().join("x"), "x").unwrap();
+        a.commit(&["x".into()], "x", &author()).await.unwrap();
+        a.push().await.unwrap();
+        let err = match Checkout::clone(&url, "main", &Auth::None, None).await {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("cloned a missing branch"),
+        };
+        assert!(err.contains("branch \"main\" does not exist"), "{err}");
+        assert!(err.contains("(it has: dev)"), "{err}");
+    }
+
+    #[test]
+    fn secrets_are_scrubbed_and_hidden_from_debug() {
+        let auth = Auth::Basic {
+            username: "git".into(),
+            password: "s3cret".into(),
+        };
+        assert!(!format!("{auth:?}").contains("s3cret"));
+        let dir = tempfile::tempdir().unwrap();
+        let c = Checkout {
+            dir,
+            url: String::new(),
+            branch: "main".into(),
+            env: vec![],
+            secrets: vec!["s3cret".into()],
+        };
+        assert_eq!(
+            c.scrub("fatal: could not read s3cret for x"),
+            "fatal: could not read *** for x"
+        );
+    }
+}

@@ -1,0 +1,310 @@
+//! `bootstrap git` refusing what it must refuse, before or without changing Git or the cluster:
+//! bad flags, a cluster following another path, a remote that rejects the push, wrong
+//! credentials over https (never echoed), and Ctrl-C during the wait.
+
+mod bootstrap_support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use bootstrap_support::{Cluster, Repo, args, ferroflux, text};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, PostParams};
+
+fn bootstrap_args(url: &str, path: &str, kubeconfig: &str, timeout: &str) -> Vec<String> {
+    args(&[
+        "bootstrap",
+        "git",
+        "--url",
+        url,
+        "--branch",
+        "main",
+        "--path",
+        path,
+        "--kubeconfig",
+        kubeconfig,
+        "--timeout",
+        timeout,
+        "--silent",
+    ])
+}
+
+#[test]
+fn bad_flags_are_refused_before_anything_happens() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("kubeconfig-that-is-not-read");
+    let kc = missing.to_str().unwrap();
+    let key = dir.path().join("id");
+    std::fs::write(&key, "not a key").unwrap();
+    let key = key.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--url", "ssh://git@127.0.0.1/fleet.git"],
+            "ssh:// URLs need --private-key-file",
+        ),
+        (
+            vec![
+                "--url",
+                "ssh://git@127.0.0.1/fleet.git",
+                "--private-key-file",
+                key,
+            ],
+            "is not a private key",
+        ),
+        (
+            vec!["--url", "http://127.0.0.1/fleet.git"],
+            "scheme http is insecure, pass --allow-insecure-http=true to allow it",
+        ),
+        (
+            vec!["--url", "https://git:hunter2-secret@127.0.0.1/fleet.git"],
+            "--url must not hold a password",
+        ),
+        (
+            vec!["--url", "git@127.0.0.1:fleet.git"],
+            "is not a URL: use file://, https:// or ssh://",
+        ),
+        (
+            vec!["--url", "ftp://127.0.0.1/fleet.git"],
+            "scheme \"ftp\" is not supported",
+        ),
+        (
+            vec!["--url", "https://127.0.0.1/fleet.git", "--token-auth"],
+            "--token-auth needs --password",
+        ),
+        (
+            vec!["--url", "file:///tmp/x.git", "--path", "../outside"],
+            "it must stay inside the repository",
+        ),
+        (
+            vec!["--url", "file:///tmp/x.git", "--interval", "soon"],
+            "--interval",
+        ),
+    ];
+    for (flags, message) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+            .args(["bootstrap", "git", "--kubeconfig", kc])
+            .args(&flags)
+            .output()
+            .unwrap();
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{flags:?}: {all}");
+        assert!(all.contains(message), "{flags:?}: {all}");
+        assert!(
+            !all.contains("hunter2-secret"),
+            "the password leaked: {all}"
+        );
+    }
+}
+
+/// CRDs served and the `flux-system` namespace present, as after an earlier bootstrap.
+async fn with_crds(c: &Cluster) -> kube::Client {
+    let client = c.client().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in ferroflux_api::crds() {
+        crds.create(&PostParams::default(), &crd).await.unwrap();
+    }
+    let ns: Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "flux-system"}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let ks: Api<ferroflux_api::Kustomization> = Api::namespaced(client.clone(), "flux-system");
+    for _ in 0..200 {
+        if ks.list(&ListParams::default()).await.is_ok() {
+            return client;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the Kustomization CRD is never served");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_following_another_path_is_refused_and_nothing_is_pushed() {
+    let c = Cluster::start("production").await;
+    let client = with_crds(&c).await;
+    let ks: Api<ferroflux_api::Kustomization> = Api::namespaced(client.clone(), "flux-system");
+    let existing: ferroflux_api::Kustomization = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "flux-system", "namespace": "flux-system"},
+        "spec": {"interval": "10m", "path": "./clusters/staging", "prune": true,
+                 "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
+    }))
+    .unwrap();
+    ks.create(&PostParams::default(), &existing).await.unwrap();
+    let repo = Repo::with_files(&[("README.md", "fleet\n")]);
+    let before = repo.head();
+
+    let kc = c.kubeconfig.to_str().unwrap();
+    let out = ferroflux(
+        bootstrap_args(&repo.url(), "clusters/production", kc, "60s"),
+        vec![],
+    )
+    .await;
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains(
+            "sync path configuration (\"./clusters/production\") would overwrite path \
+             (\"./clusters/staging\") of existing Kustomization"
+        ),
+        "{all}"
+    );
+    assert_eq!(repo.head(), before, "something was pushed");
+    assert!(!all.contains("cloning"), "it cloned before checking: {all}");
+
+    // The same path, spelled differently, is not "another path".
+    for spelling in ["./clusters/staging/", "clusters/staging"] {
+        let out = ferroflux(bootstrap_args(&repo.url(), spelling, kc, "3s"), vec![]).await;
+        // It goes on (and times out waiting, since no controller runs here).
+        let all = text(&out);
+        assert!(!all.contains("would overwrite path"), "{spelling}: {all}");
+        assert!(all.contains("► cloning branch"), "{spelling}: {all}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_push_the_remote_rejects_is_reported_and_nothing_is_applied() {
+    let c = Cluster::start("staging").await;
+    let repo = Repo::with_files(&[("README.md", "fleet\n")]);
+    let hook = repo.bare().join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho 'pushes to main are frozen for the release' >&2\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let before = repo.head();
+
+    let kc = c.kubeconfig.to_str().unwrap();
+    let out = ferroflux(
+        bootstrap_args(&repo.url(), "clusters/staging", kc, "60s"),
+        vec![],
+    )
+    .await;
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("failed to push manifests"), "{all}");
+    assert!(all.contains("rejected by the remote"), "{all}");
+    assert!(
+        all.contains("pushes to main are frozen for the release"),
+        "{all}"
+    );
+    assert_eq!(repo.head(), before);
+    let ns = c.kubectl(&["get", "namespace", "flux-system"]);
+    assert!(
+        !ns.status.success(),
+        "the cluster was changed: {}",
+        text(&ns)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wrong_credentials_over_https_fail_without_echoing_the_password() {
+    let c = Cluster::start("staging").await;
+    let repo = Repo::with_files(&[("README.md", "fleet\n")]);
+    let server =
+        bootstrap_support::GitHttpsServer::start(repo.root.path(), "git", "the-right-one").await;
+    let ca = repo.root.path().join("ca.pem");
+    std::fs::write(&ca, &server.ca_pem).unwrap();
+    let kc = c.kubeconfig.to_str().unwrap();
+    let password = "wrong-Pa55word-that-must-not-show";
+
+    // As a flag and as GIT_PASSWORD.
+    for via_env in [false, true] {
+        let mut a = bootstrap_args(&server.url("fleet.git"), "clusters/staging", kc, "60s");
+        a.extend(args(&[
+            "--token-auth",
+            "--username",
+            "git",
+            "--ca-file",
+            ca.to_str().unwrap(),
+        ]));
+        let mut env = vec![];
+        if via_env {
+            env.push(("GIT_PASSWORD".to_string(), password.to_string()));
+        } else {
+            a.extend(args(&["--password", password]));
+        }
+        let out = ferroflux(a, env).await;
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{all}");
+        assert!(all.contains("failed to clone repository"), "{all}");
+        assert!(all.contains("Authentication failed"), "{all}");
+        assert!(!all.contains(password), "the password leaked: {all}");
+        assert!(
+            !all.contains("Pa55word"),
+            "part of the password leaked: {all}"
+        );
+    }
+    let ns = c.kubectl(&["get", "namespace", "flux-system"]);
+    assert!(
+        !ns.status.success(),
+        "the cluster was changed: {}",
+        text(&ns)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_the_wait_exits_cleanly_and_git_stays_consistent() {
+    // No controller runs on this cluster, so bootstrap waits until it is interrupted.
+    let c = Cluster::start("staging").await;
+    let repo = Repo::with_files(&[("README.md", "fleet\n")]);
+    let tmp = tempfile::tempdir().unwrap();
+    let kc = c.kubeconfig.to_str().unwrap().to_string();
+    let a = bootstrap_args(&repo.url(), "clusters/staging", &kc, "5m");
+    let tmp_path = tmp.path().to_path_buf();
+    let (status, lines) = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+            .args(&a)
+            .env("TMPDIR", &tmp_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = Vec::new();
+        let mut reader = BufReader::new(child.stderr.take().unwrap());
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            let waiting = line.contains("waiting for GitRepository");
+            lines.push(line);
+            if waiting {
+                // The readiness signal: it is now in its wait loop.
+                let ok = Command::new("kill")
+                    .args(["-INT", &child.id().to_string()])
+                    .status()
+                    .unwrap();
+                assert!(ok.success());
+            }
+        }
+        (child.wait().unwrap(), lines)
+    })
+    .await
+    .unwrap();
+    let all = lines.concat();
+    assert_eq!(status.code(), Some(130), "{all}");
+    assert!(all.contains("✗ interrupted"), "{all}");
+    assert!(!all.contains("panicked"), "{all}");
+    // The commit is whole: both files of the folder, one commit on top of the first.
+    assert_eq!(repo.count(), 2);
+    let files = repo.files();
+    for f in [
+        "clusters/staging/flux-system/gotk-components.yaml",
+        "clusters/staging/flux-system/gotk-sync.yaml",
+        "clusters/staging/flux-system/kustomization.yaml",
+    ] {
+        assert!(files.contains(&f.to_string()), "{files:?}");
+    }
+    bootstrap_support::git(&repo.bare(), &["fsck", "--strict"]);
+    // The temporary clone went with the process.
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
