@@ -308,3 +308,110 @@ async fn ctrl_c_during_the_wait_exits_cleanly_and_git_stays_consistent() {
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn right_credentials_over_https_push_and_reach_the_secret_only() {
+    // No controller runs here: the push and the Secret are checked, then the wait times out.
+    let c = Cluster::start("staging").await;
+    let repo = Repo::with_files(&[("README.md", "fleet\n")]);
+    let password = "the-Right-0ne-for-https";
+    let server = bootstrap_support::GitHttpsServer::start(repo.root.path(), "git", password).await;
+    let ca = repo.root.path().join("ca.pem");
+    std::fs::write(&ca, &server.ca_pem).unwrap();
+    let kc = c.kubeconfig.to_str().unwrap();
+    let mut a = bootstrap_args(&server.url("fleet.git"), "clusters/staging", kc, "15s");
+    a.extend(args(&[
+        "--token-auth",
+        "--username",
+        "git",
+        "--ca-file",
+        ca.to_str().unwrap(),
+    ]));
+    let out = ferroflux(a, vec![("GIT_PASSWORD".into(), password.into())]).await;
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("✔ committed component and sync manifests"),
+        "{all}"
+    );
+    assert!(all.contains("✔ reconciled source secret"), "{all}");
+    assert!(all.contains("timed out waiting for gitrepository"), "{all}");
+    assert!(!all.contains(password), "the password leaked: {all}");
+    assert_eq!(repo.count(), 2);
+    let sync = repo.show("clusters/staging/flux-system/gotk-sync.yaml");
+    assert!(
+        sync.contains(&format!("  url: {}\n", server.url("fleet.git"))),
+        "{sync}"
+    );
+    assert!(!sync.contains(password));
+    let client = c.client().await;
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client, "flux-system");
+    let secret = secrets.get("flux-system").await.unwrap();
+    let data = secret.data.unwrap();
+    assert_eq!(data["username"].0, b"git");
+    assert_eq!(data["password"].0, password.as_bytes());
+    assert_eq!(data["ca.crt"].0, server.ca_pem.as_bytes());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ssh_pushes_with_the_key_and_checks_the_host_key() {
+    // No controller runs here: the push and the Secret are checked, then the wait times out.
+    let c = Cluster::start("staging").await;
+    let repo = Repo::with_files(&[("README.md", "fleet\n")]);
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("id_ed25519");
+    let public = bootstrap_support::keygen(&key);
+    let sshd = bootstrap_support::Sshd::start(&public);
+    let kc = c.kubeconfig.to_str().unwrap();
+    let url = sshd.url(&repo.bare());
+
+    // A known_hosts file without this server: refused before any connection.
+    let unknown = keys.path().join("known_hosts_other");
+    std::fs::write(&unknown, "[127.0.0.1]:1 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE0rN3rFqZ0RlFmLJbnNGbvZ3MPq5K6C5yJZmN7i0Gzc\n").unwrap();
+    let mut a = bootstrap_args(&url, "clusters/staging", kc, "15s");
+    a.extend(args(&[
+        "--private-key-file",
+        key.to_str().unwrap(),
+        "--known-hosts-file",
+        unknown.to_str().unwrap(),
+    ]));
+    let out = ferroflux(a, vec![]).await;
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains(&format!("no host key for [127.0.0.1]:{}", sshd.port)),
+        "{all}"
+    );
+    assert_eq!(repo.count(), 1);
+
+    let known = keys.path().join("known_hosts");
+    std::fs::write(&known, sshd.known_hosts()).unwrap();
+    let mut a = bootstrap_args(&url, "clusters/staging", kc, "15s");
+    a.extend(args(&[
+        "--private-key-file",
+        key.to_str().unwrap(),
+        "--known-hosts-file",
+        known.to_str().unwrap(),
+    ]));
+    let out = ferroflux(a, vec![]).await;
+    let all = text(&out);
+    assert!(
+        all.contains("✔ committed component and sync manifests"),
+        "{all}"
+    );
+    assert!(all.contains("✔ reconciled source secret"), "{all}");
+    assert_eq!(repo.count(), 2, "{all}");
+    let private = std::fs::read_to_string(&key).unwrap();
+    assert!(!all.contains(private.trim()), "the key leaked");
+    let sync = repo.show("clusters/staging/flux-system/gotk-sync.yaml");
+    assert!(sync.contains(&format!("  url: {url}\n")), "{sync}");
+    let client = c.client().await;
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client, "flux-system");
+    let data = secrets.get("flux-system").await.unwrap().data.unwrap();
+    assert_eq!(data["identity"].0, private.as_bytes());
+    assert_eq!(data["identity.pub"].0, public.as_bytes());
+    assert_eq!(
+        String::from_utf8_lossy(&data["known_hosts"].0).trim(),
+        sshd.known_hosts().trim()
+    );
+}

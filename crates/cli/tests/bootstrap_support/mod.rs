@@ -367,3 +367,117 @@ impl Drop for GitHttpsServer {
         self.task.abort();
     }
 }
+
+// --- OpenSSH's sshd on a loopback port ---
+
+/// An ed25519 key pair at `path` (and `path.pub`); returns the public key line.
+pub fn keygen(path: &Path) -> String {
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "test", "-f"])
+        .arg(path)
+        .output()
+        .expect("ssh-keygen runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(path.with_extension("pub")).unwrap()
+}
+
+/// sshd accepting `authorized` for the current user; stopped when dropped.
+pub struct Sshd {
+    pub port: u16,
+    pub host_pub: String,
+    pub user: String,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Sshd {
+    pub fn start(authorized: &str) -> Self {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        let host_key = dir.path().join("host_key");
+        let host_pub = keygen(&host_key);
+        let auth_keys = dir.path().join("authorized_keys");
+        std::fs::write(&auth_keys, authorized).unwrap();
+        std::fs::create_dir_all("/run/sshd").ok();
+        let user = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_string();
+        for _ in 0..5 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let config = dir.path().join("sshd_config");
+            std::fs::write(
+                &config,
+                format!(
+                    "Port {port}\nListenAddress 127.0.0.1\nHostKey {hk}\nPidFile {pid}\n\
+                     AuthorizedKeysFile {ak}\nStrictModes no\nPasswordAuthentication no\n\
+                     KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nUsePAM no\n\
+                     PermitRootLogin prohibit-password\nAllowUsers {user}\n\
+                     SetEnv PATH={path}\n",
+                    hk = host_key.display(),
+                    pid = dir.path().join("sshd.pid").display(),
+                    ak = auth_keys.display(),
+                    path = std::env::var("PATH").unwrap_or_default(),
+                ),
+            )
+            .unwrap();
+            let mut child = Command::new("/usr/sbin/sshd")
+                .args(["-D", "-e", "-f"])
+                .arg(&config)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("sshd starts (./test.sh installs openssh-server)");
+            // Readiness: sshd says so on stderr once it listens.
+            let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+            let ready = loop {
+                match lines.next() {
+                    Some(Ok(l)) if l.contains("Server listening on") => break true,
+                    Some(Ok(_)) => {}
+                    _ => break false,
+                }
+            };
+            if ready {
+                std::thread::spawn(move || for _ in lines {});
+                return Sshd {
+                    port,
+                    host_pub,
+                    user,
+                    child,
+                    _dir: dir,
+                };
+            }
+            child.wait().ok();
+        }
+        panic!("sshd did not start");
+    }
+
+    pub fn known_hosts(&self) -> String {
+        format!("[127.0.0.1]:{} {}", self.port, self.host_pub)
+    }
+
+    pub fn url(&self, bare: &Path) -> String {
+        format!(
+            "ssh://{}@127.0.0.1:{}{}",
+            self.user,
+            self.port,
+            bare.display()
+        )
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
