@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::error::{BuildError, Result};
-use crate::fsys::{Fs, Limits};
+use crate::fsys::{Fs, Limits, LoadRestrictions};
 use crate::kustomization::{Kustomization, VarArgs};
 use crate::resource::Res;
 use crate::transform;
@@ -24,11 +24,24 @@ const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml
 /// ```
 ///
 /// Everything it reads stays inside the repository root given to [`Build::new`]: files named by a
-/// kustomization must lie under that kustomization's directory (kustomize's root-only rule),
-/// directories anywhere inside the repository, and symlinks that lead outside are refused.
+/// kustomization must lie under that kustomization's directory (kustomize's root-only rule,
+/// unless [`Build::with_load_restrictions`] lifts it), directories anywhere inside the repository, and symlinks that lead outside are refused.
 /// Remote bases, Helm charts and plugin functions are refused with a "not supported" error.
 pub struct Build {
     fs: Fs,
+    reorder: Reorder,
+}
+
+/// How the output is ordered when the top kustomization has no `sortOptions` (kustomize's
+/// `--reorder`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Reorder {
+    /// kustomize's legacy order by kind (what `kubectl kustomize` prints).
+    #[default]
+    Legacy,
+    /// The order objects were listed and generated in (what Flux builds, since it leaves the
+    /// reorder option unset).
+    None,
 }
 
 /// The objects of a build and the warnings kustomize would print to stderr.
@@ -59,7 +72,20 @@ impl Build {
     pub fn with_limits(repo_root: &Path, limits: Limits) -> Result<Build> {
         Ok(Build {
             fs: Fs::new(repo_root, limits)?,
+            reorder: Reorder::default(),
         })
+    }
+
+    /// Where files named by a kustomization may live (default: its own directory tree).
+    pub fn with_load_restrictions(mut self, restrictions: LoadRestrictions) -> Build {
+        self.fs.set_restrictions(restrictions);
+        self
+    }
+
+    /// How the output is ordered when the kustomization has no `sortOptions`.
+    pub fn with_reorder(mut self, reorder: Reorder) -> Build {
+        self.reorder = reorder;
+        self
     }
 
     /// Builds the kustomization at `path` (relative to the repository root, or absolute inside
@@ -96,8 +122,10 @@ impl Build {
         for r in &mut resources {
             stringify_annotations(r);
         }
-        transform::sort::sort(&mut resources, kust.sort_options.as_ref())
-            .map_err(|m| BuildError::invalid(ctx.fs.display(&kfile), m))?;
+        if kust.sort_options.is_some() || self.reorder == Reorder::Legacy {
+            transform::sort::sort(&mut resources, kust.sort_options.as_ref())
+                .map_err(|m| BuildError::invalid(ctx.fs.display(&kfile), m))?;
+        }
         let warnings = ctx.warnings.into_inner();
         Ok(BuildOutput {
             objects: resources.into_iter().map(|r| r.obj).collect(),
@@ -375,7 +403,7 @@ impl Ctx<'_> {
                     acc.vars.push(v);
                 }
             } else {
-                let real = self.fs.confine(&p, dir, "resource file")?;
+                let real = self.fs.confine_loaded(&p, dir, "resource file")?;
                 let loaded = self.load_resources(&real)?;
                 pending.extend(loaded);
             }
@@ -424,7 +452,7 @@ impl Ctx<'_> {
     /// the kustomization's own directory.
     pub fn read_local(&self, dir: &Path, rel: &str) -> Result<(Vec<u8>, PathBuf)> {
         let p = self.fs.join(dir, rel)?;
-        let real = self.fs.confine(&p, dir, "file")?;
+        let real = self.fs.confine_loaded(&p, dir, "file")?;
         Ok((self.fs.read(&real)?, real))
     }
 }

@@ -6,6 +6,19 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::error::{BuildError, Result};
 
+/// Where the files a kustomization names (resource files, patches, generator inputs) may live,
+/// as kustomize's `--load-restrictor` says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LoadRestrictions {
+    /// Only under the kustomization's own directory (`LoadRestrictionsRootOnly`, kustomize's
+    /// default).
+    #[default]
+    RootOnly,
+    /// Anywhere inside the repository root (`LoadRestrictionsNone`, what Flux builds with). The
+    /// repository root still bounds every read, symlinks included.
+    None,
+}
+
 /// Limits applied while reading a repository.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -30,6 +43,7 @@ impl Default for Limits {
 pub(crate) struct Fs {
     root: PathBuf,
     limits: Limits,
+    restrictions: LoadRestrictions,
     read_total: std::cell::Cell<u64>,
 }
 
@@ -42,8 +56,22 @@ impl Fs {
         Ok(Fs {
             root,
             limits,
+            restrictions: LoadRestrictions::default(),
             read_total: std::cell::Cell::new(0),
         })
+    }
+
+    pub fn set_restrictions(&mut self, restrictions: LoadRestrictions) {
+        self.restrictions = restrictions;
+    }
+
+    /// Confines a file a kustomization at `dir` names: to `dir` under the root-only rule, to
+    /// the repository otherwise.
+    pub fn confine_loaded(&self, p: &Path, dir: &Path, what: &str) -> Result<PathBuf> {
+        match self.restrictions {
+            LoadRestrictions::RootOnly => self.confine(p, dir, what),
+            LoadRestrictions::None => self.confine(p, &self.root, what),
+        }
     }
 
     pub fn limits(&self) -> &Limits {
@@ -94,6 +122,9 @@ impl Fs {
     /// Resolves symlinks and checks the result stays inside `within` (itself inside the
     /// repository root).
     pub fn confine(&self, p: &Path, within: &Path, what: &str) -> Result<PathBuf> {
+        if !p.starts_with(&self.root) {
+            return Err(self.outside(p, &self.root, what));
+        }
         let lexical_inside = p.starts_with(within);
         let real = match p.canonicalize() {
             Ok(r) => r,
@@ -120,6 +151,12 @@ impl Fs {
     }
 
     fn outside(&self, p: &Path, within: &Path, what: &str) -> BuildError {
+        if within == self.root {
+            return BuildError::Refused {
+                path: self.display(p),
+                message: format!("{what} is outside the repository root"),
+            };
+        }
         BuildError::Refused {
             path: self.display(p),
             message: format!(

@@ -22,7 +22,7 @@ mod smp;
 mod transform;
 pub mod yaml;
 
-pub use build::{Build, BuildOutput};
+pub use build::{Build, BuildOutput, Reorder};
 pub use error::BuildError;
-pub use fsys::Limits;
+pub use fsys::{Limits, LoadRestrictions};
 pub use yaml::emit::render_yaml;
