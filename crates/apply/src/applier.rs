@@ -64,6 +64,18 @@ impl Default for ApplyOptions {
     }
 }
 
+/// The outcome of [`Applier::dry_run`] for one object.
+#[derive(Clone, Debug)]
+pub struct DryRun {
+    pub id: ObjectId,
+    /// Created, Configured, Unchanged or Skipped.
+    pub action: Action,
+    /// The object in the cluster, when it drifted.
+    pub live: Option<Value>,
+    /// What the cluster would hold after the apply, when it drifted.
+    pub merged: Option<Value>,
+}
+
 /// Applies object sets to one cluster as one field manager.
 pub struct Applier {
     client: kube::Client,
@@ -247,6 +259,83 @@ impl Applier {
                 reason: message_of(&e),
             }),
         }
+    }
+
+    /// What applying `obj` would do, found by a server-side dry-run (`dryRun=All`) and
+    /// Flux's drift rule; nothing in the cluster changes. `live` and `merged` (the dry-run
+    /// result) are given for configured objects, without `managedFields`.
+    pub async fn dry_run(&self, obj: &Value, opts: &ApplyOptions) -> Result<DryRun, ApplyError> {
+        let id = object_id(obj, 0)?;
+        let shown = id.display_name();
+        let outcome = |action, live, merged| DryRun {
+            id: id.clone(),
+            action,
+            live,
+            merged,
+        };
+        if meta_value(obj, "annotations", RECONCILE_ANNOTATION)
+            .is_some_and(|v| v.eq_ignore_ascii_case("disabled"))
+            || meta_value(obj, "annotations", SSA_ANNOTATION).is_some_and(|v| v == "Ignore")
+        {
+            return Ok(outcome(Action::Skipped, None, None));
+        }
+        let api_version = str_at(obj, &["apiVersion"]).unwrap_or("");
+        let namespace = str_at(obj, &["metadata", "namespace"]);
+        let (api, _) = match self.api_for(api_version, &id.kind, namespace).await {
+            Ok(found) => found,
+            Err(ApplyError::Discovery { .. }) => {
+                return Err(ApplyError::DryRun {
+                    id: shown,
+                    reason: format!(
+                        "no matches for kind \"{}\" in version \"{api_version}\"",
+                        id.kind
+                    ),
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        let live = api
+            .get_opt(&id.name)
+            .await
+            .map_err(|e| ApplyError::DryRun {
+                id: shown.clone(),
+                reason: message_of(&e),
+            })?;
+        if live.is_some() && meta_value(obj, "annotations", SSA_ANNOTATION) == Some("IfNotPresent")
+        {
+            return Ok(outcome(Action::Skipped, None, None));
+        }
+        let params = PatchParams::apply(&self.field_manager).force().dry_run();
+        let dry = match api.patch(&id.name, &params, &Patch::Apply(obj)).await {
+            Ok(d) => d,
+            Err(e) if is_immutable(&e) && self.wants_force(obj, opts) => {
+                return Ok(outcome(Action::Created, None, None));
+            }
+            Err(e) => {
+                return Err(ApplyError::DryRun {
+                    id: shown,
+                    reason: message_of(&e),
+                });
+            }
+        };
+        let Some(live) = live else {
+            return Ok(outcome(Action::Created, None, None));
+        };
+        if !drifted(&live, &dry) {
+            return Ok(outcome(Action::Unchanged, None, None));
+        }
+        let plain = |o: &DynamicObject| {
+            let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
+            if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("managedFields");
+            }
+            v
+        };
+        Ok(outcome(
+            Action::Configured,
+            Some(plain(&live)),
+            Some(plain(&dry)),
+        ))
     }
 
     fn wants_force(&self, obj: &Value, opts: &ApplyOptions) -> bool {

@@ -3,9 +3,11 @@
 use clap::{CommandFactory, Parser, Subcommand};
 
 mod bootstrap;
+mod build;
 mod check;
 mod completions;
 mod dev;
+mod diff;
 mod events;
 mod fleet;
 mod fluxobj;
@@ -73,6 +75,10 @@ enum Command {
     Check(check::CheckArgs),
     /// Deploy the engine on a cluster connected to a Git repository.
     Bootstrap(bootstrap::BootstrapArgs),
+    /// Build a Kustomization from a local directory, as `flux build` does.
+    Build(build::BuildArgs),
+    /// Show what a local directory would change in the cluster, as `flux diff` does.
+    Diff(diff::DiffArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -98,5 +104,7 @@ fn main() -> anyhow::Result<()> {
         Command::Uninstall(args) => uninstall::run(args),
         Command::Check(args) => check::run(args),
         Command::Bootstrap(args) => bootstrap::run(args),
+        Command::Build(args) => build::run(args),
+        Command::Diff(args) => diff::run(args),
     }
 }

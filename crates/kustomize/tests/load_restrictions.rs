@@ -102,10 +102,7 @@ fn the_repository_root_still_bounds_every_read() {
     let build = Build::new(&root)
         .unwrap()
         .with_load_restrictions(LoadRestrictions::None);
-    let err = build
-        .build(Path::new("apps/leak"))
-        .unwrap_err()
-        .to_string();
+    let err = build.build(Path::new("apps/leak")).unwrap_err().to_string();
     assert!(err.contains("outside the repository root"), "{err}");
 
     // A symlink inside the repository that leads out of it.

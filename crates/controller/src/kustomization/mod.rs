@@ -1,5 +1,6 @@
 //! The steps of a Kustomization's reconcile that are Flux's own.
 
+pub mod build;
 pub mod decrypt;
 pub mod dependencies;
 pub mod generate;

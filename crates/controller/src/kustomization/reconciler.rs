@@ -1,19 +1,18 @@
 //! The Kustomization reconciler: Flux's kustomize-controller pipeline, object by object.
 //!
-//! finalizer → suspend → source → dependsOn → artifact (download, digest, untar) → path →
-//! kustomization.yaml → build → owner labels and commonMetadata → decrypt → substitute → staged
-//! apply → inventory → prune → health → status and event. A failed build or apply never prunes.
+//! finalizer → suspend → source → dependsOn → artifact (download, digest, untar) → build (the
+//! `build` module: kustomization.yaml, kustomize, owner labels and commonMetadata, decrypt,
+//! substitute) → staged apply → inventory → prune → health → status and event. A failed build
+//! or apply never prunes.
 
-use super::decrypt;
+use super::build;
 use super::dependencies::{check_dependencies, dependency_keys, find_cycle, key};
-use super::generate;
-use super::postbuild::{self, Vars};
 use crate::artifact;
 use ferroflux_api::conditions::{
     self, HEALTHY, READY, RECONCILING, STALLED, Status as CondStatus, reason,
 };
 use ferroflux_api::duration::{format_duration, parse_duration};
-use ferroflux_api::kustomization::{DeletionPolicy, ResourceInventory, SubstituteKind};
+use ferroflux_api::kustomization::{DeletionPolicy, ResourceInventory};
 use ferroflux_api::{
     FINALIZER, GitRepository, Kustomization, KustomizationStatus, RECONCILE_REQUESTED_AT,
 };
@@ -21,7 +20,7 @@ use ferroflux_apply::applier::{Applier, ApplyOptions};
 use ferroflux_apply::changeset::ChangeSet;
 use ferroflux_apply::inventory::{InventoryObject, inventory_of, stale_entries};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
@@ -31,7 +30,6 @@ use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -494,68 +492,14 @@ async fn pipeline(
     let root = workdir.path().to_path_buf();
     artifact::untar(&data, &root, ctx.options.max_artifact_size)
         .map_err(|e| Failure::new(reason::ARTIFACT_FAILED, e.to_string(), retry))?;
-    let spec_path = ks.spec.path.clone().unwrap_or_else(|| "./".into());
-    let dir = confined(&root, &spec_path).ok_or_else(|| Failure {
-        reason: reason::ARTIFACT_FAILED,
-        message: format!("kustomization path not found: {spec_path} leaves the artifact"),
-        requeue: retry,
-        stalled: true,
-    })?;
-    if !dir.is_dir() {
-        return Err(Failure::new(
-            reason::ARTIFACT_FAILED,
-            format!("kustomization path not found: {spec_path}"),
-            retry,
-        ));
-    }
-
-    // Build.
-    generate::prepare(&dir, &ks.spec)
-        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string(), retry))?;
-    let decryptor = match &ks.spec.decryption {
-        Some(decryption) => Some(
-            load_decryptor(ctx, &ns, decryption)
-                .await
-                .map_err(|m| Failure::new(reason::BUILD_FAILED, m, retry))?,
-        ),
-        None => None,
-    };
-    let canonical_root = root.canonicalize().unwrap_or_else(|_| root.clone());
-    if let Some(d) = &decryptor {
-        let canonical_dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
-        decrypt::decrypt_sources(d, &canonical_root, &canonical_dir).map_err(|m| {
-            Failure::new(
-                reason::BUILD_FAILED,
-                format!("decryption failed: {m}"),
-                retry,
-            )
-        })?;
-    }
-    let build = ferroflux_kustomize::Build::new(&root)
-        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string(), retry))?;
-    let relative = dir.strip_prefix(&root).unwrap_or(Path::new(""));
-    let mut objects = build
-        .build(relative)
-        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string(), retry))?;
+    let dir =
+        build::resolve_path(&root, ks.spec.path.as_deref()).map_err(|e| build_failure(e, retry))?;
+    let mut objects = build::build(ks, &root, &dir, build::Cluster::Client(&ctx.client))
+        .await
+        .map_err(|e| build_failure(e, retry))?;
     drop(workdir);
-
-    postbuild::set_owner_metadata(&mut objects, &name, &ns, ks.spec.common_metadata.as_ref());
-    if let Some(d) = &decryptor {
-        decrypt::decrypt_objects(d, &mut objects).map_err(|m| {
-            Failure::new(
-                reason::BUILD_FAILED,
-                format!("decryption failed: {m}"),
-                retry,
-            )
-        })?;
-    }
-    if let Some(post) = &ks.spec.post_build {
-        let vars = load_vars(ctx, &ns, post)
-            .await
-            .map_err(|m| Failure::new(reason::BUILD_FAILED, m, retry))?;
-        postbuild::substitute_all(&mut objects, &vars, post.substitute_strategy)
-            .map_err(|m| Failure::new(reason::BUILD_FAILED, m, retry))?;
-    }
+    // Flux records the inventory in apply order, whatever order the build listed.
+    objects.sort_by(ferroflux_apply::order::apply_order);
 
     // Apply, inventory, prune, health.
     let target = target_client(ks, ctx, &ns)
@@ -622,112 +566,14 @@ async fn pipeline(
     Ok((revision, changes, healthy))
 }
 
-/// `path` under `root`, or None when it would leave it.
-fn confined(root: &Path, path: &str) -> Option<PathBuf> {
-    let mut out = root.to_path_buf();
-    for c in Path::new(path).components() {
-        match c {
-            Component::Normal(p) => out.push(p),
-            Component::CurDir | Component::RootDir => {}
-            Component::ParentDir => {
-                if out == root {
-                    return None;
-                }
-                out.pop();
-            }
-            Component::Prefix(_) => return None,
-        }
+/// The Failure a build error reports.
+fn build_failure(e: build::BuildError, retry: Duration) -> Failure {
+    Failure {
+        reason: e.reason(),
+        stalled: e.is_stalled(),
+        message: e.to_string(),
+        requeue: retry,
     }
-    Some(out)
-}
-
-/// The decryptor of `spec.decryption`: the age keys of its Secret.
-async fn load_decryptor(
-    ctx: &Context,
-    ns: &str,
-    decryption: &ferroflux_api::kustomization::Decryption,
-) -> Result<ferroflux_sops::Decryptor, String> {
-    let Some(secret_ref) = &decryption.secret_ref else {
-        return Err("spec.decryption: a secretRef with age keys is required (cloud KMS identities are not supported yet)".into());
-    };
-    let what = format!("Secret {ns}/{}", secret_ref.name);
-    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
-    let secret = api
-        .get_opt(&secret_ref.name)
-        .await
-        .map_err(|e| format!("decryption: unable to read {what}: {e}"))?
-        .ok_or_else(|| format!("decryption: {what} not found"))?;
-    let data = secret.data.unwrap_or_default();
-    decrypt::decryptor(
-        &what,
-        data.iter().map(|(k, v)| (k.as_str(), v.0.as_slice())),
-    )
-}
-
-/// Variables from `substituteFrom` (later entries win) then the inline `substitute` (which
-/// wins over all), newlines removed as Flux does.
-async fn load_vars(
-    ctx: &Context,
-    ns: &str,
-    post: &ferroflux_api::kustomization::PostBuild,
-) -> Result<Vars, String> {
-    let mut vars = Vars::new();
-    for reference in post.substitute_from.iter().flatten() {
-        let optional = reference.optional.unwrap_or(false);
-        match reference.kind {
-            SubstituteKind::ConfigMap => {
-                let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), ns);
-                match api.get_opt(&reference.name).await {
-                    Ok(Some(cm)) => {
-                        for (k, v) in cm.data.unwrap_or_default() {
-                            vars.insert(k, v.replace('\n', ""));
-                        }
-                    }
-                    Ok(None) if optional => {}
-                    Ok(None) => {
-                        return Err(format!(
-                            "substitute from 'ConfigMap/{}' error: configmaps \"{}\" not found",
-                            reference.name, reference.name
-                        ));
-                    }
-                    Err(e) => {
-                        return Err(format!(
-                            "substitute from 'ConfigMap/{}' error: {e}",
-                            reference.name
-                        ));
-                    }
-                }
-            }
-            SubstituteKind::Secret => {
-                let api: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
-                match api.get_opt(&reference.name).await {
-                    Ok(Some(secret)) => {
-                        for (k, v) in secret.data.unwrap_or_default() {
-                            let text = String::from_utf8_lossy(&v.0).replace('\n', "");
-                            vars.insert(k, text);
-                        }
-                    }
-                    Ok(None) if optional => {}
-                    Ok(None) => {
-                        return Err(format!(
-                            "substitute from 'Secret/{}' error: secrets \"{}\" not found",
-                            reference.name, reference.name
-                        ));
-                    }
-                    Err(e) => {
-                        return Err(format!(
-                            "substitute from 'Secret/{}' error: {e}",
-                            reference.name
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    for (k, v) in post.substitute.iter().flatten() {
-        vars.insert(k.clone(), v.replace('\n', ""));
-    }
-    Ok(vars)
 }
 
 /// The client objects are applied with: the controller's own cluster, or the one a

@@ -1,0 +1,428 @@
+//! `ferroflux build kustomization NAME --path DIR`: the objects the controller would apply for
+//! a Kustomization if its source held the local directory DIR, as flux's command of the same
+//! name prints them, with every Secret value masked.
+//!
+//! The local tree is never modified: it is copied (without `.git` and without what
+//! `.sourceignore` files and `--ignore-paths` exclude under DIR) into a private directory, and
+//! the controller's own build runs there (generated kustomization.yaml, spec overrides,
+//! decryption with the cluster's key Secret, owner labels, `postBuild` substitution).
+
+use crate::kubecontext::KubeArgs;
+use anyhow::{Context as _, anyhow, bail};
+use clap::{Args, Subcommand};
+use ferroflux_api::Kustomization;
+use ferroflux_controller::kustomization::build::{self as ks_build, Cluster};
+use gix::bstr::BStr;
+use kube::ResourceExt;
+use kube::api::Api;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    #[command(subcommand)]
+    what: BuildWhat,
+    #[command(flatten)]
+    kube: KubeArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum BuildWhat {
+    /// Build a Kustomization from a local directory, as the controller would.
+    #[command(visible_alias = "ks")]
+    Kustomization(BuildKsArgs),
+}
+
+#[derive(Args, Debug)]
+struct BuildKsArgs {
+    #[command(flatten)]
+    local: LocalArgs,
+    /// Build without a cluster (needs --kustomization-file): substituteFrom and decryption
+    /// are skipped.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+/// What `build` and `diff` share: which Kustomization, built from which local directory.
+#[derive(Args, Debug, Clone)]
+pub struct LocalArgs {
+    /// The Kustomization's name.
+    pub name: String,
+    /// Path to the local directory that stands for the Kustomization's spec.path.
+    #[arg(long)]
+    pub path: Option<PathBuf>,
+    /// Path to a Flux Kustomization YAML file, used instead of the one in the cluster.
+    #[arg(long)]
+    pub kustomization_file: Option<PathBuf>,
+    /// Paths to ignore under --path, in .gitignore format (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    pub ignore_paths: Vec<String>,
+}
+
+/// Flux's mask for Secret values (`**SOPS**`); in `data` it is base64-encoded.
+pub const MASK: &str = "**SOPS**";
+const DOCKERCONFIGJSON: &str = "kubernetes.io/dockerconfigjson";
+
+pub fn run(args: BuildArgs) -> anyhow::Result<()> {
+    let BuildWhat::Kustomization(ks_args) = args.what;
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    let objects = runtime.block_on(async {
+        let timeout = args.kube.timeout()?;
+        let work = async {
+            let client = if ks_args.dry_run {
+                None
+            } else {
+                Some(args.kube.client().await?.0)
+            };
+            let (_, objects) =
+                build_local(&ks_args.local, &args.kube, client.as_ref(), ks_args.dry_run).await?;
+            Ok::<_, anyhow::Error>(objects)
+        };
+        // Ctrl-C drops the build, and with it the private copy holding decrypted files.
+        tokio::select! {
+            done = tokio::time::timeout(timeout, work) => {
+                done.map_err(|_| anyhow!("build timed out after {}", args.kube.timeout))?
+            }
+            _ = tokio::signal::ctrl_c() => Err(anyhow!("build cancelled")),
+        }
+    })?;
+    print!("{}", render(&objects));
+    Ok(())
+}
+
+/// The build output as flux prints it: each object followed by a `---` line, Secret values
+/// masked.
+pub fn render(objects: &[Value]) -> String {
+    let mut masked = objects.to_vec();
+    mask_secrets(&mut masked);
+    let mut out = String::new();
+    for obj in &masked {
+        out.push_str(&ferroflux_kustomize::yaml::emit::render_document(obj));
+        out.push_str("---\n");
+    }
+    out
+}
+
+/// Replaces every value of every Secret's `data` and `stringData` with flux's mask (a JSON
+/// object holding it for docker config Secrets, so the shape stays valid), and drops sops
+/// metadata, so no plaintext or ciphertext reaches the terminal.
+pub fn mask_secrets(objects: &mut [Value]) {
+    use base64::Engine as _;
+    for obj in objects {
+        if obj.get("kind").and_then(Value::as_str) != Some("Secret") {
+            continue;
+        }
+        let docker = obj.get("type").and_then(Value::as_str) == Some(DOCKERCONFIGJSON);
+        let Some(map) = obj.as_object_mut() else {
+            continue;
+        };
+        map.remove("sops");
+        let text = if docker {
+            serde_json::json!({ "mask": MASK }).to_string()
+        } else {
+            MASK.to_string()
+        };
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&text);
+        for (field, value) in [("data", &encoded), ("stringData", &text)] {
+            if let Some(entries) = map.get_mut(field).and_then(Value::as_object_mut) {
+                for v in entries.values_mut() {
+                    *v = Value::String(value.clone());
+                }
+            }
+        }
+    }
+}
+
+/// Checks the flags, finds the Kustomization (cluster and/or file) and builds the local
+/// directory for it the way the controller would. Errors read like flux's.
+pub async fn build_local(
+    local: &LocalArgs,
+    kube_args: &KubeArgs,
+    client: Option<&kube::Client>,
+    dry_run: bool,
+) -> anyhow::Result<(Kustomization, Vec<Value>)> {
+    let path = match &local.path {
+        None => bail!("invalid resource path \"\": pass the local directory with --path"),
+        Some(p) => p.clone(),
+    };
+    if !path.is_dir() {
+        bail!(
+            "invalid resource path {:?}: not a directory",
+            path.display().to_string()
+        );
+    }
+    if let Some(file) = &local.kustomization_file
+        && !file.is_file()
+    {
+        bail!(
+            "invalid kustomization file {:?}",
+            file.display().to_string()
+        );
+    }
+    if dry_run && local.kustomization_file.is_none() {
+        bail!("dry-run mode requires a kustomization file (--kustomization-file)");
+    }
+    let ns = kube_args.namespace.as_str();
+    let live = match client {
+        Some(client) => {
+            let api: Api<Kustomization> = Api::namespaced(client.clone(), ns);
+            api.get_opt(&local.name).await.with_context(|| {
+                format!("failed to get kustomization object {ns}/{}", local.name)
+            })?
+        }
+        None => None,
+    };
+    let mut ks = match &local.kustomization_file {
+        Some(file) => {
+            let mut from_file = kustomization_from_file(file, &local.name, ns)?;
+            if let Some(live) = &live {
+                // The live inventory tells diff what the cluster holds.
+                from_file.status = live.status.clone();
+            }
+            from_file
+        }
+        None => live.ok_or_else(|| {
+            anyhow!(
+                "failed to get kustomization object: kustomizations.kustomize.toolkit.fluxcd.io \"{}\" not found in namespace \"{ns}\"",
+                local.name
+            )
+        })?,
+    };
+    if ks.metadata.namespace.is_none() {
+        ks.metadata.namespace = Some(ns.to_string());
+    }
+
+    let source = path
+        .canonicalize()
+        .with_context(|| format!("resolving {}", path.display()))?;
+    let root = source_root(&source)?;
+    let work = tempfile::Builder::new()
+        .prefix("ferroflux-build-")
+        .tempdir()
+        .context("creating a private build directory")?;
+    let ignore = IgnoreRules::load(&source, &local.ignore_paths)?;
+    copy_tree(&root, work.path(), &source, &ignore)
+        .with_context(|| format!("copying {} for the build", root.display()))?;
+    let relative = source.strip_prefix(&root).unwrap_or(Path::new(""));
+    let dir = work.path().join(relative);
+    let cluster = match client {
+        Some(c) => Cluster::Client(c),
+        None => Cluster::Offline,
+    };
+    let objects = ks_build::build(&ks, work.path(), &dir, cluster)
+        .await
+        .map_err(|e| anyhow!("kustomize build failed: {e}"))?;
+    Ok((ks, objects))
+}
+
+/// The Kustomization named `name` (in `ns`, or without a namespace) from a YAML file that may
+/// hold several documents.
+fn kustomization_from_file(file: &Path, name: &str, ns: &str) -> anyhow::Result<Kustomization> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("failed to read kustomization file {}", file.display()))?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| {
+        anyhow!(
+            "failed to unmarshall kustomization file {}: {e}",
+            file.display()
+        )
+    })?;
+    for doc in docs {
+        let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
+        let meta = |f: &str| {
+            doc.get("metadata")
+                .and_then(|m| m.get(f))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        if api_version.starts_with("kustomize.toolkit.fluxcd.io/")
+            && kind == "Kustomization"
+            && meta("name").as_deref() == Some(name)
+            && meta("namespace").is_none_or(|n| n == ns)
+        {
+            return serde_json::from_value(doc).map_err(|e| {
+                anyhow!(
+                    "failed to unmarshall kustomization file {}: {e}",
+                    file.display()
+                )
+            });
+        }
+    }
+    bail!(
+        "failed find kustomization with name '{name}' and namespace '{ns}' in file '{}'",
+        file.display()
+    )
+}
+
+/// What the build may read besides DIR: the Git work tree DIR belongs to, else the current
+/// directory when DIR is inside it, else DIR alone.
+fn source_root(dir: &Path) -> anyhow::Result<PathBuf> {
+    let mut at = Some(dir);
+    while let Some(d) = at {
+        if d.join(".git").exists() {
+            return Ok(d.to_path_buf());
+        }
+        at = d.parent();
+    }
+    if let Ok(cwd) = std::env::current_dir().and_then(|c| c.canonicalize())
+        && dir.starts_with(&cwd)
+    {
+        return Ok(cwd);
+    }
+    Ok(dir.to_path_buf())
+}
+
+/// `.sourceignore` files under DIR and `--ignore-paths`, in .gitignore syntax, relative to DIR
+/// (as flux's build applies them).
+struct IgnoreRules {
+    search: gix::ignore::Search,
+}
+
+const IGNORE_FILE: &str = ".sourceignore";
+
+impl IgnoreRules {
+    fn load(dir: &Path, extra: &[String]) -> anyhow::Result<IgnoreRules> {
+        // Patterns are matched against paths relative to DIR; the base only names sources.
+        let base = PathBuf::from("/dir");
+        let mut search = gix::ignore::Search::default();
+        let mut files = Vec::new();
+        find_ignore_files(dir, dir, &mut files)?;
+        for (relative_dir, bytes) in files {
+            search
+                .add_patterns_buffer(
+                    &bytes,
+                    base.join(&relative_dir).join(IGNORE_FILE),
+                    Some(&base),
+                    gix::ignore::search::Ignore::default(),
+                )
+                .map_err(|e| anyhow!("reading {IGNORE_FILE} patterns: {e}"))?;
+        }
+        if !extra.is_empty() {
+            search
+                .add_patterns_buffer(
+                    extra.join("\n").as_bytes(),
+                    base.join("--ignore-paths"),
+                    Some(&base),
+                    gix::ignore::search::Ignore::default(),
+                )
+                .map_err(|e| anyhow!("reading --ignore-paths patterns: {e}"))?;
+        }
+        Ok(IgnoreRules { search })
+    }
+
+    fn excluded(&self, relative: &Path, is_dir: bool) -> bool {
+        let text = relative.to_string_lossy();
+        self.search
+            .pattern_matching_relative_path(
+                BStr::new(text.as_bytes()),
+                Some(is_dir),
+                gix::glob::pattern::Case::Sensitive,
+            )
+            .is_some_and(|m| !m.pattern.is_negative())
+    }
+}
+
+fn find_ignore_files(
+    base: &Path,
+    dir: &Path,
+    out: &mut Vec<(PathBuf, Vec<u8>)>,
+) -> anyhow::Result<()> {
+    let file = dir.join(IGNORE_FILE);
+    if file.is_file() {
+        let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+        let relative = dir
+            .strip_prefix(base)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
+        out.push((relative, bytes));
+    }
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(Result::ok)
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let file_type = entry.file_type()?;
+        if file_type.is_dir() && entry.file_name() != ".git" {
+            find_ignore_files(base, &entry.path(), out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies `from` into `to`, symlinks as symlinks (the build refuses those leading out of the
+/// copy), skipping `.git` and, under `source`, what `ignore` excludes.
+fn copy_tree(from: &Path, to: &Path, source: &Path, ignore: &IgnoreRules) -> anyhow::Result<()> {
+    let entries = std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))?;
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == ".git" {
+            continue;
+        }
+        let path = entry.path();
+        let target = to.join(&name);
+        let file_type = entry.file_type()?;
+        if let Ok(relative) = path.strip_prefix(source)
+            && ignore.excluded(relative, file_type.is_dir())
+        {
+            continue;
+        }
+        if file_type.is_symlink() {
+            let link = std::fs::read_link(&path)?;
+            std::os::unix::fs::symlink(&link, &target)
+                .with_context(|| format!("linking {}", target.display()))?;
+        } else if file_type.is_dir() {
+            std::fs::create_dir(&target)
+                .with_context(|| format!("creating {}", target.display()))?;
+            copy_tree(&path, &target, source, ignore)?;
+        } else if file_type.is_file() {
+            std::fs::copy(&path, &target).with_context(|| format!("copying {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_secret_value_is_masked_as_flux_does() {
+        let mut objects = vec![
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a"},
+                   "data": {"password": "c2VjcmV0"}, "stringData": {"user": "admin"}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "d"},
+                   "type": "kubernetes.io/dockerconfigjson",
+                   "data": {".dockerconfigjson": "e30="}, "sops": {"mac": "ENC[x]"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                   "data": {"kept": "visible"}}),
+        ];
+        mask_secrets(&mut objects);
+        assert_eq!(objects[0]["data"]["password"], "KipTT1BTKio=");
+        assert_eq!(objects[0]["stringData"]["user"], "**SOPS**");
+        // flux's golden for a docker config Secret.
+        assert_eq!(
+            objects[1]["data"][".dockerconfigjson"],
+            "eyJtYXNrIjoiKipTT1BTKioifQ=="
+        );
+        assert!(objects[1].get("sops").is_none());
+        assert_eq!(objects[2]["data"]["kept"], "visible");
+    }
+
+    #[test]
+    fn ignore_rules_follow_gitignore_with_negations() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(IGNORE_FILE), "# exclude all\n/*\n").unwrap();
+        let rules = IgnoreRules::load(
+            dir.path(),
+            &["!configmap.yaml".into(), "!secret.yaml".into()],
+        )
+        .unwrap();
+        assert!(rules.excluded(Path::new("not_deployable"), true));
+        assert!(rules.excluded(Path::new(IGNORE_FILE), false));
+        assert!(!rules.excluded(Path::new("configmap.yaml"), false));
+        assert!(!rules.excluded(Path::new("secret.yaml"), false));
+    }
+}
