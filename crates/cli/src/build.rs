@@ -13,7 +13,6 @@ use clap::{Args, Subcommand};
 use ferroflux_api::Kustomization;
 use ferroflux_controller::kustomization::build::{self as ks_build, Cluster};
 use gix::bstr::BStr;
-use kube::ResourceExt;
 use kube::api::Api;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -530,7 +530,6 @@ data.password
     ] {
         assert!(!stdout.contains(secret), "{secret} leaked: {stdout}");
     }
-    assert!(!stdout.contains(&sops_plaintext()));
 }
 
 /// Exit code 2 with a clear message: no such Kustomization, no such path, no --path, and an
