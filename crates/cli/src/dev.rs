@@ -1,6 +1,12 @@
 //! `ferroflux dev up`: local Kubernetes-compatible clusters for trying ferroflux and for tests.
 
-use std::path::PathBuf;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use crate::controller::{LogFormat, init_logging, wait_for_signal};
+use ferroflux_controller::manager::{Manager, ManagerConfig, install_crds};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, Patch, PatchParams};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
@@ -17,9 +23,9 @@ enum DevCommand {
     /// Start local clusters (one HTTPS API server each) and serve until SIGINT/SIGTERM.
     ///
     /// Each cluster keeps its objects in SQLite under the state directory, so restarting with the
-    /// same directory keeps every object (ports may change; the kubeconfig is rewritten). The
-    /// engine's controllers do not exist yet: only `--no-controllers` mode is available, and
-    /// running without it is refused with an error.
+    /// same directory keeps every object (ports may change; the kubeconfig is rewritten). Each
+    /// cluster gets Flux's CRDs, the `flux-system` namespace and its own GitRepository and
+    /// Kustomization controllers (with `file://` URLs allowed), unless `--no-controllers`.
     Up(UpArgs),
 }
 
@@ -31,10 +37,15 @@ struct UpArgs {
     /// Comma-separated cluster names; each becomes a kubeconfig context of the same name.
     #[arg(long, value_delimiter = ',', default_value = "staging,production")]
     clusters: Vec<String>,
-    /// Serve the API only, without installing CRDs or running controllers (currently the only
-    /// supported mode: the controllers are not built yet).
+    /// Serve the API only, without installing CRDs or running controllers.
     #[arg(long)]
     no_controllers: bool,
+    /// Log level of the controllers (error, warn, info, debug, trace); logs go to stderr.
+    #[arg(long, default_value = "info")]
+    log_level: String,
+    /// Log format of the controllers.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     /// Fault injection for testing clients: answer this fraction (0 to 1) of API requests with
     /// --fault-code instead of serving them.
     #[arg(long, default_value_t = 0.0)]
@@ -50,6 +61,7 @@ struct UpArgs {
 pub fn run(args: DevArgs) -> Result<()> {
     match args.command {
         DevCommand::Up(up) => {
+            init_logging(&up.log_level, up.log_format)?;
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -83,12 +95,6 @@ fn check_names(names: &[String]) -> Result<()> {
 }
 
 async fn run_up(up: UpArgs) -> Result<()> {
-    if !up.no_controllers {
-        bail!(
-            "the ferroflux controllers are not built yet, so `dev up` cannot run them; \
-             pass --no-controllers to start the API servers only"
-        );
-    }
     check_names(&up.clusters)?;
     std::fs::create_dir_all(&up.state_dir).with_context(|| {
         format!(
@@ -110,11 +116,29 @@ async fn run_up(up: UpArgs) -> Result<()> {
         .context("invalid fault injection flags")?;
         clusters.push(c);
     }
+    let mut managers: Vec<Manager> = Vec::new();
+    if !up.no_controllers {
+        for c in &clusters {
+            let storage = up.state_dir.join(c.name()).join("artifacts");
+            let manager = start_controllers(c, &storage)
+                .await
+                .with_context(|| format!("cannot start the controllers of cluster {}", c.name()))?;
+            managers.push(manager);
+        }
+    }
     let kubeconfig = up.state_dir.join("kubeconfig");
     let refs: Vec<&RunningCluster> = clusters.iter().collect();
     ferroflux_devcluster::write_kubeconfig(&kubeconfig, &refs, None)?;
-    for c in &clusters {
-        println!("cluster {} {}", c.name(), c.url());
+    for (i, c) in clusters.iter().enumerate() {
+        match managers.get(i) {
+            Some(m) => println!(
+                "cluster {} {} controllers running, metrics {}",
+                c.name(),
+                c.url(),
+                m.metrics_url().unwrap_or("-")
+            ),
+            None => println!("cluster {} {}", c.name(), c.url()),
+        }
     }
     println!(
         "ready kubeconfig={} (kubectl --kubeconfig {} --context {} get ns)",
@@ -126,18 +150,45 @@ async fn run_up(up: UpArgs) -> Result<()> {
     let _ = std::io::stdout().flush();
 
     wait_for_signal().await?;
+    for m in managers {
+        if let Err(e) = m.shutdown().await {
+            eprintln!("stopping controllers: {e}");
+        }
+    }
     for c in clusters {
         c.shutdown().await;
     }
     Ok(())
 }
 
-async fn wait_for_signal() -> Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.context("cannot listen for SIGINT")?,
-        _ = term.recv() => {}
-    }
-    Ok(())
+/// Installs the CRDs and the `flux-system` namespace, then runs the cluster's controllers with
+/// artifacts stored in `storage`.
+pub async fn start_controllers(cluster: &RunningCluster, storage: &Path) -> Result<Manager> {
+    let client = cluster.client().await?;
+    install_crds(&client)
+        .await
+        .context("cannot install the CRDs")?;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let namespace = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "flux-system"},
+    });
+    namespaces
+        .patch(
+            "flux-system",
+            &PatchParams::apply("ferroflux").force(),
+            &Patch::Apply(&namespace),
+        )
+        .await
+        .context("cannot create the flux-system namespace")?;
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&cluster.kubeconfig())
+        .context("reading the cluster's own kubeconfig")?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .context("loading the cluster's own kubeconfig")?;
+    let mut settings = ManagerConfig::local(storage);
+    settings.metrics_addr = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+    settings.health_addr = settings.metrics_addr;
+    Ok(Manager::start(client, config, settings).await?)
 }

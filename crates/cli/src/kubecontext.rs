@@ -47,6 +47,16 @@ impl KubeArgs {
         self.client_for(&kubeconfig, self.context.as_deref()).await
     }
 
+    /// The client configuration of the selected context for a long-running controller, with
+    /// the context's name.
+    pub async fn config(&self) -> anyhow::Result<(kube::Config, String)> {
+        let kubeconfig = self.kubeconfig()?;
+        let (mut config, name) = self.config_for(&kubeconfig, self.context.as_deref()).await?;
+        // Watches stay open for minutes: kube's own read timeout, not --timeout.
+        config.read_timeout = Some(Duration::from_secs(295));
+        Ok((config, name))
+    }
+
     /// A client for `context` (None: the current context) of `kubeconfig`.
     pub async fn client_for(
         &self,

@@ -6,6 +6,7 @@ mod bootstrap;
 mod build;
 mod check;
 mod completions;
+mod controller;
 mod dev;
 mod diff;
 mod events;
@@ -79,6 +80,8 @@ enum Command {
     Build(build::BuildArgs),
     /// Show what a local directory would change in the cluster, as `flux diff` does.
     Diff(diff::DiffArgs),
+    /// Run the GitRepository and Kustomization controllers for one cluster.
+    Controller(controller::ControllerArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -106,5 +109,6 @@ fn main() -> anyhow::Result<()> {
         Command::Bootstrap(args) => bootstrap::run(args),
         Command::Build(args) => build::run(args),
         Command::Diff(args) => diff::run(args),
+        Command::Controller(args) => controller::run(args),
     }
 }

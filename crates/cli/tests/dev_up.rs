@@ -13,13 +13,7 @@ use kube::api::{Api, ListParams, PostParams};
 /// Starts `dev up` and waits for its `ready` line; returns the child and the lines before it.
 fn dev_up(dir: &Path, extra: &[&str]) -> (Child, Vec<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
-        .args([
-            "dev",
-            "up",
-            "--state-dir",
-            dir.to_str().unwrap(),
-            "--no-controllers",
-        ])
+        .args(["dev", "up", "--state-dir", dir.to_str().unwrap()])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -78,7 +72,7 @@ fn stop(mut child: Child) {
 #[test]
 fn up_writes_contexts_and_keeps_objects_across_restarts() {
     let dir = tempfile::tempdir().unwrap();
-    let (child, lines) = dev_up(dir.path(), &[]);
+    let (child, lines) = dev_up(dir.path(), &["--no-controllers"]);
     let kc = dir.path().join("kubeconfig");
     assert!(
         lines.last().unwrap().contains(kc.to_str().unwrap()),
@@ -105,24 +99,163 @@ fn up_writes_contexts_and_keeps_objects_across_restarts() {
     assert!(!kubectl(&kc, &["--context", "staging", "get", "ns"]).contains("prod-only"));
     stop(child);
 
-    let (child, _) = dev_up(dir.path(), &[]);
+    let (child, _) = dev_up(dir.path(), &["--no-controllers"]);
     assert!(kubectl(&kc, &["--context", "production", "get", "ns"]).contains("prod-only"));
     stop(child);
 }
 
-#[test]
-fn refuses_to_run_without_controllers_flag_or_with_bad_names() {
-    let dir = tempfile::tempdir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
-        .args(["dev", "up", "--state-dir", dir.path().to_str().unwrap()])
+fn git(dir: &Path, args: &[&str]) {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=test", "-c", "user.email=test@example.com"])
+        .args(args)
         .output()
         .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("controllers are not built yet") && err.contains("--no-controllers"),
-        "{err}"
+        o.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// Polls `kubectl` until `check` accepts its output; the bound only stops a broken test.
+fn kubectl_until(kubeconfig: &Path, args: &[&str], check: impl Fn(&str) -> bool) -> String {
+    let mut last = String::new();
+    for _ in 0..300 {
+        let cache = kubeconfig.with_file_name("kubectl-cache");
+        let o = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .args(args)
+            .output()
+            .unwrap();
+        last = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if o.status.success() && check(&last) {
+            return last;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("kubectl {args:?} never matched; last output:\n{last}");
+}
+
+#[test]
+fn up_runs_controllers_that_follow_a_file_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("fleet");
+    std::fs::create_dir_all(repo.join("clusters/staging")).unwrap();
+    std::fs::write(
+        repo.join("clusters/staging/app.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-settings\n  namespace: default\ndata:\n  color: blue\n",
+    )
+    .unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "staging app"]);
+
+    let state = dir.path().join("state");
+    let (child, lines) = dev_up(&state, &[]);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("cluster staging") && l.contains("controllers running")),
+        "{lines:?}"
+    );
+    let kc = state.join("kubeconfig");
+    let sync = dir.path().join("sync.yaml");
+    std::fs::write(
+        &sync,
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: fleet
+  namespace: flux-system
+spec:
+  interval: 1m
+  url: file://{}
+  ref:
+    branch: main
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./clusters/staging
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: fleet
+",
+            repo.display()
+        ),
+    )
+    .unwrap();
+    kubectl(
+        &kc,
+        &[
+            "--context",
+            "staging",
+            "apply",
+            "-f",
+            sync.to_str().unwrap(),
+        ],
+    );
+    let out = kubectl_until(
+        &kc,
+        &[
+            "--context",
+            "staging",
+            "get",
+            "configmap",
+            "app-settings",
+            "-o",
+            "jsonpath={.data.color}",
+        ],
+        |o| o == "blue",
+    );
+    assert_eq!(out, "blue");
+    kubectl_until(
+        &kc,
+        &[
+            "--context",
+            "staging",
+            "get",
+            "kustomizations",
+            "-n",
+            "flux-system",
+            "apps",
+        ],
+        |o| o.contains("True") && o.contains("Applied revision: main@sha1:"),
+    );
+    // The other cluster has its own controllers and follows nothing yet.
+    let other = kubectl(
+        &kc,
+        &[
+            "--context",
+            "production",
+            "get",
+            "configmaps",
+            "-n",
+            "default",
+        ],
+    );
+    assert!(!other.contains("app-settings"), "{other}");
+    stop(child);
+}
+
+#[test]
+fn refuses_bad_names_and_fault_flags() {
+    let dir = tempfile::tempdir().unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
         .args([
             "dev",

@@ -2,13 +2,13 @@
 //! `ferroflux-source`'s; this module reads the object and its secret, runs the source on a
 //! blocking thread under `spec.timeout`, and writes Flux's status, finalizer and events.
 //!
-//! Not here yet: the watch/queue loop and `ferroflux controller` (issue 5, item 5) — they call
-//! [`reconcile`] and requeue after [`Reconciled::requeue_after`].
+//! [`controller`] is the watch/queue loop around [`reconcile`]; it publishes the pass's event.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::metrics::{Metrics, Outcome as MetricOutcome, SOURCE_CONTROLLER};
 use ferroflux_api::conditions::{self, Status, reason};
 use ferroflux_api::{
     Artifact, FINALIZER, GitRepository, GitRepositoryStatus, RECONCILE_REQUESTED_AT,
@@ -17,9 +17,17 @@ use ferroflux_source::{
     Credentials, FetchOptions, GitRef, GitSource, ObjectKey, Outcome, PackOptions, Previous,
     Storage,
 };
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use std::future::Future;
+use std::pin::Pin;
 
 /// Where artifacts go and what the controller allows.
 #[derive(Clone)]
@@ -129,7 +137,14 @@ pub fn apply_result(
                     status.artifact = Some(to_status_artifact(artifact, now));
                     event = Some(("Normal".to_string(), reason::NEW_ARTIFACT.to_string(), msg));
                 }
-                Outcome::Unchanged { .. } => event = None,
+                Outcome::Unchanged { artifact } => {
+                    // The storage address may differ from the last run's (a restarted local
+                    // cluster picks a new port): serve the same file under today's URL.
+                    if let Some(current) = status.artifact.as_mut() {
+                        current.url = artifact.url.clone();
+                    }
+                    event = None
+                }
             }
             status.observed_ignore = ignore.map(str::to_string);
         }
@@ -326,6 +341,109 @@ pub async fn reconcile(
         requeue_after: Some(interval),
         event,
     })
+}
+
+struct LoopContext {
+    client: kube::Client,
+    settings: SourceSettings,
+    recorder: Recorder,
+    metrics: Arc<Metrics>,
+}
+
+/// The GitRepository controller: its cache (for metrics and readiness) and the future that runs
+/// [`reconcile`] for every object on its interval, on changes and on
+/// `reconcile.fluxcd.io/requestedAt`, until `shutdown` resolves.
+pub fn controller(
+    client: kube::Client,
+    settings: SourceSettings,
+    concurrency: u16,
+    metrics: Arc<Metrics>,
+    shutdown: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
+) -> (
+    Store<GitRepository>,
+    Pin<Box<dyn Future<Output = ()> + Send>>,
+) {
+    let api = Api::<GitRepository>::all(client.clone());
+    let controller = Controller::new(api, watcher::Config::default())
+        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency.max(1)));
+    let store = controller.store();
+    let reporter = Reporter {
+        controller: "source-controller".into(),
+        instance: None,
+    };
+    let context = Arc::new(LoopContext {
+        recorder: Recorder::new(client.clone(), reporter),
+        client,
+        settings,
+        metrics,
+    });
+    let task = controller
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile_loop_item, loop_error_policy, context)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "gitrepository reconcile error");
+            }
+        });
+    (store, Box::pin(task))
+}
+
+async fn reconcile_loop_item(
+    repo: Arc<GitRepository>,
+    ctx: Arc<LoopContext>,
+) -> Result<Action, ReconcileError> {
+    let _active = ctx.metrics.start(SOURCE_CONTROLLER);
+    let started = std::time::Instant::now();
+    let ns = repo.namespace().unwrap_or_else(|| "default".into());
+    let name = repo.name_any();
+    let result = reconcile(&ctx.client, &ctx.settings, &ns, &name).await;
+    let outcome = match &result {
+        Ok(r) if r.event.as_ref().is_some_and(|(t, _, _)| t == "Warning") => MetricOutcome::Requeue,
+        Ok(_) => MetricOutcome::Success,
+        Err(_) => MetricOutcome::Error,
+    };
+    ctx.metrics.record(
+        SOURCE_CONTROLLER,
+        "GitRepository",
+        &ns,
+        &name,
+        started.elapsed(),
+        outcome,
+    );
+    let reconciled = result?;
+    if let Some((type_, reason, note)) = reconciled.event {
+        let event = Event {
+            type_: if type_ == "Warning" {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason,
+            note: Some(note),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&event, &repo.object_ref(&())).await {
+            tracing::debug!(error = %e, "failed to publish event");
+        }
+    }
+    Ok(match reconciled.requeue_after {
+        Some(after) => Action::requeue(after),
+        None => Action::await_change(),
+    })
+}
+
+fn loop_error_policy(
+    repo: Arc<GitRepository>,
+    error: &ReconcileError,
+    _ctx: Arc<LoopContext>,
+) -> Action {
+    tracing::warn!(
+        gitrepository = %format!("{}/{}", repo.namespace().unwrap_or_default(), repo.name_any()),
+        error = %error,
+        "reconcile failed"
+    );
+    Action::requeue(Duration::from_secs(5))
 }
 
 #[cfg(test)]

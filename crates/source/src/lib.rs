@@ -91,9 +91,10 @@ pub fn reconcile(
         && prev.observed_ignore == pack.ignore
         && storage.exists(&prev.artifact.path)
     {
-        return Ok(Outcome::Unchanged {
-            artifact: prev.artifact.clone(),
-        });
+        let mut artifact = prev.artifact.clone();
+        // Same file, but the server may listen elsewhere than when it was stored.
+        artifact.url = storage.url_for(&artifact.path);
+        return Ok(Outcome::Unchanged { artifact });
     }
     let fetched = source.fetch(&resolved)?;
     store(&fetched, storage, key, pack)

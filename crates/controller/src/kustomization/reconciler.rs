@@ -8,6 +8,7 @@
 use super::build;
 use super::dependencies::{check_dependencies, dependency_keys, find_cycle, key};
 use crate::artifact;
+use crate::metrics::{KUSTOMIZE_CONTROLLER, Metrics, Outcome};
 use ferroflux_api::conditions::{
     self, HEALTHY, READY, RECONCILING, STALLED, Status as CondStatus, reason,
 };
@@ -30,6 +31,8 @@ use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,6 +53,8 @@ pub struct Options {
     pub max_artifact_size: u64,
     /// How often health checks poll.
     pub health_poll: Duration,
+    /// How many Kustomizations reconcile at once (Flux's `--concurrent`).
+    pub concurrency: u16,
 }
 
 impl Default for Options {
@@ -58,6 +63,7 @@ impl Default for Options {
             requeue_dependency: Duration::from_secs(30),
             max_artifact_size: artifact::DEFAULT_MAX_SIZE,
             health_poll: Duration::from_secs(2),
+            concurrency: 4,
         }
     }
 }
@@ -69,6 +75,7 @@ pub struct Context {
     store: Store<Kustomization>,
     recorder: Recorder,
     options: Options,
+    metrics: Arc<Metrics>,
 }
 
 /// An error the controller loop reports (status writes and API failures); failures of the
@@ -79,11 +86,33 @@ pub enum ReconcileError {
     Kube(#[from] kube::Error),
 }
 
-/// Runs the Kustomization controller until the stream ends (on shutdown signals).
+/// Runs the Kustomization controller until SIGINT or SIGTERM, with metrics nobody scrapes;
+/// a process that serves metrics or shares its shutdown uses [`controller`].
 pub async fn run(client: kube::Client, config: kube::Config, options: Options) {
+    let (_, task) = controller(client, config, options, Arc::new(Metrics::new()), None);
+    task.await;
+}
+
+/// A shutdown trigger for [`controller`]; `None` means SIGINT or SIGTERM.
+pub type Shutdown = Option<Pin<Box<dyn Future<Output = ()> + Send + Sync>>>;
+
+/// The Kustomization controller: its cache (for metrics and readiness) and the future that runs
+/// it until `shutdown` resolves, letting reconciles in progress finish.
+pub fn controller(
+    client: kube::Client,
+    config: kube::Config,
+    options: Options,
+    metrics: Arc<Metrics>,
+    shutdown: Shutdown,
+) -> (
+    Store<Kustomization>,
+    Pin<Box<dyn Future<Output = ()> + Send>>,
+) {
     let kustomizations = Api::<Kustomization>::all(client.clone());
     let repositories = Api::<GitRepository>::all(client.clone());
-    let controller = Controller::new(kustomizations.clone(), watcher::Config::default());
+    let concurrency = options.concurrency.max(1);
+    let controller = Controller::new(kustomizations.clone(), watcher::Config::default())
+        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
     let store = controller.store();
     let by_source = store.clone();
     let by_dependency = store.clone();
@@ -95,10 +124,11 @@ pub async fn run(client: kube::Client, config: kube::Config, options: Options) {
         recorder: Recorder::new(client.clone(), reporter),
         client,
         config,
-        store,
+        store: store.clone(),
         options,
+        metrics,
     });
-    controller
+    let controller = controller
         // A new artifact reconciles every Kustomization built from it at once.
         .watches(repositories, watcher::Config::default(), move |repo| {
             let ns = repo.namespace().unwrap_or_default();
@@ -126,15 +156,19 @@ pub async fn run(client: kube::Client, config: kube::Config, options: Options) {
                 .filter(|k| dependency_keys(k).contains(&this))
                 .map(|k| ObjectRef::from_obj(k.as_ref()))
                 .collect::<Vec<_>>()
-        })
-        .shutdown_on_signal()
+        });
+    let controller = match shutdown {
+        Some(trigger) => controller.graceful_shutdown_on(trigger),
+        None => controller.shutdown_on_signal(),
+    };
+    let task = controller
         .run(reconcile, error_policy, context)
         .for_each(|result| async move {
             if let Err(e) = result {
                 tracing::debug!(error = %e, "kustomization reconcile error");
             }
-        })
-        .await;
+        });
+    (store, Box::pin(task))
 }
 
 fn error_policy(_ks: Arc<Kustomization>, _error: &ReconcileError, _ctx: Arc<Context>) -> Action {
@@ -187,12 +221,36 @@ fn timing(ks: &Kustomization) -> Result<Timing, String> {
 }
 
 async fn reconcile(ks: Arc<Kustomization>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let _active = ctx.metrics.start(KUSTOMIZE_CONTROLLER);
+    let started = Instant::now();
+    let result = reconcile_object(ks.clone(), ctx.clone()).await;
+    let outcome = match &result {
+        Ok((_, outcome)) => *outcome,
+        Err(_) => Outcome::Error,
+    };
+    ctx.metrics.record(
+        KUSTOMIZE_CONTROLLER,
+        "Kustomization",
+        &ks.namespace().unwrap_or_default(),
+        &ks.name_any(),
+        started.elapsed(),
+        outcome,
+    );
+    result.map(|(action, _)| action)
+}
+
+async fn reconcile_object(
+    ks: Arc<Kustomization>,
+    ctx: Arc<Context>,
+) -> Result<(Action, Outcome), ReconcileError> {
     let ns = ks.namespace().unwrap_or_else(|| "default".into());
     let name = ks.name_any();
     let api: Api<Kustomization> = Api::namespaced(ctx.client.clone(), &ns);
 
     if ks.metadata.deletion_timestamp.is_some() {
-        return finalize(&ks, &ctx, &api).await;
+        return finalize(&ks, &ctx, &api)
+            .await
+            .map(|a| (a, Outcome::Success));
     }
     if !ks.finalizers().iter().any(|f| f == FINALIZER) {
         let mut finalizers = ks.finalizers().to_vec();
@@ -205,7 +263,7 @@ async fn reconcile(ks: Arc<Kustomization>, ctx: Arc<Context>) -> Result<Action, 
         .await?;
     }
     if ks.spec.suspend == Some(true) {
-        return Ok(Action::await_change());
+        return Ok((Action::await_change(), Outcome::Success));
     }
 
     let started = Instant::now();
@@ -222,7 +280,9 @@ async fn reconcile(ks: Arc<Kustomization>, ctx: Arc<Context>) -> Result<Action, 
                 requeue: Duration::from_secs(300),
                 stalled: true,
             };
-            return finish_failure(&ks, &ctx, &api, status, failure).await;
+            return finish_failure(&ks, &ctx, &api, status, failure)
+                .await
+                .map(|a| (a, Outcome::Requeue));
         }
     };
     match pipeline(&ks, &ctx, &mut status, &timing).await {
@@ -277,9 +337,11 @@ async fn reconcile(ks: Arc<Kustomization>, ctx: Arc<Context>) -> Result<Action, 
                 note,
             )
             .await;
-            Ok(Action::requeue(timing.interval))
+            Ok((Action::requeue(timing.interval), Outcome::Success))
         }
-        Err(failure) => finish_failure(&ks, &ctx, &api, status, failure).await,
+        Err(failure) => finish_failure(&ks, &ctx, &api, status, failure)
+            .await
+            .map(|a| (a, Outcome::Requeue)),
     }
 }
 

@@ -1,0 +1,175 @@
+//! `ferroflux controller`: the GitRepository and Kustomization controllers of one cluster in one
+//! process, with Flux's controller flags.
+
+use crate::kubecontext::KubeArgs;
+use anyhow::{Context as _, Result, anyhow};
+use clap::{Args, ValueEnum};
+use ferroflux_controller::leader::LeaderElection;
+use ferroflux_controller::manager::{Manager, ManagerConfig};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct ControllerArgs {
+    #[command(flatten)]
+    kube: KubeArgs,
+    /// Where artifacts are stored.
+    #[arg(long, default_value = "/data")]
+    storage_path: PathBuf,
+    /// Where the artifact server listens (`:9090` means every interface).
+    #[arg(long, default_value = ":9090", value_parser = parse_addr)]
+    storage_addr: SocketAddr,
+    /// The `host:port` written into artifact URLs (in a cluster: the Service's name); default:
+    /// the address the artifact server bound.
+    #[arg(long)]
+    storage_adv_addr: Option<String>,
+    /// Accept `file://` Git URLs. Only for local clusters: in a real cluster they would expose
+    /// the controller's own disk.
+    #[arg(long)]
+    allow_file_urls: bool,
+    /// Where `/metrics` is served.
+    #[arg(long, default_value = ":8080", value_parser = parse_addr)]
+    metrics_addr: SocketAddr,
+    /// Where `/healthz` and `/readyz` are served.
+    #[arg(long, default_value = ":9440", value_parser = parse_addr)]
+    health_addr: SocketAddr,
+    /// Elect a leader on a Lease, so that of several replicas only one reconciles.
+    #[arg(long)]
+    enable_leader_election: bool,
+    /// The namespace of the leader Lease (default: $RUNTIME_NAMESPACE, else flux-system).
+    #[arg(long)]
+    leader_election_namespace: Option<String>,
+    /// How many Kustomizations reconcile at once.
+    #[arg(long, default_value_t = 4)]
+    concurrent: u16,
+    /// How often a Kustomization waiting on its dependencies is retried.
+    #[arg(long, default_value = "30s")]
+    requeue_dependency: String,
+    /// Log level: error, warn, info, debug or trace.
+    #[arg(long, default_value = "info")]
+    log_level: String,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Accepts Go's `:port` form as well as `host:port`.
+fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    let full = if s.starts_with(':') {
+        format!("0.0.0.0{s}")
+    } else {
+        s.to_string()
+    };
+    full.parse()
+        .map_err(|_| format!("{s:?} is not an address (expected host:port or :port)"))
+}
+
+/// Sends logs to stderr, as text or as one JSON object per line.
+pub fn init_logging(level: &str, format: LogFormat) -> Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .map_err(|e| anyhow!("--log-level {level:?}: {e}"))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let result = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    result.map_err(|e| anyhow!("cannot set up logging: {e}"))
+}
+
+pub fn run(args: ControllerArgs) -> Result<()> {
+    init_logging(&args.log_level, args.log_format)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    rt.block_on(run_async(args))
+}
+
+async fn run_async(args: ControllerArgs) -> Result<()> {
+    let requeue_dependency = ferroflux_api::duration::parse_duration(&args.requeue_dependency)
+        .map_err(|e| anyhow!("--requeue-dependency: {e}"))?;
+    let explicit = args.kube.kubeconfig.is_some()
+        || args.kube.context.is_some()
+        || std::env::var_os("KUBECONFIG").is_some();
+    // Inside a cluster there is no kubeconfig: the service account's token is used.
+    let (config, cluster) = if explicit {
+        args.kube.config().await?
+    } else {
+        let config = kube::Config::infer()
+            .await
+            .context("no kubeconfig and not running in a cluster: pass --kubeconfig")?;
+        let name = config.cluster_url.to_string();
+        (config, name)
+    };
+    let client = kube::Client::try_from(config.clone())
+        .with_context(|| format!("connecting to {cluster}"))?;
+    let leader_election = args.enable_leader_election.then(|| {
+        let namespace = args
+            .leader_election_namespace
+            .clone()
+            .or_else(|| std::env::var("RUNTIME_NAMESPACE").ok())
+            .unwrap_or_else(|| "flux-system".into());
+        LeaderElection::new(namespace, identity())
+    });
+    let mut settings = ManagerConfig::local(&args.storage_path);
+    settings.storage_addr = args.storage_addr;
+    settings.storage_adv_addr = args.storage_adv_addr.clone();
+    settings.allow_file_urls = args.allow_file_urls;
+    settings.metrics_addr = Some(args.metrics_addr);
+    settings.health_addr = Some(args.health_addr);
+    settings.leader_election = leader_election;
+    settings.kustomization.concurrency = args.concurrent;
+    settings.kustomization.requeue_dependency = requeue_dependency;
+    settings.kustomization.health_poll = Duration::from_secs(2);
+
+    let mut manager = Manager::start(client, config, settings)
+        .await
+        .context("cannot start the controllers")?;
+    tracing::info!(
+        cluster = %cluster,
+        artifacts = %manager.storage_url(),
+        metrics = %manager.metrics_url().unwrap_or_default(),
+        "controllers started"
+    );
+    let stopped = tokio::select! {
+        r = manager.wait() => Some(r),
+        r = wait_for_signal() => { r?; None }
+    };
+    match stopped {
+        Some(result) => result.context("the controllers stopped"),
+        None => {
+            tracing::info!("shutting down");
+            manager.shutdown().await.context("shutting down")
+        }
+    }
+}
+
+/// A replica's Lease identity: the host name (the Pod name in a cluster) and the process id.
+fn identity() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "ferroflux".into());
+    format!("{host}_{}", std::process::id())
+}
+
+pub async fn wait_for_signal() -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.context("cannot listen for SIGINT")?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,456 @@
+//! The controller process for one cluster: the GitRepository and Kustomization controllers, the
+//! artifact file server between them, `/metrics`, `/healthz`, `/readyz`, and optional leader
+//! election. `ferroflux controller` runs one; `ferroflux dev up` runs one per local cluster.
+
+use crate::gitrepository::{self, SourceSettings};
+use crate::kustomization::reconciler::{self, Options};
+use crate::leader::{self, LeaderElection};
+use crate::metrics::Metrics;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use ferroflux_api::{GitRepository, Kustomization};
+use ferroflux_source::Storage;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// How one cluster's controllers run (`ferroflux controller`'s flags).
+#[derive(Clone, Debug)]
+pub struct ManagerConfig {
+    /// `--storage-path`: where artifacts are stored.
+    pub storage_path: PathBuf,
+    /// `--storage-addr`: where the artifact server listens (port 0 picks a free one).
+    pub storage_addr: SocketAddr,
+    /// `--storage-adv-addr`: the `host:port` written into artifact URLs; by default the address
+    /// the server actually bound.
+    pub storage_adv_addr: Option<String>,
+    /// `--allow-file-urls`.
+    pub allow_file_urls: bool,
+    /// `--metrics-addr`: where `/metrics` is served, if anywhere.
+    pub metrics_addr: Option<SocketAddr>,
+    /// `--health-addr`: where `/healthz` and `/readyz` are served, if anywhere.
+    pub health_addr: Option<SocketAddr>,
+    /// Leader election, when several replicas may run.
+    pub leader_election: Option<LeaderElection>,
+    /// The Kustomization controller's settings.
+    pub kustomization: Options,
+    /// How many GitRepositories are fetched at once.
+    pub source_concurrency: u16,
+}
+
+impl ManagerConfig {
+    /// A manager for a local cluster or a test: artifacts on a free loopback port, `file://`
+    /// allowed, no leader election, no metrics port, and fast dependency and health polling so a
+    /// local change shows up at once.
+    pub fn local(storage_path: impl Into<PathBuf>) -> Self {
+        ManagerConfig {
+            storage_path: storage_path.into(),
+            storage_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            storage_adv_addr: None,
+            allow_file_urls: true,
+            metrics_addr: None,
+            health_addr: None,
+            leader_election: None,
+            kustomization: Options {
+                requeue_dependency: Duration::from_secs(1),
+                health_poll: Duration::from_millis(200),
+                ..Options::default()
+            },
+            source_concurrency: 2,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    #[error("cannot listen on {addr} for {what}: {source}")]
+    Bind {
+        what: &'static str,
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("artifact storage: {0}")]
+    Storage(#[from] ferroflux_source::Error),
+    #[error("leader election lost: another replica holds the Lease or it could not be renewed")]
+    LeadershipLost,
+    #[error("the controllers stopped unexpectedly: {0}")]
+    Task(String),
+}
+
+/// What the HTTP endpoints read.
+struct State {
+    metrics: Arc<Metrics>,
+    /// The controllers' caches have synced (or this replica is a standby, which is ready to
+    /// take over, as controller-runtime reports it).
+    ready: AtomicBool,
+    leader: AtomicBool,
+}
+
+/// One cluster's running controllers.
+pub struct Manager {
+    shutdown: watch::Sender<bool>,
+    /// `None` once [`Manager::wait`] has seen it end.
+    task: Option<JoinHandle<Result<(), ManagerError>>>,
+    servers: Vec<JoinHandle<()>>,
+    state: Arc<State>,
+    storage_url: String,
+    metrics_url: Option<String>,
+    health_url: Option<String>,
+}
+
+type BoxedShutdown = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
+
+/// Resolves once `rx` carries `true` (or its sender is gone).
+fn fired(mut rx: watch::Receiver<bool>) -> BoxedShutdown {
+    Box::pin(async move {
+        while !*rx.borrow_and_update() {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+impl Manager {
+    /// Binds the servers, then runs the controllers in the background (after winning the
+    /// Lease, with leader election). Returns once every port is listening.
+    pub async fn start(
+        client: kube::Client,
+        kube_config: kube::Config,
+        config: ManagerConfig,
+    ) -> Result<Manager, ManagerError> {
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let mut servers = Vec::new();
+
+        let listener = bind("the artifact server", config.storage_addr).await?;
+        let bound = listener.local_addr().map_err(|source| ManagerError::Bind {
+            what: "the artifact server",
+            addr: config.storage_addr,
+            source,
+        })?;
+        let advertised = config
+            .storage_adv_addr
+            .clone()
+            .unwrap_or_else(|| bound.to_string());
+        let storage = Storage::new(&config.storage_path, format!("http://{advertised}"))?;
+        let storage_url = storage.base_url().to_string();
+        let files = ferroflux_source::router(config.storage_path.clone());
+        servers.push(serve(listener, files, shutdown_rx.clone()));
+
+        let state = Arc::new(State {
+            metrics: Arc::new(Metrics::new()),
+            ready: AtomicBool::new(false),
+            leader: AtomicBool::new(config.leader_election.is_none()),
+        });
+        let mut metrics_url = None;
+        let mut health_url = None;
+        let mut bound_http: Vec<(SocketAddr, SocketAddr)> = Vec::new();
+        for (what, addr) in [
+            ("metrics", config.metrics_addr),
+            ("health probes", config.health_addr),
+        ] {
+            let Some(addr) = addr else { continue };
+            // The same flag value for both serves both from one listener.
+            let local = match bound_http.iter().find(|(asked, _)| *asked == addr) {
+                Some((_, local)) => *local,
+                None => {
+                    let listener = bind(what, addr).await?;
+                    let local = listener.local_addr().map_err(|source| ManagerError::Bind {
+                        what,
+                        addr,
+                        source,
+                    })?;
+                    servers.push(serve(
+                        listener,
+                        http_router(state.clone()),
+                        shutdown_rx.clone(),
+                    ));
+                    bound_http.push((addr, local));
+                    local
+                }
+            };
+            if what == "metrics" {
+                metrics_url = Some(format!("http://{local}/metrics"));
+            } else {
+                health_url = Some(format!("http://{local}"));
+            }
+        }
+
+        let task = tokio::spawn(run_controllers(
+            client,
+            kube_config,
+            config,
+            storage,
+            state.clone(),
+            shutdown_rx,
+        ));
+        Ok(Manager {
+            shutdown,
+            task: Some(task),
+            servers,
+            state,
+            storage_url,
+            metrics_url,
+            health_url,
+        })
+    }
+
+    /// The base URL of the artifact server, as written into `status.artifact.url`.
+    pub fn storage_url(&self) -> &str {
+        &self.storage_url
+    }
+
+    /// The `/metrics` URL, when `metrics_addr` was set.
+    pub fn metrics_url(&self) -> Option<&str> {
+        self.metrics_url.as_deref()
+    }
+
+    /// The base URL of `/healthz` and `/readyz`, when `health_addr` was set.
+    pub fn health_url(&self) -> Option<&str> {
+        self.health_url.as_deref()
+    }
+
+    /// Whether this replica reconciles (always, without leader election).
+    pub fn is_leader(&self) -> bool {
+        self.state.leader.load(Ordering::SeqCst)
+    }
+
+    /// The metrics in Prometheus text format, as `/metrics` serves them.
+    pub fn metrics(&self) -> String {
+        self.state.metrics.render()
+    }
+
+    /// Waits until the controllers stop by themselves: only on lost leadership, which is an
+    /// error (the process must exit so a fresh replica can stand by).
+    pub async fn wait(&mut self) -> Result<(), ManagerError> {
+        let Some(task) = self.task.as_mut() else {
+            return Ok(());
+        };
+        let joined = task.await;
+        self.task = None;
+        match joined {
+            Ok(result) => result,
+            Err(e) => Err(ManagerError::Task(e.to_string())),
+        }
+    }
+
+    /// Stops the controllers (reconciles in progress finish), releases the Lease, closes the
+    /// servers.
+    pub async fn shutdown(mut self) -> Result<(), ManagerError> {
+        let _ = self.shutdown.send(true);
+        let result = self.wait().await;
+        for server in self.servers.drain(..) {
+            let _ = server.await;
+        }
+        result
+    }
+}
+
+async fn bind(
+    what: &'static str,
+    addr: SocketAddr,
+) -> Result<tokio::net::TcpListener, ManagerError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ManagerError::Bind { what, addr, source })
+}
+
+fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    shutdown: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router)
+            .with_graceful_shutdown(fired(shutdown))
+            .await
+        {
+            tracing::error!(error = %e, "HTTP server failed");
+        }
+    })
+}
+
+fn http_router(state: Arc<State>) -> axum::Router {
+    let metrics = state.clone();
+    let ready = state;
+    axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
+                let m = metrics.clone();
+                async move {
+                    (
+                        [(
+                            header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        m.metrics.render(),
+                    )
+                }
+            }),
+        )
+        .route("/healthz", axum::routing::get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            axum::routing::get(move || {
+                let r = ready.clone();
+                async move {
+                    if r.ready.load(Ordering::SeqCst) {
+                        (StatusCode::OK, "ok").into_response()
+                    } else {
+                        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
+                    }
+                }
+            }),
+        )
+}
+
+async fn run_controllers(
+    client: kube::Client,
+    kube_config: kube::Config,
+    config: ManagerConfig,
+    storage: Storage,
+    state: Arc<State>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), ManagerError> {
+    let leadership = match config.leader_election.clone() {
+        Some(election) => {
+            // A standby is ready: it serves probes and waits for the Lease.
+            state.ready.store(true, Ordering::SeqCst);
+            match leader::acquire(client.clone(), election, shutdown.clone()).await {
+                Some(l) => Some(l),
+                None => return Ok(()),
+            }
+        }
+        None => None,
+    };
+    state.ready.store(false, Ordering::SeqCst);
+    state.leader.store(true, Ordering::SeqCst);
+
+    let (stop, stop_rx) = watch::channel(false);
+    let (ks_store, ks_task) = reconciler::controller(
+        client.clone(),
+        kube_config,
+        config.kustomization.clone(),
+        state.metrics.clone(),
+        Some(fired(stop_rx.clone())),
+    );
+    let (repo_store, repo_task) = gitrepository::controller(
+        client.clone(),
+        SourceSettings {
+            storage,
+            allow_file_urls: config.allow_file_urls,
+        },
+        config.source_concurrency,
+        state.metrics.clone(),
+        fired(stop_rx),
+    );
+    state.metrics.watch_kustomizations(ks_store);
+    state.metrics.watch_repositories(repo_store);
+    // Ready once both kinds can be listed. The stores' own `wait_until_ready` is not used: it
+    // is a single-waker oneshot that the controllers already wait on, and a second waiter would
+    // steal (or lose) the wake-up.
+    let readiness = {
+        let state = state.clone();
+        let client = client.clone();
+        tokio::spawn(async move {
+            let kustomizations: Api<Kustomization> = Api::all(client.clone());
+            let repositories: Api<GitRepository> = Api::all(client);
+            let probe = ListParams::default().limit(1);
+            loop {
+                if kustomizations.list(&probe).await.is_ok()
+                    && repositories.list(&probe).await.is_ok()
+                {
+                    state.ready.store(true, Ordering::SeqCst);
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        })
+    };
+    let mut ks_handle = tokio::spawn(ks_task);
+    let mut repo_handle = tokio::spawn(repo_task);
+
+    enum End {
+        Stopped,
+        Shutdown,
+        Lost,
+    }
+    let (end, first) = {
+        let lost = async {
+            match &leadership {
+                Some(l) => l.lost().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = fired(shutdown) => (End::Shutdown, None),
+            _ = lost => (End::Lost, None),
+            r = &mut ks_handle => (End::Stopped, Some((0, r))),
+            r = &mut repo_handle => (End::Stopped, Some((1, r))),
+        }
+    };
+    let _ = stop.send(true);
+    // A finished JoinHandle must not be polled again: await only the ones still running.
+    let finished = first.as_ref().map(|(i, _)| *i);
+    let mut results = Vec::new();
+    if let Some((_, r)) = first {
+        results.push(r);
+    }
+    if finished != Some(0) {
+        results.push(ks_handle.await);
+    }
+    if finished != Some(1) {
+        results.push(repo_handle.await);
+    }
+    let joined: Result<(), tokio::task::JoinError> = results.into_iter().collect();
+    readiness.abort();
+    state.leader.store(false, Ordering::SeqCst);
+    if let Some(l) = leadership {
+        l.release().await;
+    }
+    match (end, joined) {
+        (End::Lost, _) => Err(ManagerError::LeadershipLost),
+        (_, Err(e)) => Err(ManagerError::Task(e.to_string())),
+        (End::Stopped, Ok(())) => Err(ManagerError::Task("the watch streams ended".into())),
+        (End::Shutdown, Ok(())) => Ok(()),
+    }
+}
+
+/// Creates or updates Flux's CRDs with server-side apply and waits until both kinds are served.
+pub async fn install_crds(client: &kube::Client) -> Result<(), kube::Error> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let params = PatchParams::apply("ferroflux").force();
+    for crd in ferroflux_api::crds() {
+        crds.patch(&crd.name_any(), &params, &Patch::Apply(&crd))
+            .await?;
+    }
+    let kustomizations: Api<Kustomization> = Api::all(client.clone());
+    let repositories: Api<GitRepository> = Api::all(client.clone());
+    let probe = ListParams::default().limit(1);
+    let mut attempts = 0;
+    loop {
+        let ks = kustomizations.list(&probe).await;
+        let repos = repositories.list(&probe).await;
+        match (ks, repos) {
+            (Ok(_), Ok(_)) => return Ok(()),
+            (Err(e), _) | (_, Err(e)) => {
+                attempts += 1;
+                // A CRD is served a moment after it is created; give up after ~30 s.
+                if attempts > 300 {
+                    return Err(e);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
