@@ -95,6 +95,7 @@ pub fn run(args: ControllerArgs) -> Result<()> {
 }
 
 async fn run_async(args: ControllerArgs) -> Result<()> {
+    let mut signals = ShutdownSignals::install()?;
     let requeue_dependency = ferroflux_api::duration::parse_duration(&args.requeue_dependency)
         .map_err(|e| anyhow!("--requeue-dependency: {e}"))?;
     let explicit = args.kube.kubeconfig.is_some()
@@ -142,7 +143,7 @@ async fn run_async(args: ControllerArgs) -> Result<()> {
     );
     let stopped = tokio::select! {
         r = manager.wait() => Some(r),
-        r = wait_for_signal() => { r?; None }
+        _ = signals.wait() => None,
     };
     match stopped {
         Some(result) => result.context("the controllers stopped"),
@@ -164,12 +165,26 @@ fn identity() -> String {
     format!("{host}_{}", std::process::id())
 }
 
-pub async fn wait_for_signal() -> Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.context("cannot listen for SIGINT")?,
-        _ = term.recv() => {}
+/// SIGINT and SIGTERM, listened to from the moment this is created: a signal that arrives
+/// while the controllers are still starting is not lost (nor fatal).
+pub struct ShutdownSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    pub fn install() -> Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(ShutdownSignals {
+            interrupt: signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?,
+            terminate: signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?,
+        })
     }
-    Ok(())
+
+    pub async fn wait(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+    }
 }

@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use crate::controller::{LogFormat, init_logging, wait_for_signal};
+use crate::controller::{LogFormat, ShutdownSignals, init_logging};
 use ferroflux_controller::manager::{Manager, ManagerConfig, install_crds};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, Patch, PatchParams};
@@ -95,6 +95,7 @@ fn check_names(names: &[String]) -> Result<()> {
 }
 
 async fn run_up(up: UpArgs) -> Result<()> {
+    let mut signals = ShutdownSignals::install()?;
     check_names(&up.clusters)?;
     std::fs::create_dir_all(&up.state_dir).with_context(|| {
         format!(
@@ -149,7 +150,7 @@ async fn run_up(up: UpArgs) -> Result<()> {
     use std::io::Write;
     let _ = std::io::stdout().flush();
 
-    wait_for_signal().await?;
+    signals.wait().await;
     for m in managers {
         if let Err(e) = m.shutdown().await {
             eprintln!("stopping controllers: {e}");

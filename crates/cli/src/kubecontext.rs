@@ -51,7 +51,9 @@ impl KubeArgs {
     /// the context's name.
     pub async fn config(&self) -> anyhow::Result<(kube::Config, String)> {
         let kubeconfig = self.kubeconfig()?;
-        let (mut config, name) = self.config_for(&kubeconfig, self.context.as_deref()).await?;
+        let (mut config, name) = self
+            .config_for(&kubeconfig, self.context.as_deref())
+            .await?;
         // Watches stay open for minutes: kube's own read timeout, not --timeout.
         config.read_timeout = Some(Duration::from_secs(295));
         Ok((config, name))

@@ -7,6 +7,7 @@ mod build;
 mod check;
 mod completions;
 mod controller;
+mod demo;
 mod dev;
 mod diff;
 mod events;
@@ -82,6 +83,9 @@ enum Command {
     Diff(diff::DiffArgs),
     /// Run the GitRepository and Kustomization controllers for one cluster.
     Controller(controller::ControllerArgs),
+    /// The main job end to end: two local clusters bootstrapped from one repository, then a
+    /// promotion from staging to production by commits.
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -110,5 +114,6 @@ fn main() -> anyhow::Result<()> {
         Command::Build(args) => build::run(args),
         Command::Diff(args) => diff::run(args),
         Command::Controller(args) => controller::run(args),
+        Command::Demo(args) => demo::run(args),
     }
 }

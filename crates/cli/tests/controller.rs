@@ -26,7 +26,9 @@ fn runs_with_json_logs_and_stops_on_sigterm() {
     ferroflux_devcluster::write_kubeconfig(&kubeconfig, &[&cluster], None).unwrap();
     rt.block_on(async {
         let client = cluster.client().await.unwrap();
-        ferroflux_controller::manager::install_crds(&client).await.unwrap();
+        ferroflux_controller::manager::install_crds(&client)
+            .await
+            .unwrap();
     });
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))

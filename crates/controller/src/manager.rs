@@ -107,6 +107,9 @@ pub struct Manager {
     health_url: Option<String>,
 }
 
+/// How long a stopping manager waits for reconciles and connections to finish.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
 type BoxedShutdown = Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
 
 /// Resolves once `rx` carries `true` (or its sender is gone).
@@ -248,8 +251,14 @@ impl Manager {
     pub async fn shutdown(mut self) -> Result<(), ManagerError> {
         let _ = self.shutdown.send(true);
         let result = self.wait().await;
-        for server in self.servers.drain(..) {
-            let _ = server.await;
+        for mut server in self.servers.drain(..) {
+            // Open keep-alive connections would hold a graceful close forever.
+            if tokio::time::timeout(SHUTDOWN_GRACE, &mut server)
+                .await
+                .is_err()
+            {
+                server.abort();
+            }
         }
         result
     }
@@ -406,11 +415,19 @@ async fn run_controllers(
     if let Some((_, r)) = first {
         results.push(r);
     }
-    if finished != Some(0) {
-        results.push(ks_handle.await);
-    }
-    if finished != Some(1) {
-        results.push(repo_handle.await);
+    // Reconciles in progress get a grace period to finish, then are cancelled: a reconcile
+    // waiting on health or a stuck API call must not keep the process from stopping.
+    for (i, handle) in [(0, &mut ks_handle), (1, &mut repo_handle)] {
+        if finished == Some(i) {
+            continue;
+        }
+        match tokio::time::timeout(SHUTDOWN_GRACE, &mut *handle).await {
+            Ok(r) => results.push(r),
+            Err(_) => {
+                tracing::warn!("reconciles still running after the grace period; cancelling them");
+                handle.abort();
+            }
+        }
     }
     let joined: Result<(), tokio::task::JoinError> = results.into_iter().collect();
     readiness.abort();

@@ -1,0 +1,511 @@
+//! `ferroflux demo`: the main job end to end on two local clusters. The example fleet repository
+//! (`examples/fleet-infra`, compiled into the binary) becomes a Git repository; two local
+//! clusters start with their controllers; each is bootstrapped onto its own folder with the same
+//! commands a user types; then a change is promoted from staging to production by commits.
+//!
+//! The user-facing steps run this very binary as a child process (`bootstrap git`,
+//! `get kustomizations`, `fleet status`), so the demo shows exactly what those commands print.
+
+use crate::dev::start_controllers;
+use anyhow::{Context as _, Result, anyhow, bail};
+use clap::Args;
+use ferroflux_api::conditions::{READY, find_condition};
+use ferroflux_api::{GitRepository, Kustomization, RECONCILE_REQUESTED_AT};
+use ferroflux_controller::manager::Manager;
+use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Keep the temporary directory (repository, kubeconfig, artifacts) and print its path.
+    #[arg(long)]
+    keep: bool,
+    /// How long to wait for each step before giving up (Go duration).
+    #[arg(long, default_value = "2m")]
+    step_timeout: String,
+}
+
+/// The example repository, file by file, as committed under `examples/fleet-infra`.
+pub const FLEET_INFRA: &[(&str, &str)] = &[
+    (
+        "README.md",
+        include_str!("../../../examples/fleet-infra/README.md"),
+    ),
+    (
+        "apps/base/certificate.yaml",
+        include_str!("../../../examples/fleet-infra/apps/base/certificate.yaml"),
+    ),
+    (
+        "apps/base/kustomization.yaml",
+        include_str!("../../../examples/fleet-infra/apps/base/kustomization.yaml"),
+    ),
+    (
+        "apps/base/namespace.yaml",
+        include_str!("../../../examples/fleet-infra/apps/base/namespace.yaml"),
+    ),
+    (
+        "apps/base/podinfo.yaml",
+        include_str!("../../../examples/fleet-infra/apps/base/podinfo.yaml"),
+    ),
+    (
+        "apps/production/kustomization.yaml",
+        include_str!("../../../examples/fleet-infra/apps/production/kustomization.yaml"),
+    ),
+    (
+        "apps/staging/kustomization.yaml",
+        include_str!("../../../examples/fleet-infra/apps/staging/kustomization.yaml"),
+    ),
+    (
+        "clusters/production/apps.yaml",
+        include_str!("../../../examples/fleet-infra/clusters/production/apps.yaml"),
+    ),
+    (
+        "clusters/production/infrastructure.yaml",
+        include_str!("../../../examples/fleet-infra/clusters/production/infrastructure.yaml"),
+    ),
+    (
+        "clusters/staging/apps.yaml",
+        include_str!("../../../examples/fleet-infra/clusters/staging/apps.yaml"),
+    ),
+    (
+        "clusters/staging/infrastructure.yaml",
+        include_str!("../../../examples/fleet-infra/clusters/staging/infrastructure.yaml"),
+    ),
+    (
+        "infrastructure/base/certificate-crd.yaml",
+        include_str!("../../../examples/fleet-infra/infrastructure/base/certificate-crd.yaml"),
+    ),
+    (
+        "infrastructure/base/ingress-nginx.yaml",
+        include_str!("../../../examples/fleet-infra/infrastructure/base/ingress-nginx.yaml"),
+    ),
+    (
+        "infrastructure/base/kustomization.yaml",
+        include_str!("../../../examples/fleet-infra/infrastructure/base/kustomization.yaml"),
+    ),
+    (
+        "infrastructure/production/kustomization.yaml",
+        include_str!("../../../examples/fleet-infra/infrastructure/production/kustomization.yaml"),
+    ),
+    (
+        "infrastructure/staging/kustomization.yaml",
+        include_str!("../../../examples/fleet-infra/infrastructure/staging/kustomization.yaml"),
+    ),
+];
+
+const CLUSTERS: [&str; 2] = ["staging", "production"];
+const PODINFO_IMAGE: &str = "ghcr.io/stefanprodan/podinfo";
+const OLD_TAG: &str = "6.7.1";
+const NEW_TAG: &str = "6.8.0";
+
+pub fn run(args: DemoArgs) -> Result<()> {
+    let step_timeout = ferroflux_api::duration::parse_duration(&args.step_timeout)
+        .map_err(|e| anyhow!("--step-timeout: {e}"))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let work = tempfile::Builder::new()
+        .prefix("ferroflux-demo-")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    let result = rt.block_on(demo(work.path(), step_timeout));
+    if args.keep {
+        let kept = work.keep();
+        println!("kept {}", kept.display());
+    }
+    result
+}
+
+struct Fleet {
+    clusters: Vec<RunningCluster>,
+    managers: Vec<Manager>,
+    clients: Vec<kube::Client>,
+}
+
+async fn demo(work: &Path, step_timeout: Duration) -> Result<()> {
+    let started = Instant::now();
+    let exe = std::env::current_exe().context("cannot find the ferroflux binary")?;
+
+    heading("1. The fleet repository");
+    let remote = work.join("fleet-infra.git");
+    let checkout = work.join("fleet-infra");
+    create_repository(&remote, &checkout)?;
+    println!(
+        "{} files from examples/fleet-infra committed to {}",
+        FLEET_INFRA.len(),
+        remote.display()
+    );
+
+    heading("2. Two local clusters, each with its own controllers");
+    let mut fleet = Fleet {
+        clusters: Vec::new(),
+        managers: Vec::new(),
+        clients: Vec::new(),
+    };
+    for name in CLUSTERS {
+        let cluster = DevCluster::start(Config::memory(name))
+            .await
+            .with_context(|| format!("cannot start cluster {name}"))?;
+        let manager = start_controllers(&cluster, &work.join("artifacts").join(name)).await?;
+        fleet.clients.push(cluster.client().await?);
+        println!(
+            "{name:<11} {}  (artifacts {})",
+            cluster.url(),
+            manager.storage_url()
+        );
+        fleet.clusters.push(cluster);
+        fleet.managers.push(manager);
+    }
+    let kubeconfig = work.join("kubeconfig");
+    let refs: Vec<&RunningCluster> = fleet.clusters.iter().collect();
+    ferroflux_devcluster::write_kubeconfig(&kubeconfig, &refs, None)?;
+    println!("kubeconfig: {}", kubeconfig.display());
+
+    let outcome = run_steps(&exe, &kubeconfig, &remote, &checkout, &fleet, step_timeout).await;
+    for m in fleet.managers.drain(..) {
+        let _ = m.shutdown().await;
+    }
+    for c in fleet.clusters.drain(..) {
+        c.shutdown().await;
+    }
+    outcome?;
+    println!(
+        "\ndemo finished in {:.1}s: both clusters follow their folder of one repository, and a \
+         change reached each cluster only when its own overlay changed",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+async fn run_steps(
+    exe: &Path,
+    kubeconfig: &Path,
+    remote: &Path,
+    checkout: &Path,
+    fleet: &Fleet,
+    step_timeout: Duration,
+) -> Result<()> {
+    let url = format!("file://{}", remote.display());
+    heading("3. Bootstrap each cluster onto its folder");
+    for name in CLUSTERS {
+        let path = format!("clusters/{name}");
+        let kc = kubeconfig.display().to_string();
+        ferroflux(
+            exe,
+            &[
+                "bootstrap",
+                "git",
+                "--kubeconfig",
+                &kc,
+                "--context",
+                name,
+                "--url",
+                &url,
+                "--branch",
+                "main",
+                "--path",
+                &path,
+                "--interval",
+                "1m",
+                "--silent",
+            ],
+        )?;
+    }
+
+    heading("4. Wait for infrastructure, then apps, on every cluster");
+    let head = git_output(remote, &["rev-parse", "main"])?;
+    for (i, name) in CLUSTERS.iter().enumerate() {
+        wait_ready(
+            name,
+            &fleet.clients[i],
+            &["flux-system", "infrastructure", "apps"],
+            &head,
+            step_timeout,
+        )
+        .await?;
+    }
+    for name in CLUSTERS {
+        let kc = kubeconfig.display().to_string();
+        ferroflux(
+            exe,
+            &[
+                "get",
+                "kustomizations",
+                "--kubeconfig",
+                &kc,
+                "--context",
+                name,
+            ],
+        )?;
+    }
+    let kc = kubeconfig.display().to_string();
+    ferroflux(exe, &["fleet", "status", "--kubeconfig", &kc])?;
+
+    heading(&format!(
+        "5. Promotion: podinfo {OLD_TAG} -> {NEW_TAG} in apps/staging, then apps/production"
+    ));
+    for (step, env) in CLUSTERS.iter().enumerate() {
+        let file = format!("apps/{env}/kustomization.yaml");
+        bump_tag(checkout, &file)?;
+        git(
+            checkout,
+            &["commit", "-qam", &format!("apps/{env}: podinfo {NEW_TAG}")],
+        )?;
+        git(checkout, &["push", "-q", "origin", "main"])?;
+        let head = git_output(checkout, &["rev-parse", "HEAD"])?;
+        println!("committed {} ({file})", &head[..12.min(head.len())]);
+        // Both clusters fetch the new commit; only the one whose overlay changed must change.
+        for (i, name) in CLUSTERS.iter().enumerate() {
+            request_reconcile(&fleet.clients[i]).await?;
+            wait_ready(name, &fleet.clients[i], &["apps"], &head, step_timeout).await?;
+        }
+        for (i, name) in CLUSTERS.iter().enumerate() {
+            let image = podinfo_image(&fleet.clients[i]).await?;
+            let expected = if i <= step { NEW_TAG } else { OLD_TAG };
+            println!("{name:<11} podinfo runs {image}");
+            if !image.ends_with(&format!(":{expected}")) {
+                bail!("{name} runs {image}, expected tag {expected}");
+            }
+        }
+    }
+    ferroflux(exe, &["fleet", "status", "--kubeconfig", &kc])?;
+    Ok(())
+}
+
+fn heading(text: &str) {
+    println!("\n== {text}");
+}
+
+/// Runs `ferroflux ARGS`, showing the command and its output as a user would see them.
+fn ferroflux(exe: &Path, args: &[&str]) -> Result<()> {
+    let shown: Vec<&str> = args
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(i, a)| {
+            // The kubeconfig path is a temporary file: keep the line readable.
+            *a != "--kubeconfig" && (*i == 0 || args[*i - 1] != "--kubeconfig")
+        })
+        .map(|(_, a)| a)
+        .collect();
+    println!("$ ferroflux {}", shown.join(" "));
+    let status = Command::new(exe)
+        .args(args)
+        .status()
+        .with_context(|| format!("cannot run ferroflux {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("`ferroflux {}` failed ({status})", shown.join(" "));
+    }
+    Ok(())
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<()> {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=ferroflux demo",
+            "-c",
+            "user.email=demo@ferroflux.invalid",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .output()
+        .context("cannot run git (is it installed?)")?;
+    if !o.status.success() {
+        bail!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+fn git_output(dir: &Path, args: &[&str]) -> Result<String> {
+    let o = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .context("cannot run git (is it installed?)")?;
+    if !o.status.success() {
+        bail!(
+            "git {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+/// A bare repository (the "remote" the clusters follow) and a checkout of it holding the example.
+fn create_repository(remote: &Path, checkout: &Path) -> Result<()> {
+    std::fs::create_dir_all(remote)?;
+    git(remote, &["init", "-q", "--bare", "-b", "main"])?;
+    for (path, content) in FLEET_INFRA {
+        let file: PathBuf = checkout.join(path);
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&file, content)?;
+    }
+    git(checkout, &["init", "-q", "-b", "main"])?;
+    git(checkout, &["add", "-A"])?;
+    git(
+        checkout,
+        &[
+            "commit",
+            "-qm",
+            "fleet-infra: two clusters, shared bases, overlays",
+        ],
+    )?;
+    let remote_url = remote.display().to_string();
+    git(checkout, &["remote", "add", "origin", &remote_url])?;
+    git(checkout, &["push", "-q", "origin", "main"])?;
+    Ok(())
+}
+
+fn bump_tag(checkout: &Path, file: &str) -> Result<()> {
+    let path = checkout.join(file);
+    let text = std::fs::read_to_string(&path)?;
+    let old = format!("newTag: {OLD_TAG}");
+    if !text.contains(&old) {
+        bail!("{file} does not pin podinfo {OLD_TAG}");
+    }
+    std::fs::write(&path, text.replace(&old, &format!("newTag: {NEW_TAG}")))?;
+    Ok(())
+}
+
+/// What `ferroflux reconcile source git flux-system` does: ask for a fetch now.
+async fn request_reconcile(client: &kube::Client) -> Result<()> {
+    let repos: Api<GitRepository> = Api::namespaced(client.clone(), "flux-system");
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let patch = serde_json::json!({"metadata": {"annotations": {RECONCILE_REQUESTED_AT: now}}});
+    repos
+        .patch(
+            "flux-system",
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .context("cannot request a reconcile of GitRepository flux-system")?;
+    Ok(())
+}
+
+/// Waits until each named Kustomization is Ready at `commit`, printing each as it gets there.
+async fn wait_ready(
+    cluster: &str,
+    client: &kube::Client,
+    names: &[&str],
+    commit: &str,
+    timeout: Duration,
+) -> Result<()> {
+    let api: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
+    let deadline = Instant::now() + timeout;
+    let mut done: Vec<&str> = Vec::new();
+    let started = Instant::now();
+    loop {
+        let list = api
+            .list(&ListParams::default())
+            .await
+            .with_context(|| format!("listing Kustomizations on {cluster}"))?;
+        let mut last_message = String::new();
+        for name in names {
+            if done.contains(name) {
+                continue;
+            }
+            let Some(ks) = list.items.iter().find(|k| k.name_any() == *name) else {
+                last_message = format!("{name}: not created yet");
+                continue;
+            };
+            let status = ks.status.clone().unwrap_or_default();
+            let ready = status
+                .conditions
+                .as_deref()
+                .and_then(|c| find_condition(c, READY))
+                .cloned();
+            let at_commit = status
+                .last_applied_revision
+                .as_deref()
+                .is_some_and(|r| r.ends_with(commit));
+            match ready {
+                Some(c) if c.status == "True" && at_commit => {
+                    println!(
+                        "✔ {cluster:<11} {name:<15} ready after {:.1}s  {}",
+                        started.elapsed().as_secs_f64(),
+                        c.message
+                    );
+                    done.push(name);
+                }
+                Some(c) => last_message = format!("{name}: {}", c.message),
+                None => last_message = format!("{name}: waiting to be reconciled"),
+            }
+        }
+        if done.len() == names.len() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("{cluster}: not ready after {timeout:?}: {last_message}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn podinfo_image(client: &kube::Client) -> Result<String> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "podinfo");
+    let d = deployments
+        .get("podinfo")
+        .await
+        .context("reading Deployment podinfo/podinfo")?;
+    d.spec
+        .template
+        .spec
+        .and_then(|s| s.containers.into_iter().next())
+        .and_then(|c| c.image)
+        .filter(|i| i.starts_with(PODINFO_IMAGE))
+        .ok_or_else(|| anyhow!("Deployment podinfo/podinfo has no podinfo container"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every file of examples/fleet-infra is compiled in, and nothing else.
+    #[test]
+    fn embedded_example_matches_the_directory() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/fleet-infra");
+        let mut on_disk = Vec::new();
+        let mut stack = vec![root.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else {
+                    let rel = path.strip_prefix(&root).unwrap();
+                    on_disk.push(rel.to_string_lossy().to_string());
+                }
+            }
+        }
+        on_disk.sort();
+        let mut embedded: Vec<String> = FLEET_INFRA.iter().map(|(p, _)| p.to_string()).collect();
+        embedded.sort();
+        assert_eq!(embedded, on_disk);
+        for (path, content) in FLEET_INFRA {
+            assert_eq!(
+                std::fs::read_to_string(root.join(path)).unwrap(),
+                *content,
+                "{path}"
+            );
+        }
+    }
+}
