@@ -219,7 +219,11 @@ async fn run_steps(
     }
 
     heading("4. Wait for infrastructure, then apps, on every cluster");
+    // Each bootstrap pushed a commit: fetch the last one now instead of waiting an interval.
     let head = git_output(remote, &["rev-parse", "main"])?;
+    for client in &fleet.clients {
+        request_reconcile(client).await?;
+    }
     for (i, name) in CLUSTERS.iter().enumerate() {
         wait_ready(
             name,
@@ -250,6 +254,8 @@ async fn run_steps(
     heading(&format!(
         "5. Promotion: podinfo {OLD_TAG} -> {NEW_TAG} in apps/staging, then apps/production"
     ));
+    // The bootstraps pushed their flux-system folders: start from the remote's history.
+    git(checkout, &["pull", "-q", "--ff-only", "origin", "main"])?;
     for (step, env) in CLUSTERS.iter().enumerate() {
         let file = format!("apps/{env}/kustomization.yaml");
         bump_tag(checkout, &file)?;
