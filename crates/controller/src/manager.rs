@@ -372,18 +372,10 @@ async fn run_controllers(
         let state = state.clone();
         let client = client.clone();
         tokio::spawn(async move {
-            let kustomizations: Api<Kustomization> = Api::all(client.clone());
-            let repositories: Api<GitRepository> = Api::all(client);
-            let probe = ListParams::default().limit(1);
-            loop {
-                if kustomizations.list(&probe).await.is_ok()
-                    && repositories.list(&probe).await.is_ok()
-                {
-                    state.ready.store(true, Ordering::SeqCst);
-                    return;
-                }
+            while !both_kinds_served(&client).await {
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
+            state.ready.store(true, Ordering::SeqCst);
         })
     };
     let mut ks_handle = tokio::spawn(ks_task);
@@ -454,20 +446,27 @@ pub async fn install_crds(client: &kube::Client) -> Result<(), kube::Error> {
     let kustomizations: Api<Kustomization> = Api::all(client.clone());
     let repositories: Api<GitRepository> = Api::all(client.clone());
     let probe = ListParams::default().limit(1);
-    let mut attempts = 0;
-    loop {
-        let ks = kustomizations.list(&probe).await;
-        let repos = repositories.list(&probe).await;
-        match (ks, repos) {
-            (Ok(_), Ok(_)) => return Ok(()),
-            (Err(e), _) | (_, Err(e)) => {
-                attempts += 1;
-                // A CRD is served a moment after it is created; give up after ~30 s.
-                if attempts > 300 {
-                    return Err(e);
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+    // A CRD is served a moment after it is created; give up after ~30 s with the API's error.
+    for _ in 0..300 {
+        if both_kinds_served(client).await {
+            return Ok(());
         }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    kustomizations.list(&probe).await?;
+    repositories.list(&probe).await?;
+    Ok(())
+}
+
+/// Whether both Flux kinds can be listed (their CRDs are installed and served).
+async fn both_kinds_served(client: &kube::Client) -> bool {
+    let probe = ListParams::default().limit(1);
+    Api::<Kustomization>::all(client.clone())
+        .list(&probe)
+        .await
+        .is_ok()
+        && Api::<GitRepository>::all(client.clone())
+            .list(&probe)
+            .await
+            .is_ok()
 }
