@@ -446,3 +446,54 @@ fn binary_input_that_is_not_text_is_refused() {
     let out = ferroflux(&["sops", "encrypt", "--age", A, s(&plain)], &[]);
     fails_with(&out, &[s(&plain), "binary: the file is not UTF-8"]);
 }
+
+/// YAML comments are not supported yet: both directions say so on stderr instead of dropping
+/// them silently, and the values still come through.
+#[test]
+fn dropped_yaml_comments_are_reported() {
+    // Written by the real sops: two encrypted comments.
+    let enc = fixtures().join("generated/types.enc.yaml");
+    let out = ferroflux(
+        &[
+            "sops",
+            "decrypt",
+            "--age-key-file",
+            s(&key("age.txt")),
+            s(&enc),
+        ],
+        &[],
+    );
+    let plain = ok(&out);
+    assert!(plain.contains("stringData:"), "{plain}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("types.enc.yaml: 2 YAML comment line(s) are left out of the output"),
+        "{err}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let with_comments = dir.path().join("c.yaml");
+    std::fs::write(
+        &with_comments,
+        "# who owns this\na: 1\nb: |\n  # not a comment\n",
+    )
+    .unwrap();
+    let out = ferroflux(&["sops", "encrypt", "--age", A, s(&with_comments)], &[]);
+    ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("c.yaml: 1 YAML comment line(s) are not kept in the encrypted file"),
+        "{err}"
+    );
+
+    // No comments, no warning.
+    let plain_file = dir.path().join("p.yaml");
+    std::fs::write(&plain_file, "a: 1\n").unwrap();
+    let out = ferroflux(&["sops", "encrypt", "--age", A, s(&plain_file)], &[]);
+    ok(&out);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
