@@ -407,14 +407,24 @@ async fn run_controllers(
     if let Some((_, r)) = first {
         results.push(r);
     }
-    // Reconciles in progress get a grace period to finish, then are cancelled: a reconcile
-    // waiting on health or a stuck API call must not keep the process from stopping.
+    // Reconciles in progress get one grace period to finish, then are cancelled: a reconcile
+    // waiting on health or a stuck API call must not keep the process from stopping. While the
+    // kinds are not served (CRDs missing) kube-runtime holds its runner until the first list
+    // succeeds, so nothing can be in progress and its stream would never end by itself: there
+    // is nothing to wait for.
+    let grace = if state.ready.load(Ordering::SeqCst) {
+        SHUTDOWN_GRACE
+    } else {
+        Duration::ZERO
+    };
+    let deadline = tokio::time::Instant::now() + grace;
     for (i, handle) in [(0, &mut ks_handle), (1, &mut repo_handle)] {
         if finished == Some(i) {
             continue;
         }
-        match tokio::time::timeout(SHUTDOWN_GRACE, &mut *handle).await {
+        match tokio::time::timeout_at(deadline, &mut *handle).await {
             Ok(r) => results.push(r),
+            Err(_) if grace.is_zero() => handle.abort(),
             Err(_) => {
                 tracing::warn!("reconciles still running after the grace period; cancelling them");
                 handle.abort();
