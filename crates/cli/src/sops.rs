@@ -110,11 +110,11 @@ fn encrypt(a: EncryptArgs) -> anyhow::Result<Vec<u8>> {
     let format = format_for(&a.file, a.input_type.as_deref())?;
     let data = read_limited(&a.file, ferroflux_sops::DEFAULT_MAX_SIZE)?;
     if format == Format::Yaml {
-        let comments = yaml_comment_lines(&String::from_utf8_lossy(&data));
+        let comments = ferroflux_sops::unkept_yaml_comments(&data);
         if comments > 0 {
             eprintln!(
-                "warning: {}: {comments} YAML comment line(s) are not kept in the encrypted file \
-                 (sops would encrypt them; ferroflux does not support YAML comments yet)",
+                "warning: {}: {comments} YAML comment(s) between the plain items of a list are \
+                 not kept in the encrypted file (comments elsewhere are kept and encrypted)",
                 a.file.display()
             );
         }
@@ -183,11 +183,11 @@ fn decrypt(a: DecryptArgs) -> anyhow::Result<Vec<u8>> {
     let decryptor = Decryptor::new(ids).verify_mac(!a.ignore_mac);
     let data = read_limited(&a.file, decryptor.size_limit())?;
     if input == Format::Yaml {
-        let comments = yaml_comment_lines(&String::from_utf8_lossy(&data));
+        let comments = ferroflux_sops::unkept_yaml_comments(&data);
         if comments > 0 {
             eprintln!(
-                "warning: {}: {comments} YAML comment line(s) are left out of the output \
-                 (ferroflux does not support YAML comments yet; the values are all there)",
+                "warning: {}: {comments} YAML comment(s) between the plain items of a list are \
+                 left out of the output (the values are all there)",
                 a.file.display()
             );
         }
@@ -199,68 +199,5 @@ fn decrypt(a: DecryptArgs) -> anyhow::Result<Vec<u8>> {
             "no age key given: pass --age-key-file FILE, or set SOPS_AGE_KEY_FILE or SOPS_AGE_KEY",
         )),
         Err(e) => Err(e.into()),
-    }
-}
-
-/// Counts whole-line YAML comments (`# …` on a line of its own), which the YAML reader drops,
-/// so the user is told instead of finding them silently gone. Lines inside block scalars
-/// (`key: |` and `key: >` with their indented body) are content, not comments.
-fn yaml_comment_lines(text: &str) -> usize {
-    let indent = |line: &str| line.len() - line.trim_start_matches(' ').len();
-    let mut count = 0;
-    // The indentation of the line that opened the block scalar being skipped.
-    let mut block_parent: Option<usize> = None;
-    for line in text.lines() {
-        let trimmed = line.trim();
-        if let Some(parent) = block_parent {
-            if trimmed.is_empty() || indent(line) > parent {
-                continue;
-            }
-            block_parent = None;
-        }
-        if trimmed.starts_with('#') {
-            count += 1;
-            continue;
-        }
-        if opens_block_scalar(trimmed) {
-            block_parent = Some(indent(line));
-        }
-    }
-    count
-}
-
-/// Whether a line ends with a block scalar header: `|` or `>`, optionally followed by chomping
-/// and indentation indicators (`|-`, `>+`, `|2`) and a comment, after `key:` or `- `.
-fn opens_block_scalar(line: &str) -> bool {
-    let code = match line.find(" #") {
-        Some(i) => line[..i].trim_end(),
-        None => line,
-    };
-    let Some(pos) = code.rfind(['|', '>']) else {
-        return false;
-    };
-    let header_rest = &code[pos + 1..];
-    if !header_rest
-        .chars()
-        .all(|c| matches!(c, '-' | '+' | '1'..='9'))
-    {
-        return false;
-    }
-    let before = code[..pos].trim_end();
-    before.ends_with(':') || before.ends_with('-') || before.is_empty()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::yaml_comment_lines;
-
-    #[test]
-    fn counts_comment_lines_but_not_block_scalar_content() {
-        let text = "# head\napiVersion: v1\nkind: Secret\nstringData:\n  # about the script\n  \
-                    script: |\n    # this is shell, not YAML\n    echo hi\n\n    # still shell\n  \
-                    other: >-\n    # folded text\n  # a real comment again\n  value: x # trailing\n";
-        assert_eq!(yaml_comment_lines(text), 3);
-        assert_eq!(yaml_comment_lines("a: 1\nb: '#not'\n"), 0);
-        assert_eq!(yaml_comment_lines("list:\n- |\n  # body\n# after\n"), 1);
     }
 }

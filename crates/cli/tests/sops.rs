@@ -447,11 +447,11 @@ fn binary_input_that_is_not_text_is_refused() {
     fails_with(&out, &[s(&plain), "binary: the file is not UTF-8"]);
 }
 
-/// YAML comments are not supported yet: both directions say so on stderr instead of dropping
-/// them silently, and the values still come through.
+/// YAML comments are kept as sops keeps them; the ones it cannot keep (between the plain
+/// items of a list) are reported on stderr instead of disappearing silently.
 #[test]
-fn dropped_yaml_comments_are_reported() {
-    // Written by the real sops: two encrypted comments.
+fn yaml_comments_are_kept_or_reported() {
+    // Written by the real sops: two encrypted comments, both come back in place.
     let enc = fixtures().join("generated/types.enc.yaml");
     let out = ferroflux(
         &[
@@ -464,36 +464,34 @@ fn dropped_yaml_comments_are_reported() {
         &[],
     );
     let plain = ok(&out);
-    assert!(plain.contains("stringData:"), "{plain}");
-    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("types.enc.yaml: 2 YAML comment line(s) are left out of the output"),
-        "{err}"
+        plain.starts_with("# a head comment\napiVersion: v1\n"),
+        "{plain}"
+    );
+    assert!(
+        plain.contains("  labels:\n    # inline comment\n    app: demo\n"),
+        "{plain}"
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 
     let dir = tempfile::tempdir().unwrap();
     let with_comments = dir.path().join("c.yaml");
     std::fs::write(
         &with_comments,
-        "# who owns this\na: 1\nb: |\n  # not a comment\n",
+        "# who owns this\nlist:\n- a\n# between items\n- b\nscript: |\n  # not a comment\n",
     )
     .unwrap();
     let out = ferroflux(&["sops", "encrypt", "--age", A, s(&with_comments)], &[]);
-    ok(&out);
+    let encrypted = ok(&out);
+    assert!(!encrypted.contains("who owns"), "{encrypted}");
+    assert!(encrypted.starts_with("#ENC[AES256_GCM,"), "{encrypted}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("c.yaml: 1 YAML comment line(s) are not kept in the encrypted file"),
+        err.contains("c.yaml: 1 YAML comment(s) between the plain items of a list are not kept"),
         "{err}"
-    );
-
-    // No comments, no warning.
-    let plain_file = dir.path().join("p.yaml");
-    std::fs::write(&plain_file, "a: 1\n").unwrap();
-    let out = ferroflux(&["sops", "encrypt", "--age", A, s(&plain_file)], &[]);
-    ok(&out);
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -4,11 +4,12 @@
 //! - binary: the whole file as the string `"data"` of a JSON envelope;
 //! - dotenv: `KEY=value` lines, newlines escaped as `\n`, metadata flattened into `sops_…` keys.
 //!
-//! YAML comments are not kept: sops encrypts them as `#ENC[…]` comments, which never count in the
-//! MAC, so dropping them loses no integrity check, but decrypted YAML comes out without comments.
+//! YAML comments are kept as sops keeps them (see `comments`): encrypted as `#ENC[…]` lines,
+//! never counted in the MAC.
 
 use serde_json::Value;
 
+use crate::comments;
 use crate::error::ErrorKind;
 use crate::metadata::{self, Metadata};
 use crate::tree::{Item, Node};
@@ -113,7 +114,8 @@ fn yaml_options() -> serde_saphyr::Options {
 fn load_yaml(text: &str) -> Result<Vec<Node>, ErrorKind> {
     let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, yaml_options())
         .map_err(|e| format_error(Format::Yaml, e.to_string()))?;
-    docs.into_iter()
+    let mut docs = docs
+        .into_iter()
         .map(|doc| match doc {
             Value::Object(_) => Ok(Node::from_json(doc)),
             Value::Null => Ok(Node::Map(Vec::new())),
@@ -122,7 +124,18 @@ fn load_yaml(text: &str) -> Result<Vec<Node>, ErrorKind> {
                 "documents that are not mappings are not supported",
             )),
         })
-        .collect()
+        .collect::<Result<Vec<Node>, ErrorKind>>()?;
+    comments::attach(&mut docs, comments::scan(text));
+    Ok(docs)
+}
+
+/// How many whole-line or end-of-line comments of a YAML file cannot be kept: those between
+/// the plain items of a sequence, which no mapping holds. The others are kept (and encrypted)
+/// as sops keeps them.
+pub fn unkept_yaml_comments(data: &[u8]) -> usize {
+    std::str::from_utf8(data)
+        .map(|text| comments::scan(text).unplaced)
+        .unwrap_or(0)
 }
 
 fn load_json(text: &str) -> Result<Vec<Node>, ErrorKind> {
@@ -303,8 +316,12 @@ fn yaml_text(docs: Vec<Node>, plain: bool) -> Result<String, ErrorKind> {
         if i > 0 {
             out.push_str("---\n");
         }
-        let text = serde_saphyr::to_string_with_options(&doc.into_json(), yaml_writer())
+        let with_comments = comments::has_comments(&doc).then(|| doc.clone());
+        let mut text = serde_saphyr::to_string_with_options(&doc.into_json(), yaml_writer())
             .map_err(|e| format_error(Format::Yaml, e.to_string()))?;
+        if let Some(doc) = with_comments {
+            text = comments::render(&text, &doc);
+        }
         out.push_str(&text);
         if !out.ends_with('\n') {
             out.push('\n');

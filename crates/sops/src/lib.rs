@@ -31,16 +31,18 @@
 //!
 //! Decryption keeps every document's key order and value types. Dotenv and binary plaintext comes
 //! back byte for byte. JSON comes back as JSON indented with tabs (like sops). YAML comes back as
-//! equivalent YAML without comments and with this crate's own quoting and indentation, so it is
-//! not byte-identical to the file that was encrypted; encryption likewise does not carry YAML
-//! comments into the encrypted file (sops would encrypt them).
+//! equivalent YAML with this crate's own quoting and indentation, so it is not byte-identical to
+//! the file that was encrypted. YAML comments are kept where sops keeps them (before the key they
+//! precede, an end-of-line comment moved before its key, or at the end of their mapping) and
+//! encrypted with their mapping's path; comments between the plain items of a sequence are not
+//! kept ([`unkept_yaml_comments`] counts them so callers can say so).
 //!
 //! Not supported yet (each a clear `not supported yet: <method>` error): PGP, AWS/GCP/Azure/
 //! Huawei KMS, HashiCorp Vault, age post-quantum and plugin recipients, ssh recipients, the INI
-//! format, and `encrypted_comment_regex` / `unencrypted_comment_regex` (which need YAML comments,
-//! which this crate does not keep).
+//! format, and `encrypted_comment_regex` / `unencrypted_comment_regex`.
 
 mod cipher;
+mod comments;
 mod decrypt;
 mod encrypt;
 mod error;
@@ -56,6 +58,6 @@ pub use decrypt::{
 };
 pub use encrypt::{EncryptOptions, Selection, encrypt};
 pub use error::{Error, ErrorKind, Result};
-pub use format::Format;
+pub use format::{Format, unkept_yaml_comments};
 pub use keys::AgeIdentities;
 pub use metadata::WRITTEN_VERSION;

@@ -223,3 +223,77 @@ fn real_sops_decrypts_our_yaml_with_merge_keys() {
     );
     assert_eq!(yaml_value(&out), yaml_value(&plain));
 }
+
+/// YAML comments go both ways: the real sops decrypts every comment we encrypted (it warns
+/// about any it cannot, and a comment encrypted under the wrong mapping path would not
+/// decrypt), and comments the real sops encrypted come back from our decryption in place.
+#[test]
+fn yaml_comments_round_trip_with_real_sops() {
+    let plain = "# head\napiVersion: v1\nkind: Secret\nmetadata:\n  name: db # inline\nstringData:\n  # about the password\n  password: hunter2\n  nested:\n    deep:\n      x: 1\n    # end of nested\n  list:\n  - name: one\n    # before port\n    port: 1\n  script: |\n    # shell, not YAML\n    echo hi\nother: 1\n# foot\n";
+    let comments = [
+        "head",
+        "inline",
+        "about the password",
+        "end of nested",
+        "before port",
+        "foot",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let enc = encrypt(
+        "c.yaml",
+        plain.as_bytes(),
+        Format::Yaml,
+        &EncryptOptions::for_recipients([A]),
+    )
+    .unwrap();
+    let enc_text = String::from_utf8(enc.clone()).unwrap();
+    for c in comments {
+        assert!(!enc_text.contains(c), "{c} in clear:\n{enc_text}");
+    }
+    assert!(!enc_text.contains("hunter2"));
+    let path = write_temp(&dir, "c.yaml", &enc);
+    let key_text = std::fs::read_to_string(key_file("age.txt")).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(sops_binary())
+        .args(["decrypt"])
+        .arg(&path)
+        .env_clear()
+        .env("HOME", home.path())
+        .env("SOPS_AGE_KEY", &key_text)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("unencrypted comment"), "{err}");
+    let theirs = String::from_utf8(out.stdout).unwrap();
+    for c in comments {
+        assert!(theirs.contains(&format!("# {c}")), "{c} not in:\n{theirs}");
+    }
+    assert_eq!(yaml_value(theirs.as_bytes()), yaml_value(plain.as_bytes()));
+
+    // The other way: the real sops encrypts the same file, we decrypt it.
+    let plain_path = write_temp(&dir, "p.yaml", plain.as_bytes());
+    let out = Command::new(sops_binary())
+        .args(["encrypt", "--age", A])
+        .arg(&plain_path)
+        .env_clear()
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = ferroflux_sops::Decryptor::new(
+        ferroflux_sops::AgeIdentities::parse("age.txt", &key_text).unwrap(),
+    )
+    .decrypt("p.enc.yaml", &out.stdout, Format::Yaml)
+    .unwrap();
+    let ours = String::from_utf8(ours).unwrap();
+    for c in comments {
+        assert!(ours.contains(&format!("# {c}")), "{c} not in:\n{ours}");
+    }
+    assert!(!ours.contains("ENC["), "{ours}");
+    assert_eq!(yaml_value(ours.as_bytes()), yaml_value(plain.as_bytes()));
+}

@@ -1,0 +1,868 @@
+//! YAML comments, which the YAML reader drops. sops keeps every comment as an item of the
+//! mapping that holds it, placed before the key it precedes (a comment at the end of a key's
+//! line moves before that key) or at the end of the mapping, and encrypts it with that
+//! mapping's path. This module finds comments with a line scan of block-style YAML, attaches
+//! them to the loaded tree in the same places, and writes them back into emitted YAML.
+//!
+//! The scan follows block structure by indentation only: it recognises keys, sequence items,
+//! block scalars, quoted scalars spanning lines and flow collections spanning lines, and
+//! never needs to understand values. Comments it cannot place in a mapping (between the
+//! items of a sequence of plain values) are counted, so callers can say they were left out.
+
+use std::collections::HashMap;
+
+use crate::tree::{Item, Node};
+
+/// One step from a document's root to a mapping.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// Where a comment goes: before `key` in the mapping at `path`, or at that mapping's end.
+#[derive(Debug, Clone, PartialEq)]
+struct Placement {
+    doc: usize,
+    path: Vec<Step>,
+    before: Option<String>,
+    text: String,
+}
+
+/// What the scan found in a text: placed comments and the number it could not place.
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    placed: Vec<Placement>,
+    pub(crate) unplaced: usize,
+}
+
+#[derive(Debug)]
+enum Frame {
+    Map {
+        col: usize,
+        path: Vec<Step>,
+        last: Option<String>,
+    },
+    Seq {
+        col: usize,
+        path: Vec<Step>,
+        next: usize,
+    },
+}
+
+impl Frame {
+    fn col(&self) -> usize {
+        match self {
+            Frame::Map { col, .. } | Frame::Seq { col, .. } => *col,
+        }
+    }
+}
+
+/// A structural line: what it opens, where, and any comment at its end.
+#[derive(Debug, PartialEq)]
+enum Event {
+    /// A key at `col` of the mapping at `path`.
+    Key {
+        path: Vec<Step>,
+        key: String,
+        col: usize,
+        inline: Option<String>,
+    },
+    /// The end of a quoted or flow value that began on an earlier key's line, with a comment
+    /// after it (sops moves it before that key).
+    LateInline {
+        path: Vec<Step>,
+        key: String,
+        text: String,
+    },
+    /// A sequence item holding a plain value, or a value continuing over lines.
+    Other,
+}
+
+/// The indentation-driven walk shared by the scan (of input) and the writer (of output).
+#[derive(Default)]
+struct Walker {
+    stack: Vec<Frame>,
+    /// Lines deeper than this column belong to the previous value (block scalar, folded plain
+    /// scalar); blank lines too.
+    value_deeper_than: Option<usize>,
+    /// Inside a quoted scalar or a flow collection that continues on the next line.
+    open: Option<Open>,
+    /// Mappings closed by the last line, innermost first: (path, column).
+    closed: Vec<(Vec<Step>, usize)>,
+    /// The key whose value is `open`, if it began on a key's line.
+    open_key: Option<(Vec<Step>, String)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Open {
+    Double,
+    Single,
+    Flow(usize),
+}
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
+/// Whether a line is a whole-line comment, and its text after `#`.
+fn whole_line_comment(line: &str) -> Option<(usize, &str)> {
+    let t = line.trim_start_matches(' ');
+    t.strip_prefix('#').map(|text| (indent(line), text))
+}
+
+fn is_document_marker(line: &str) -> bool {
+    let l = line.trim_end();
+    l == "---" || l.starts_with("--- ") || l == "..." || l.starts_with("... ")
+}
+
+impl Walker {
+    fn reset(&mut self) {
+        *self = Walker::default();
+    }
+
+    /// The mapping frames from innermost out, for placing a comment at a mapping's end.
+    fn open_maps(&self) -> impl Iterator<Item = (&Vec<Step>, usize)> {
+        self.stack.iter().rev().filter_map(|f| match f {
+            Frame::Map { col, path, .. } => Some((path, *col)),
+            Frame::Seq { .. } => None,
+        })
+    }
+
+    /// Reads one line that is neither blank nor a whole-line comment nor a document marker
+    /// (callers check those first, except inside values, see [`Walker::in_value`]).
+    fn line(&mut self, line: &str) -> Event {
+        self.closed.clear();
+        if let Some(open) = self.open {
+            let (still, rest) = continue_open(line, open);
+            self.open = still;
+            if still.is_none()
+                && let Some((path, key)) = self.open_key.take()
+                && let Some(text) = rest.and_then(trailing_comment)
+            {
+                return Event::LateInline { path, key, text };
+            }
+            return Event::Other;
+        }
+        let col = indent(line);
+        if let Some(deeper) = self.value_deeper_than {
+            if line.trim().is_empty() || col > deeper {
+                return Event::Other;
+            }
+            self.value_deeper_than = None;
+        }
+        self.structural(line, col)
+    }
+
+    /// Whether the next line (blank or starting with `#`) is part of a value rather than YAML
+    /// structure: inside a block scalar or a multi-line quoted or flow scalar.
+    fn in_value(&self, line: &str) -> bool {
+        if self.open.is_some() {
+            return true;
+        }
+        match self.value_deeper_than {
+            Some(deeper) => line.trim().is_empty() || indent(line) > deeper,
+            None => false,
+        }
+    }
+
+    fn pop_to(&mut self, col: usize, keep_equal: bool) {
+        while let Some(top) = self.stack.last() {
+            let c = top.col();
+            if c > col || (c == col && !keep_equal) {
+                if let Some(Frame::Map { path, col, .. }) = self.stack.pop() {
+                    self.closed.push((path, col));
+                }
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// The path of the value a new container at `col` belongs to.
+    fn child_path(&mut self) -> Vec<Step> {
+        match self.stack.last_mut() {
+            None => Vec::new(),
+            Some(Frame::Map { path, last, .. }) => {
+                let mut p = path.clone();
+                if let Some(k) = last {
+                    p.push(Step::Key(k.clone()));
+                }
+                p
+            }
+            Some(Frame::Seq { path, next, .. }) => {
+                let mut p = path.clone();
+                p.push(Step::Index(next.saturating_sub(1)));
+                p
+            }
+        }
+    }
+
+    fn structural(&mut self, line: &str, col: usize) -> Event {
+        let content = &line[col..];
+        if is_dash(content) {
+            // A sequence item at `col`: a sibling, or the value of the map key at the same
+            // column (`key:` then `- a` unindented), or a new nested sequence.
+            self.pop_to(col, true);
+            let continues =
+                matches!(self.stack.last(), Some(Frame::Seq { col: c, .. }) if *c == col);
+            if !continues {
+                let path = self.child_path();
+                self.stack.push(Frame::Seq { col, path, next: 0 });
+            }
+            let Some(Frame::Seq { next, .. }) = self.stack.last_mut() else {
+                return Event::Other;
+            };
+            *next += 1;
+            let after = &content[1..];
+            let rest = after.trim_start_matches(' ');
+            if rest.is_empty() || rest.starts_with('#') {
+                return Event::Other;
+            }
+            let rest_col = col + 1 + (after.len() - rest.len());
+            let nested = format!("{}{}", " ".repeat(rest_col), rest);
+            return self.structural(&nested, rest_col);
+        }
+        // A key, or a value on its own line.
+        let Some((key, after_colon)) = split_key(content) else {
+            // A plain scalar under a key or dash (e.g. `- a` handled above; here a value on
+            // its own line): everything deeper continues it.
+            self.value_deeper_than = Some(col.saturating_sub(1));
+            self.scan_value(content.trim_start(), col);
+            return Event::Other;
+        };
+        // A sequence at this column ends where a key of the enclosing map appears.
+        self.pop_to(col, true);
+        if matches!(self.stack.last(), Some(Frame::Seq { col: c, .. }) if *c == col) {
+            self.stack.pop();
+        }
+        let same_map = matches!(self.stack.last(), Some(Frame::Map { col: c, .. }) if *c == col);
+        if !same_map {
+            let path = self.child_path();
+            self.stack.push(Frame::Map {
+                col,
+                path,
+                last: None,
+            });
+        }
+        let Some(Frame::Map { path, last, .. }) = self.stack.last_mut() else {
+            return Event::Other;
+        };
+        *last = Some(key.clone());
+        let path = path.clone();
+        let inline = self.scan_value(after_colon.trim_start_matches(' '), col);
+        self.open_key = self.open.map(|_| (path.clone(), key.clone()));
+        Event::Key {
+            path,
+            key,
+            col,
+            inline,
+        }
+    }
+
+    /// Looks at a value after `key:` (or on its own line) at a key column `col`: sets up
+    /// what its following lines are, and returns a comment at the line's end.
+    fn scan_value(&mut self, value: &str, col: usize) -> Option<String> {
+        let mut v = value;
+        // Anchors and tags come before the value itself.
+        while let Some(first) = v.chars().next() {
+            if first != '&' && first != '!' {
+                break;
+            }
+            let end = v.find(' ').unwrap_or(v.len());
+            v = v[end..].trim_start_matches(' ');
+        }
+        let first = v.chars().next();
+        match first {
+            None => None,
+            Some('#') => Some(v[1..].to_string()),
+            Some('|') | Some('>') => {
+                self.value_deeper_than = Some(col);
+                v.find(" #").map(|i| v[i + 2..].to_string())
+            }
+            Some('"') | Some('\'') => {
+                let quote = if first == Some('"') {
+                    Open::Double
+                } else {
+                    Open::Single
+                };
+                match close_quote(&v[1..], quote) {
+                    Some(end) => trailing_comment(&v[1 + end..]),
+                    None => {
+                        self.open = Some(quote);
+                        None
+                    }
+                }
+            }
+            Some('[') | Some('{') => match close_flow(v, 0) {
+                Ok(end) => trailing_comment(&v[end..]),
+                Err(depth) => {
+                    self.open = Some(Open::Flow(depth));
+                    None
+                }
+            },
+            Some(_) => {
+                // A plain scalar may continue on deeper lines.
+                self.value_deeper_than = Some(col);
+                v.find(" #").map(|i| v[i + 2..].to_string())
+            }
+        }
+    }
+}
+
+fn is_dash(content: &str) -> bool {
+    content == "-" || content.starts_with("- ")
+}
+
+/// Splits `key: rest` (plain, double- or single-quoted key) into the key and what follows the
+/// colon; `None` when the line is not a mapping entry.
+fn split_key(content: &str) -> Option<(String, &str)> {
+    let first = content.chars().next()?;
+    let (key, rest) = match first {
+        '"' | '\'' => {
+            let quote = if first == '"' {
+                Open::Double
+            } else {
+                Open::Single
+            };
+            let end = close_quote(&content[1..], quote)?;
+            let raw = &content[1..end];
+            let key = match quote {
+                Open::Double => unescape_double(raw),
+                _ => raw.replace("''", "'"),
+            };
+            (key, content[1 + end..].trim_start_matches(' '))
+        }
+        '#' | '[' | '{' | '|' | '>' | '*' | '?' | '%' | '@' | '`' => return None,
+        _ => {
+            let colon = find_key_colon(content)?;
+            (content[..colon].trim_end().to_string(), &content[colon..])
+        }
+    };
+    let after = rest.strip_prefix(':')?;
+    if after.is_empty() || after.starts_with(' ') {
+        Some((key, after))
+    } else {
+        None
+    }
+}
+
+/// The position of the `:` ending a plain key: the first `:` followed by a space or the end,
+/// before any ` #` comment.
+fn find_key_colon(content: &str) -> Option<usize> {
+    let bytes = content.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        match b {
+            b'#' if i > 0 && bytes[i - 1] == b' ' => return None,
+            b':' if i + 1 == bytes.len() || bytes[i + 1] == b' ' => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn unescape_double(raw: &str) -> String {
+    serde_json::from_str::<String>(&format!("\"{raw}\"")).unwrap_or_else(|_| raw.to_string())
+}
+
+/// The index (in `s`, which starts after the opening quote) just past the closing quote.
+fn close_quote(s: &str, quote: Open) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match (quote, bytes[i]) {
+            (Open::Double, b'\\') => i += 2,
+            (Open::Double, b'"') => return Some(i + 1),
+            (Open::Single, b'\'') => {
+                if bytes.get(i + 1) == Some(&b'\'') {
+                    i += 2;
+                } else {
+                    return Some(i + 1);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Where a flow collection starting in `s` (at depth `depth` already) closes: `Ok(index past
+/// it)`, or `Err(depth still open)` at the end of the line.
+fn close_flow(s: &str, mut depth: usize) -> Result<usize, usize> {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Ok(i + 1);
+                }
+            }
+            q @ (b'"' | b'\'') => {
+                let quote = if q == b'"' {
+                    Open::Double
+                } else {
+                    Open::Single
+                };
+                match close_quote(&s[i + 1..], quote) {
+                    Some(end) => i += end,
+                    // A quote left open inside a flow collection: treat the rest as text.
+                    None => return Err(depth.max(1)),
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Err(depth)
+}
+
+/// After a complete value, the comment that ends the line, if any.
+fn trailing_comment(rest: &str) -> Option<String> {
+    let t = rest.trim_start_matches(' ');
+    t.strip_prefix('#').map(str::to_string)
+}
+
+/// Follows a quoted scalar or flow collection onto a new line: what is still open (`None` once
+/// it has closed) and, when it closed, the rest of the line after it.
+fn continue_open(line: &str, open: Open) -> (Option<Open>, Option<&str>) {
+    match open {
+        Open::Double | Open::Single => match close_quote(line, open) {
+            Some(end) => (None, Some(&line[end..])),
+            None => (Some(open), None),
+        },
+        Open::Flow(depth) => match close_flow(line, depth) {
+            Ok(end) => (None, Some(&line[end..])),
+            Err(depth) => (Some(Open::Flow(depth)), None),
+        },
+    }
+}
+
+/// Finds the comments of a YAML text and where sops would keep them.
+pub(crate) fn scan(text: &str) -> Found {
+    let mut found = Found::default();
+    let mut walker = Walker::default();
+    let mut doc = 0;
+    let mut doc_has_content = false;
+    // Whole-line comments waiting for the key they precede: (column, text).
+    let mut pending: Vec<(usize, String)> = Vec::new();
+    let flush_end =
+        |walker: &Walker, pending: &mut Vec<(usize, String)>, found: &mut Found, doc| {
+            for (col, text) in pending.drain(..) {
+                // At the end of the innermost mapping not deeper than the comment.
+                let target = walker
+                    .open_maps()
+                    .find(|(_, c)| *c <= col)
+                    .map(|(p, _)| p.clone())
+                    .or_else(|| walker.open_maps().last().map(|(p, _)| p.clone()));
+                match target {
+                    Some(path) => found.placed.push(Placement {
+                        doc,
+                        path,
+                        before: None,
+                        text,
+                    }),
+                    None => found.unplaced += 1,
+                }
+            }
+        };
+    for line in text.lines() {
+        if walker.in_value(line) {
+            if let Event::LateInline { path, key, text } = walker.line(line) {
+                found.placed.push(Placement {
+                    doc,
+                    path,
+                    before: Some(key),
+                    text,
+                });
+            }
+            continue;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        if is_document_marker(line) {
+            flush_end(&walker, &mut pending, &mut found, doc);
+            if doc_has_content {
+                doc += 1;
+                doc_has_content = false;
+            }
+            walker.reset();
+            continue;
+        }
+        if let Some((col, text)) = whole_line_comment(line) {
+            pending.push((col, text.to_string()));
+            continue;
+        }
+        doc_has_content = true;
+        // Comments deeper than this line end the mappings it closes. Like go-yaml (whose
+        // placement sops keeps), they go to the end of the innermost one, whatever their own
+        // column; only at the end of a document does the column choose the mapping.
+        let col = indent(line);
+        let (deeper, before): (Vec<_>, Vec<_>) = pending
+            .drain(..)
+            .partition(|(c, _)| *c > col && walker.open_maps().any(|(_, m)| m > col));
+        if let Some((path, _)) = walker.open_maps().next() {
+            for (_, text) in deeper {
+                found.placed.push(Placement {
+                    doc,
+                    path: path.clone(),
+                    before: None,
+                    text,
+                });
+            }
+        }
+        pending = before;
+        match walker.line(line) {
+            Event::Key {
+                path, key, inline, ..
+            } => {
+                for (_, text) in pending.drain(..) {
+                    found.placed.push(Placement {
+                        doc,
+                        path: path.clone(),
+                        before: Some(key.clone()),
+                        text,
+                    });
+                }
+                if let Some(text) = inline {
+                    found.placed.push(Placement {
+                        doc,
+                        path,
+                        before: Some(key),
+                        text,
+                    });
+                }
+            }
+            Event::Other | Event::LateInline { .. } => {
+                found.unplaced += std::mem::take(&mut pending).len()
+            }
+        }
+    }
+    flush_end(&walker, &mut pending, &mut found, doc);
+    found
+}
+
+/// Puts scanned comments into the loaded documents; returns how many found no place (their
+/// mapping or key was not in the tree).
+pub(crate) fn attach(docs: &mut [Node], found: Found) -> usize {
+    let mut missed = found.unplaced;
+    for p in found.placed {
+        let Some(Node::Map(items)) = docs.get_mut(p.doc).and_then(|d| walk_mut(d, &p.path)) else {
+            missed += 1;
+            continue;
+        };
+        match &p.before {
+            Some(key) => {
+                match items
+                    .iter()
+                    .position(|i| matches!(i, Item::Entry(k, _) if k == key))
+                {
+                    Some(pos) => items.insert(pos, Item::Comment(p.text)),
+                    None => missed += 1,
+                }
+            }
+            None => items.push(Item::Comment(p.text)),
+        }
+    }
+    missed
+}
+
+fn walk_mut<'a>(node: &'a mut Node, path: &[Step]) -> Option<&'a mut Node> {
+    let Some((step, rest)) = path.split_first() else {
+        return Some(node);
+    };
+    let next = match (node, step) {
+        (Node::Map(items), Step::Key(key)) => items.iter_mut().find_map(|i| match i {
+            Item::Entry(k, v) if k == key => Some(v),
+            _ => None,
+        })?,
+        (Node::Seq(items), Step::Index(i)) => items.get_mut(*i)?,
+        _ => return None,
+    };
+    walk_mut(next, rest)
+}
+
+/// The comments held in a document's mappings, by (mapping path, key they precede; `None`
+/// for the mapping's end).
+type Held = HashMap<(Vec<Step>, Option<String>), Vec<String>>;
+
+fn collect(node: &Node, path: &mut Vec<Step>, out: &mut Held) {
+    match node {
+        Node::Map(items) => {
+            let mut waiting = Vec::new();
+            for item in items {
+                match item {
+                    Item::Comment(text) => waiting.push(text.clone()),
+                    Item::Entry(key, value) => {
+                        if !waiting.is_empty() {
+                            out.insert(
+                                (path.clone(), Some(key.clone())),
+                                std::mem::take(&mut waiting),
+                            );
+                        }
+                        path.push(Step::Key(key.clone()));
+                        collect(value, path, out);
+                        path.pop();
+                    }
+                }
+            }
+            if !waiting.is_empty() {
+                out.insert((path.clone(), None), waiting);
+            }
+        }
+        Node::Seq(items) => {
+            for (i, item) in items.iter().enumerate() {
+                path.push(Step::Index(i));
+                collect(item, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether a document holds any comment.
+pub(crate) fn has_comments(node: &Node) -> bool {
+    match node {
+        Node::Map(items) => items.iter().any(|i| match i {
+            Item::Comment(_) => true,
+            Item::Entry(_, v) => has_comments(v),
+        }),
+        Node::Seq(items) => items.iter().any(has_comments),
+        _ => false,
+    }
+}
+
+/// Writes a document's comments into its YAML text (emitted without them, block style).
+pub(crate) fn render(text: &str, doc: &Node) -> String {
+    let mut held = Held::new();
+    collect(doc, &mut Vec::new(), &mut held);
+    if held.is_empty() {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 64 * held.len());
+    let mut walker = Walker::default();
+    let put = |out: &mut String, col: usize, lines: Vec<String>| {
+        for l in lines {
+            out.push_str(&" ".repeat(col));
+            out.push('#');
+            out.push_str(&l);
+            out.push('\n');
+        }
+    };
+    for line in text.lines() {
+        let in_value = walker.in_value(line);
+        if in_value {
+            walker.line(line);
+        }
+        if in_value || line.trim().is_empty() || whole_line_comment(line).is_some() {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let event = walker.line(line);
+        for (path, col) in std::mem::take(&mut walker.closed) {
+            if let Some(lines) = held.remove(&(path, None)) {
+                put(&mut out, col, lines);
+            }
+        }
+        if let Event::Key { path, key, col, .. } = event
+            && let Some(lines) = held.remove(&(path, Some(key)))
+        {
+            // Before the whole line, so a comment before a sequence item's first key stays
+            // before its dash.
+            let line_col = indent(line).min(col);
+            put(&mut out, line_col, lines);
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    // Mappings still open at the end, innermost first; then anything left (kept, not lost).
+    let open: Vec<(Vec<Step>, usize)> = walker.open_maps().map(|(p, c)| (p.clone(), c)).collect();
+    for (path, col) in open {
+        if let Some(lines) = held.remove(&(path, None)) {
+            put(&mut out, col, lines);
+        }
+    }
+    let mut rest: Vec<_> = held.into_iter().collect();
+    rest.sort_by(|a, b| a.0.cmp(&b.0));
+    for (_, lines) in rest {
+        put(&mut out, 0, lines);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn placements(text: &str) -> Vec<(usize, String, Option<String>, String)> {
+        let show = |path: &[Step]| {
+            path.iter()
+                .map(|s| match s {
+                    Step::Key(k) => k.clone(),
+                    Step::Index(i) => format!("[{i}]"),
+                })
+                .collect::<Vec<_>>()
+                .join(".")
+        };
+        scan(text)
+            .placed
+            .into_iter()
+            .map(|p| (p.doc, show(&p.path), p.before, p.text))
+            .collect()
+    }
+
+    fn at(
+        doc: usize,
+        path: &str,
+        before: Option<&str>,
+        text: &str,
+    ) -> (usize, String, Option<String>, String) {
+        (
+            doc,
+            path.to_string(),
+            before.map(str::to_string),
+            text.to_string(),
+        )
+    }
+
+    #[test]
+    fn head_inline_and_nested_comments_go_before_their_key() {
+        let text = "# head\napiVersion: v1\nmetadata:\n  labels:\n    app: demo # inline\nstringData:\n  # about the script\n  script: |\n    # shell, not YAML\n    echo hi\n\n    # still shell\n  other: \"a # not\" # real\n";
+        assert_eq!(
+            placements(text),
+            vec![
+                at(0, "", Some("apiVersion"), " head"),
+                at(0, "metadata.labels", Some("app"), " inline"),
+                at(0, "stringData", Some("script"), " about the script"),
+                at(0, "stringData", Some("other"), " real"),
+            ]
+        );
+    }
+
+    #[test]
+    fn sequences_in_both_indentation_styles() {
+        for text in [
+            "list:\n    - a\n    - name: x\n      # before port\n      port: 1\n    # before second\n    - name: y\n",
+            "list:\n- a\n- name: x\n  # before port\n  port: 1\n# before second\n- name: y\n",
+        ] {
+            let found = scan(text);
+            assert_eq!(
+                placements(text),
+                vec![
+                    at(0, "list.[1]", Some("port"), " before port"),
+                    at(0, "list.[2]", Some("name"), " before second"),
+                ],
+                "{text}"
+            );
+            assert_eq!(found.unplaced, 0);
+        }
+        // Between plain items there is no mapping to hold it.
+        let found = scan("list:\n  - a\n  # lost\n  - b\n");
+        assert_eq!(found.unplaced, 1);
+    }
+
+    #[test]
+    fn comments_ending_a_mapping_stay_in_it() {
+        let text = "a:\n    b: 1\n    # end of a\nc: 2\n# end of doc\n---\nd: 1\n";
+        assert_eq!(
+            placements(text),
+            vec![
+                at(0, "a", None, " end of a"),
+                at(0, "", None, " end of doc"),
+            ]
+        );
+        // As sops (go-yaml) places them: before a dedent, at the end of the innermost mapping;
+        // at the end of the file, in the mapping of the comment's column.
+        assert_eq!(
+            placements("a:\n  b:\n    c: 1\n  # x\nd: 1\n"),
+            vec![at(0, "a.b", None, " x")]
+        );
+        assert_eq!(
+            placements("a:\n  b:\n    c: 1\n  # x\n"),
+            vec![at(0, "a", None, " x")]
+        );
+        assert_eq!(
+            placements("a:\n# before b\n  b: 1\n"),
+            vec![at(0, "a", Some("b"), " before b")]
+        );
+        assert_eq!(
+            placements("x: 1\n---\n# second\ny: 2\n"),
+            vec![at(1, "", Some("y"), " second")]
+        );
+    }
+
+    #[test]
+    fn quoted_and_flow_values_over_several_lines_are_not_structure() {
+        let text = "a: \"one\n  # inside\n  two\"\nb: [1,\n  2] # after\n'c d': 'it''s' # q\n";
+        assert_eq!(
+            placements(text),
+            vec![at(0, "", Some("b"), " after"), at(0, "", Some("c d"), " q"),]
+        );
+    }
+
+    #[test]
+    fn render_puts_comments_back() {
+        let text =
+            "# head\na:\n  # in a\n  b: 1\n  c:\n  - x: 1\n    # y\n    y: 2\n  # end of a\nz: 3\n";
+        let found = scan(text);
+        let mut docs = vec![Node::from_json(serde_saphyr::from_str(text).unwrap())];
+        assert_eq!(attach(&mut docs, found), 0);
+        let plain = "a:\n  b: 1\n  c:\n  - x: 1\n    y: 2\nz: 3\n";
+        // `# end of a` belongs to the innermost mapping open before the dedent (as go-yaml
+        // reads it), and is written at its indentation.
+        let expected = text.replace("  # end of a", "    # end of a");
+        assert_eq!(render(plain, &docs[0]), expected);
+        let again = scan(&expected);
+        let mut docs2 = vec![Node::from_json(serde_saphyr::from_str(text).unwrap())];
+        assert_eq!(attach(&mut docs2, again), 0);
+        assert_eq!(docs, docs2);
+    }
+
+    /// Every slice of these pieces, in many orders, scans and renders without panicking (the
+    /// scan slices lines by byte positions; multi-byte text must never land mid-character).
+    #[test]
+    fn arbitrary_text_never_panics() {
+        let pieces = [
+            "a: ",
+            "- ",
+            "  ",
+            "\"é\\\"",
+            "'ü''",
+            "# ç",
+            " #",
+            "[",
+            "{",
+            "]",
+            "}",
+            "|",
+            ">-",
+            "\n",
+            "---\n",
+            "&x ",
+            "!t ",
+            "ключ: ",
+            ":",
+            "日本",
+            "\t",
+        ];
+        let mut seed = 7u64;
+        for _ in 0..4000 {
+            let mut text = String::new();
+            for _ in 0..24 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+            }
+            let found = scan(&text);
+            let mut docs = vec![Node::Map(Vec::new())];
+            attach(&mut docs, found);
+            let _ = render(&text, &docs[0]);
+        }
+    }
+}
