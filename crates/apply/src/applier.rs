@@ -33,6 +33,18 @@ pub enum ApplyError {
     Object(#[from] crate::object::MissingField),
     #[error("{id} dry-run failed: {reason}")]
     DryRun { id: String, reason: String },
+    /// The API server refused the dry-run; `reason` is its status reason (`Invalid`, ...).
+    #[error("{id} dry-run failed ({reason}): {message}")]
+    Rejected {
+        id: String,
+        reason: String,
+        message: String,
+    },
+    /// The dry-run met a 404: the object's namespace does not exist.
+    #[error("{id} not found: {message}")]
+    NotFound { id: String, message: String },
+    #[error("{id} immutable field detected, failed to delete object: {reason}")]
+    Recreate { id: String, reason: String },
     #[error("{id} apply failed: {reason}")]
     Apply { id: String, reason: String },
     #[error("{id} delete failed: {reason}")]
@@ -93,6 +105,45 @@ fn message_of(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(status) => status.message.clone(),
         other => other.to_string(),
+    }
+}
+
+/// A refused dry-run in Flux's words: `Kind/ns/name not found: namespaces "x" not found` or
+/// `Kind/ns/name dry-run failed (Invalid): <the API server's message>`.
+fn dry_run_error(id: &ObjectId, e: &kube::Error) -> ApplyError {
+    let shown = id.display_name();
+    match e {
+        kube::Error::Api(status) if status.code == 404 => ApplyError::NotFound {
+            id: shown,
+            message: status.message.clone(),
+        },
+        kube::Error::Api(status) if !status.reason.is_empty() => ApplyError::Rejected {
+            id: shown,
+            reason: status.reason.clone(),
+            message: status.message.clone(),
+        },
+        other => ApplyError::DryRun {
+            id: shown,
+            reason: message_of(other),
+        },
+    }
+}
+
+/// One object of a stage after its dry-run: what will happen to it, and what to send when
+/// it changes (the API, the object, and the live object the dry-run compared against).
+struct Plan {
+    id: ObjectId,
+    action: Action,
+    apply: Option<(Api<DynamicObject>, Value, Option<DynamicObject>)>,
+}
+
+impl Plan {
+    fn done(id: ObjectId, action: Action) -> Self {
+        Plan {
+            id,
+            action,
+            apply: None,
+        }
     }
 }
 
@@ -162,7 +213,9 @@ impl Applier {
 
     /// Applies `objects` stage by stage (CRDs, Namespaces and ClusterRoles first, then
     /// classes, then the rest), waiting for each of the first two stages to be ready before
-    /// the next. Each object is dry-run first and only applied when it would change.
+    /// the next. Inside a stage every object is dry-run first, and only when all dry-runs pass
+    /// are the objects that would change applied: one invalid object leaves its whole stage
+    /// untouched, as in Flux.
     pub async fn apply_staged(
         &self,
         objects: Vec<Value>,
@@ -175,12 +228,20 @@ impl Applier {
         for (stage, list) in stages(objects) {
             // Owned objects and a plain iterator of futures keep the stream `Send` for callers
             // that spawn it (closures over borrowed items trip the higher-ranked lifetime check).
-            let pending: Vec<_> = list
+            let planning: Vec<_> = list
                 .iter()
                 .cloned()
-                .map(|obj| async move { self.apply_one(&obj, opts).await })
+                .map(|obj| async move { self.plan_one(obj, opts).await })
                 .collect();
-            let results: Vec<(ObjectId, Action)> = stream::iter(pending)
+            let plans: Vec<Plan> = stream::iter(planning)
+                .buffered(opts.concurrency.max(1))
+                .try_collect()
+                .await?;
+            let applying: Vec<_> = plans
+                .into_iter()
+                .map(|plan| async move { self.apply_planned(plan, opts).await })
+                .collect();
+            let results: Vec<(ObjectId, Action)> = stream::iter(applying)
                 .buffered(opts.concurrency.max(1))
                 .try_collect()
                 .await?;
@@ -194,68 +255,86 @@ impl Applier {
         Ok(changes)
     }
 
-    async fn apply_one(
-        &self,
-        obj: &Value,
-        opts: &ApplyOptions,
-    ) -> Result<(ObjectId, Action), ApplyError> {
-        let id = object_id(obj, 0)?;
-        let shown = id.display_name();
-        if meta_value(obj, "annotations", RECONCILE_ANNOTATION)
+    /// The dry-run half of applying one object: what would happen to it, without changing
+    /// the cluster — except that an object whose immutable fields changed is deleted here
+    /// when force is asked for, so the dry-run can be tried again against its absence.
+    async fn plan_one(&self, obj: Value, opts: &ApplyOptions) -> Result<Plan, ApplyError> {
+        let id = object_id(&obj, 0)?;
+        if meta_value(&obj, "annotations", RECONCILE_ANNOTATION)
             .is_some_and(|v| v.eq_ignore_ascii_case("disabled"))
-            || meta_value(obj, "annotations", SSA_ANNOTATION).is_some_and(|v| v == "Ignore")
+            || meta_value(&obj, "annotations", SSA_ANNOTATION).is_some_and(|v| v == "Ignore")
         {
-            return Ok((id, Action::Skipped));
+            return Ok(Plan::done(id, Action::Skipped));
         }
-        let api_version = str_at(obj, &["apiVersion"]).unwrap_or("");
-        let namespace = str_at(obj, &["metadata", "namespace"]);
+        let api_version = str_at(&obj, &["apiVersion"]).unwrap_or("");
+        let namespace = str_at(&obj, &["metadata", "namespace"]);
         let (api, _) = self.api_for(api_version, &id.kind, namespace).await?;
-        let live = match api.get_opt(&id.name).await {
-            Ok(live) => live,
-            Err(e) => {
-                return Err(ApplyError::DryRun {
-                    id: shown,
-                    reason: message_of(&e),
-                });
-            }
-        };
-        if live.is_some() && meta_value(obj, "annotations", SSA_ANNOTATION) == Some("IfNotPresent")
+        let live = api
+            .get_opt(&id.name)
+            .await
+            .map_err(|e| dry_run_error(&id, &e))?;
+        if live.is_some() && meta_value(&obj, "annotations", SSA_ANNOTATION) == Some("IfNotPresent")
         {
-            return Ok((id, Action::Skipped));
+            return Ok(Plan::done(id, Action::Skipped));
         }
-        let params = PatchParams::apply(&self.field_manager).force();
-        let dry = api
-            .patch(&id.name, &params.clone().dry_run(), &Patch::Apply(obj))
-            .await;
-        let dry = match dry {
-            Ok(d) => d,
-            Err(e) if is_immutable(&e) && self.wants_force(obj, opts) => {
-                self.recreate(&api, &id, obj, &params).await?;
-                return Ok((id, Action::Created));
+        let params = PatchParams::apply(&self.field_manager).force().dry_run();
+        let dry = match api.patch(&id.name, &params, &Patch::Apply(&obj)).await {
+            Ok(d) => Some(d),
+            Err(e)
+                if is_immutable(&e)
+                    && live
+                        .as_ref()
+                        .is_some_and(|l| self.forced(&obj, Some(l), opts)) =>
+            {
+                self.delete_and_wait(&api, &id).await?;
+                api.patch(&id.name, &params, &Patch::Apply(&obj))
+                    .await
+                    .map_err(|e| dry_run_error(&id, &e))?;
+                None
             }
-            Err(e) => {
-                return Err(ApplyError::DryRun {
-                    id: shown,
-                    reason: message_of(&e),
-                });
-            }
+            Err(e) => return Err(dry_run_error(&id, &e)),
         };
-        let action = match &live {
-            None => Action::Created,
-            Some(live) if drifted(live, &dry) => Action::Configured,
-            Some(_) => Action::Unchanged,
+        let action = match (&live, &dry) {
+            (Some(live), Some(dry)) if !drifted(live, dry) => Action::Unchanged,
+            (Some(_), Some(_)) => Action::Configured,
+            _ => Action::Created,
         };
         if action == Action::Unchanged {
-            return Ok((id, action));
+            return Ok(Plan::done(id, action));
         }
-        match api.patch(&id.name, &params, &Patch::Apply(obj)).await {
+        Ok(Plan {
+            id,
+            action,
+            apply: Some((api, obj, live)),
+        })
+    }
+
+    /// The apply half: sends what [`Applier::plan_one`] found would change.
+    async fn apply_planned(
+        &self,
+        plan: Plan,
+        opts: &ApplyOptions,
+    ) -> Result<(ObjectId, Action), ApplyError> {
+        let Plan { id, action, apply } = plan;
+        let Some((api, obj, live)) = apply else {
+            return Ok((id, action));
+        };
+        let params = PatchParams::apply(&self.field_manager).force();
+        match api.patch(&id.name, &params, &Patch::Apply(&obj)).await {
             Ok(_) => Ok((id, action)),
-            Err(e) if is_immutable(&e) && self.wants_force(obj, opts) => {
-                self.recreate(&api, &id, obj, &params).await?;
+            // The object changed between the dry-run and now.
+            Err(e) if is_immutable(&e) && self.forced(&obj, live.as_ref(), opts) => {
+                self.delete_and_wait(&api, &id).await?;
+                api.patch(&id.name, &params, &Patch::Apply(&obj))
+                    .await
+                    .map_err(|e| ApplyError::Apply {
+                        id: id.display_name(),
+                        reason: message_of(&e),
+                    })?;
                 Ok((id, Action::Created))
             }
             Err(e) => Err(ApplyError::Apply {
-                id: shown,
+                id: id.display_name(),
                 reason: message_of(&e),
             }),
         }
@@ -297,10 +376,7 @@ impl Applier {
         let live = api
             .get_opt(&id.name)
             .await
-            .map_err(|e| ApplyError::DryRun {
-                id: shown.clone(),
-                reason: message_of(&e),
-            })?;
+            .map_err(|e| dry_run_error(&id, &e))?;
         if live.is_some() && meta_value(obj, "annotations", SSA_ANNOTATION) == Some("IfNotPresent")
         {
             return Ok(outcome(Action::Skipped, None, None));
@@ -308,15 +384,10 @@ impl Applier {
         let params = PatchParams::apply(&self.field_manager).force().dry_run();
         let dry = match api.patch(&id.name, &params, &Patch::Apply(obj)).await {
             Ok(d) => d,
-            Err(e) if is_immutable(&e) && self.wants_force(obj, opts) => {
+            Err(e) if is_immutable(&e) && self.forced(obj, live.as_ref(), opts) => {
                 return Ok(outcome(Action::Created, None, None));
             }
-            Err(e) => {
-                return Err(ApplyError::DryRun {
-                    id: shown,
-                    reason: message_of(&e),
-                });
-            }
+            Err(e) => return Err(dry_run_error(&id, &e)),
         };
         let Some(live) = live else {
             return Ok(outcome(Action::Created, None, None));
@@ -338,20 +409,25 @@ impl Applier {
         ))
     }
 
-    fn wants_force(&self, obj: &Value, opts: &ApplyOptions) -> bool {
+    /// Whether an immutable-field error recreates the object: `force` for the whole apply, or
+    /// the force annotation on the object in Git or in the cluster (Flux's force selector).
+    fn forced(&self, obj: &Value, live: Option<&DynamicObject>, opts: &ApplyOptions) -> bool {
+        let enabled = |v: &String| v.eq_ignore_ascii_case("enabled");
         opts.force
             || meta_value(obj, "annotations", FORCE_ANNOTATION)
                 .is_some_and(|v| v.eq_ignore_ascii_case("enabled"))
+            || live
+                .and_then(|l| l.metadata.annotations.as_ref())
+                .and_then(|a| a.get(FORCE_ANNOTATION))
+                .is_some_and(enabled)
     }
 
-    /// Deletes an object whose immutable fields changed and creates it again, waiting for the
-    /// old one to be gone so the create does not meet it.
-    async fn recreate(
+    /// Deletes an object whose immutable fields changed and waits for it to be gone (its
+    /// finalizers may hold it), so that applying it again creates it anew.
+    async fn delete_and_wait(
         &self,
         api: &Api<DynamicObject>,
         id: &ObjectId,
-        obj: &Value,
-        params: &PatchParams,
     ) -> Result<(), ApplyError> {
         let shown = id.display_name();
         let dp = DeleteParams {
@@ -362,7 +438,7 @@ impl Applier {
             Ok(_) => {}
             Err(e) if is_not_found(&e) => {}
             Err(e) => {
-                return Err(ApplyError::Delete {
+                return Err(ApplyError::Recreate {
                     id: shown,
                     reason: message_of(&e),
                 });
@@ -371,12 +447,12 @@ impl Applier {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             match api.get_opt(&id.name).await {
-                Ok(None) => break,
+                Ok(None) => return Ok(()),
                 Ok(Some(_)) if Instant::now() < deadline => {
                     tokio::time::sleep(self.poll_interval).await;
                 }
                 Ok(Some(_)) => {
-                    return Err(ApplyError::Delete {
+                    return Err(ApplyError::Recreate {
                         id: shown,
                         reason: "still terminating after 60s".into(),
                     });
@@ -389,19 +465,12 @@ impl Applier {
                 }
             }
         }
-        api.patch(&id.name, params, &Patch::Apply(obj))
-            .await
-            .map(|_| ())
-            .map_err(|e| ApplyError::Apply {
-                id: shown,
-                reason: message_of(&e),
-            })
     }
 
     /// Deletes stale inventory entries that still carry `owner` labels (Flux's
     /// `kustomize.toolkit.fluxcd.io/name` and `/namespace`), in the order given, skipping
-    /// objects annotated `kustomize.toolkit.fluxcd.io/prune: disabled` and objects already
-    /// gone. Deletion propagates in the background, as in Flux.
+    /// objects annotated `kustomize.toolkit.fluxcd.io/prune: disabled` (or `reconcile:
+    /// disabled`) and objects already gone. Deletion propagates in the background, as in Flux.
     pub async fn prune(
         &self,
         stale: &[InventoryObject],
@@ -435,9 +504,11 @@ impl Applier {
                 .iter()
                 .all(|(k, v)| labels.get(*k).map(String::as_str) == Some(*v));
             let annotations = live.metadata.annotations.clone().unwrap_or_default();
-            let keep = annotations
-                .get(PRUNE_ANNOTATION)
-                .is_some_and(|v| v.eq_ignore_ascii_case("disabled"));
+            let keep = [PRUNE_ANNOTATION, RECONCILE_ANNOTATION].iter().any(|key| {
+                annotations
+                    .get(*key)
+                    .is_some_and(|v| v.eq_ignore_ascii_case("disabled"))
+            });
             if !ours || keep {
                 changes.push(entry.id.clone(), Action::Skipped);
                 continue;

@@ -49,6 +49,11 @@ pub enum Reorder {
 pub struct BuildOutput {
     pub objects: Vec<Value>,
     pub warnings: Vec<String>,
+    /// For each object, the JSON pointers of its string values that were written quoted (or
+    /// as block scalars) in the source, hold `${`, and still hold their source text. kyaml
+    /// keeps such a node's style through the build, so Flux's postBuild substitution leaves
+    /// it a string; a JSON 6902 patch loses every style, as in kustomize.
+    pub quoted_placeholders: Vec<Vec<String>>,
 }
 
 pub(crate) struct Ctx<'a> {
@@ -127,11 +132,30 @@ impl Build {
                 .map_err(|m| BuildError::invalid(ctx.fs.display(&kfile), m))?;
         }
         let warnings = ctx.warnings.into_inner();
+        let quoted_placeholders = resources.iter_mut().map(still_quoted).collect();
         Ok(BuildOutput {
             objects: resources.into_iter().map(|r| r.obj).collect(),
             warnings,
+            quoted_placeholders,
         })
     }
+}
+
+/// The recorded quoted placeholders the build left in place.
+fn still_quoted(r: &mut Res) -> Vec<String> {
+    let recorded = std::mem::take(&mut r.quoted_placeholders);
+    if r.json_roundtripped {
+        return Vec::new();
+    }
+    recorded
+        .into_iter()
+        .filter(|p| {
+            r.obj
+                .pointer(p)
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.contains("${"))
+        })
+        .collect()
 }
 
 /// kustomize rewrites every object's (non-empty) annotations as a string map before printing;
@@ -443,6 +467,7 @@ impl Ctx<'_> {
             expand_doc(d.value, &shown, &mut out)?;
             if out.len() == first + 1 {
                 out[first].raw_annotations = d.raw_annotations;
+                out[first].quoted_placeholders = d.quoted_placeholders;
             }
         }
         Ok(out)

@@ -29,6 +29,8 @@ pub struct Res {
     pub raw_annotations: Vec<(String, String, Value)>,
     /// The object went through JSON (a JSON 6902 patch), which loses source text.
     pub json_roundtripped: bool,
+    /// JSON pointers of string values that were quoted in the source and hold `${`.
+    pub quoted_placeholders: Vec<String>,
     pub source: PathBuf,
 }
 
@@ -46,6 +48,7 @@ impl Res {
             var_names: Vec::new(),
             raw_annotations: Vec::new(),
             json_roundtripped: false,
+            quoted_placeholders: Vec::new(),
             source,
         }
     }

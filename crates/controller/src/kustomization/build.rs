@@ -12,6 +12,7 @@
 
 use super::decrypt;
 use super::generate;
+pub use super::postbuild::Strictness;
 use super::postbuild::{self, Vars};
 use ferroflux_api::Kustomization;
 use ferroflux_api::kustomization::{Decryption, PostBuild, SubstituteKind};
@@ -95,12 +96,24 @@ fn confined(root: &Path, path: &str) -> Option<PathBuf> {
 }
 
 /// Builds the kustomization at `dir` (inside the writable artifact copy `root`) for `ks`, and
-/// returns the objects Flux would apply, in build order.
+/// returns the objects Flux would apply, in build order. A variable without a value or a
+/// default is substituted by the empty string, as Flux does by default.
 pub async fn build(
     ks: &Kustomization,
     root: &Path,
     dir: &Path,
     cluster: Cluster<'_>,
+) -> Result<Vec<Value>, BuildError> {
+    build_with(ks, root, dir, cluster, Strictness::Lenient).await
+}
+
+/// [`build`], choosing what an unset variable does.
+pub async fn build_with(
+    ks: &Kustomization,
+    root: &Path,
+    dir: &Path,
+    cluster: Cluster<'_>,
+    strictness: Strictness,
 ) -> Result<Vec<Value>, BuildError> {
     let ns = ks.namespace().unwrap_or_else(|| "default".into());
     let name = ks.name_any();
@@ -133,7 +146,10 @@ pub async fn build(
         .with_load_restrictions(LoadRestrictions::None)
         .with_reorder(Reorder::None);
     let relative = dir.strip_prefix(&root).unwrap_or(Path::new(""));
-    let mut objects = builder.build(relative).map_err(|e| failed(e.to_string()))?;
+    let output = builder
+        .build_with_warnings(relative)
+        .map_err(|e| failed(e.to_string()))?;
+    let mut objects = output.objects;
 
     postbuild::set_owner_metadata(&mut objects, &name, &ns, ks.spec.common_metadata.as_ref());
     if let Some(d) = &decryptor {
@@ -145,7 +161,14 @@ pub async fn build(
             Cluster::Client(client) => load_vars(client, &ns, post).await.map_err(failed)?,
             Cluster::Offline => inline_vars(post),
         };
-        postbuild::substitute_all(&mut objects, &vars, post.substitute_strategy).map_err(failed)?;
+        postbuild::substitute_all(
+            &mut objects,
+            &output.quoted_placeholders,
+            &vars,
+            post.substitute_strategy,
+            strictness,
+        )
+        .map_err(failed)?;
     }
     Ok(objects)
 }

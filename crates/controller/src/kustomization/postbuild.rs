@@ -77,13 +77,32 @@ fn substitution_disabled(obj: &Value) -> bool {
     })
 }
 
-/// Substitutes `vars` into every object that does not opt out, in strict mode. Each object
-/// is rendered to YAML, substituted as text and parsed back, as Flux does, so a variable can
-/// turn a string into a number or a boolean.
+/// How `postBuild` substitution treats a variable that is neither set nor defaulted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Strictness {
+    /// It becomes the empty string (Flux's default).
+    #[default]
+    Lenient,
+    /// It is an error naming the variable and the object (Flux's
+    /// `StrictPostBuildSubstitutions` feature gate).
+    Strict,
+}
+
+/// Substitutes `vars` into every object that does not opt out. `quoted` holds, per object,
+/// the JSON pointers of the string values written quoted in the source (the build's
+/// `quoted_placeholders`); objects beyond its end have none.
+///
+/// Flux substitutes each object's YAML text and parses the result, with kyaml keeping the
+/// style each scalar had in Git: `replicas: ${replicas}` turns into a number while
+/// `n: "${n}"` stays a string. Quoted values are therefore substituted first, in place, as
+/// strings (their `$` escaped as `$$` so the text pass gives them back unchanged); the text
+/// pass then does the rest, letting a plain value change type.
 pub fn substitute_all(
     objects: &mut [Value],
+    quoted: &[Vec<String>],
     vars: &Vars,
     strategy: Option<SubstituteStrategy>,
+    strictness: Strictness,
 ) -> Result<(), String> {
     if vars.is_empty() && strategy != Some(SubstituteStrategy::Always) {
         return Ok(());
@@ -91,14 +110,23 @@ pub fn substitute_all(
     for name in vars.keys() {
         ferroflux_envsubst::validate_var_name(name).map_err(|e| e.to_string())?;
     }
-    for obj in objects.iter_mut() {
+    let strict = strictness == Strictness::Strict;
+    for (index, obj) in objects.iter_mut().enumerate() {
         if substitution_disabled(obj) {
             continue;
         }
         let id = describe(obj);
+        let failed =
+            |e: ferroflux_envsubst::SubstError| format!("{id}: variable substitution failed: {e}");
+        for pointer in quoted.get(index).into_iter().flatten() {
+            let Some(Value::String(text)) = obj.pointer_mut(pointer) else {
+                continue;
+            };
+            let replaced = ferroflux_envsubst::substitute(text, vars, strict).map_err(failed)?;
+            *text = replaced.replace('$', "$$");
+        }
         let text = ferroflux_kustomize::yaml::emit::render_document(obj);
-        let replaced = ferroflux_envsubst::substitute(&text, vars, true)
-            .map_err(|e| format!("{id}: variable substitution failed: {e}"))?;
+        let replaced = ferroflux_envsubst::substitute(&text, vars, strict).map_err(failed)?;
         if replaced == text {
             continue;
         }
@@ -149,32 +177,111 @@ mod tests {
                 "metadata": {"name": "dash", "labels": {SUBSTITUTE_ANNOTATION: "disabled"}},
                 "data": {"x": "${not_a_var}"}}),
         ];
-        substitute_all(&mut objects, &vars(&[("replicas", "3")]), None).unwrap();
+        substitute_all(
+            &mut objects,
+            &[],
+            &vars(&[("replicas", "3")]),
+            None,
+            Strictness::Lenient,
+        )
+        .unwrap();
         assert_eq!(objects[0]["spec"]["replicas"], 3);
         assert_eq!(objects[0]["metadata"]["labels"]["env"], "dev");
         assert_eq!(objects[1]["data"]["x"], "${not_a_var}");
     }
 
     #[test]
-    fn strict_mode_names_the_object() {
-        let mut objects = vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "c", "namespace": "apps"}, "data": {"r": "${region}"}})];
-        let err = substitute_all(&mut objects, &vars(&[("x", "1")]), None).unwrap_err();
+    fn strict_mode_names_the_object_and_lenient_mode_empties() {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "apps"}, "data": {"r": "${region}"}});
+        let quoted = [vec!["/data/r".to_string()]];
+        let mut objects = vec![object.clone()];
+        let err = substitute_all(
+            &mut objects,
+            &quoted,
+            &vars(&[("x", "1")]),
+            None,
+            Strictness::Strict,
+        )
+        .unwrap_err();
         assert_eq!(
             err,
             "ConfigMap/apps/c: variable substitution failed: variable not set (strict mode): \"region\""
         );
+        assert_eq!(objects[0], object, "nothing half-substituted");
+        substitute_all(
+            &mut objects,
+            &quoted,
+            &vars(&[("x", "1")]),
+            None,
+            Strictness::Lenient,
+        )
+        .unwrap();
+        assert_eq!(objects[0]["data"]["r"], "");
         // With no variables at all substitution does not run, unless asked to.
-        assert!(substitute_all(&mut objects, &Vars::new(), None).is_ok());
+        let mut objects = vec![object.clone()];
+        assert!(substitute_all(&mut objects, &[], &Vars::new(), None, Strictness::Strict).is_ok());
         assert!(
-            substitute_all(&mut objects, &Vars::new(), Some(SubstituteStrategy::Always)).is_err()
+            substitute_all(
+                &mut objects,
+                &[],
+                &Vars::new(),
+                Some(SubstituteStrategy::Always),
+                Strictness::Strict
+            )
+            .is_err()
         );
         let bad = vars(&[("cluster-name", "x")]);
         assert!(
-            substitute_all(&mut objects, &bad, None)
+            substitute_all(&mut objects, &[], &bad, None, Strictness::Lenient)
                 .unwrap_err()
                 .contains("var name is invalid")
         );
+    }
+
+    /// The source's quoting decides the type, as kyaml's kept node style does in Flux.
+    #[test]
+    fn quoted_values_stay_strings_and_plain_values_take_their_type() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("kustomization.yaml"),
+            "resources:\n- cm.yaml\n- deploy.yaml\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  n: \"${n}\"\n  single: '${n}'\n  flag: \"${flag}\"\n  escaped: \"$${n} costs $5 ${n}\"\n  block: |\n    count=${n}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("deploy.yaml"),
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels:\n    n: \"${n}\"\nspec:\n  replicas: ${n}\n  paused: ${flag}\n  template:\n    spec:\n      containers:\n      - name: web\n        image: \"nginx:${tag:=1.27}\"\n        args:\n        - \"${n}\"\n        - ${n}\n",
+        )
+        .unwrap();
+        let build = ferroflux_kustomize::Build::new(dir.path()).unwrap();
+        let output = build.build_with_warnings(std::path::Path::new("")).unwrap();
+        let mut objects = output.objects;
+        substitute_all(
+            &mut objects,
+            &output.quoted_placeholders,
+            &vars(&[("n", "5"), ("flag", "true")]),
+            None,
+            Strictness::Lenient,
+        )
+        .unwrap();
+        let cm = objects.iter().find(|o| o["kind"] == "ConfigMap").unwrap();
+        assert_eq!(
+            cm["data"],
+            json!({"n": "5", "single": "5", "flag": "true", "escaped": "${n} costs $5 5",
+                   "block": "count=5\n"})
+        );
+        let deploy = objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
+        assert_eq!(deploy["metadata"]["labels"]["n"], "5");
+        assert_eq!(deploy["spec"]["replicas"], 5);
+        assert_eq!(deploy["spec"]["paused"], true);
+        let container = &deploy["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(container["image"], "nginx:1.27");
+        assert_eq!(container["args"], json!(["5", 5]));
     }
 
     #[test]

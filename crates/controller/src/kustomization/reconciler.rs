@@ -18,7 +18,7 @@ use ferroflux_api::{
     FINALIZER, GitRepository, Kustomization, KustomizationStatus, RECONCILE_REQUESTED_AT,
 };
 use ferroflux_apply::applier::{Applier, ApplyOptions};
-use ferroflux_apply::changeset::ChangeSet;
+use ferroflux_apply::changeset::{Action as ChangeAction, ChangeSet};
 use ferroflux_apply::inventory::{InventoryObject, inventory_of, stale_entries};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
@@ -55,6 +55,9 @@ pub struct Options {
     pub health_poll: Duration,
     /// How many Kustomizations reconcile at once (Flux's `--concurrent`).
     pub concurrency: u16,
+    /// What an unset substitution variable does (Flux's `StrictPostBuildSubstitutions`
+    /// feature gate, off by default).
+    pub substitution: build::Strictness,
 }
 
 impl Default for Options {
@@ -64,6 +67,7 @@ impl Default for Options {
             max_artifact_size: artifact::DEFAULT_MAX_SIZE,
             health_poll: Duration::from_secs(2),
             concurrency: 4,
+            substitution: build::Strictness::Lenient,
         }
     }
 }
@@ -556,9 +560,15 @@ async fn pipeline(
         .map_err(|e| Failure::new(reason::ARTIFACT_FAILED, e.to_string(), retry))?;
     let dir =
         build::resolve_path(&root, ks.spec.path.as_deref()).map_err(|e| build_failure(e, retry))?;
-    let mut objects = build::build(ks, &root, &dir, build::Cluster::Client(&ctx.client))
-        .await
-        .map_err(|e| build_failure(e, retry))?;
+    let mut objects = build::build_with(
+        ks,
+        &root,
+        &dir,
+        build::Cluster::Client(&ctx.client),
+        ctx.options.substitution,
+    )
+    .await
+    .map_err(|e| build_failure(e, retry))?;
     drop(workdir);
     // Flux records the inventory in apply order, whatever order the build listed.
     objects.sort_by(ferroflux_apply::order::apply_order);
@@ -717,7 +727,7 @@ async fn finalize(
             let stale: Vec<InventoryObject> =
                 stale_entries(&inventory, &ResourceInventory::default())
                     .map_err(|e| e.to_string())?;
-            applier
+            let deleted = applier
                 .prune(
                     &stale,
                     &[
@@ -727,18 +737,39 @@ async fn finalize(
                 )
                 .await
                 .map_err(|e| e.to_string())?;
+            if deleted.has_changes() {
+                publish(
+                    ctx,
+                    ks,
+                    EventType::Normal,
+                    reason::PROGRESSING,
+                    deleted.changes_message(),
+                )
+                .await;
+            }
             if policy == DeletionPolicy::WaitForTermination {
+                // Only what was deleted: objects kept by annotation or owned by someone else
+                // would never go.
                 let gone: Vec<Value> = stale
                     .iter()
+                    .filter(|o| {
+                        deleted
+                            .entries
+                            .iter()
+                            .any(|c| c.id == o.id && c.action == ChangeAction::Deleted)
+                    })
                     .map(|o| {
                         json!({"apiVersion": o.api_version(), "kind": o.id.kind,
                         "metadata": {"name": o.id.name, "namespace": o.id.namespace}})
                     })
                     .collect();
+                let timeout = timing(ks)
+                    .map(|t| t.timeout)
+                    .unwrap_or(Duration::from_secs(300));
                 applier
-                    .wait_deleted(&gone, Duration::from_secs(300))
+                    .wait_deleted(&gone, timeout)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| format!("waiting for termination of resources failed: {e}"))?;
             }
             Ok::<(), String>(())
         }

@@ -24,6 +24,12 @@ pub struct Env {
 /// A cluster with the CRDs and the `flux-system` namespace, its Kustomization controller
 /// running.
 pub async fn start(name: &str) -> Env {
+    start_with(name, Options::default()).await
+}
+
+/// [`start`] with the controller's settings; the dependency requeue and health poll are
+/// shortened for tests.
+pub async fn start_with(name: &str, options: Options) -> Env {
     let cluster = DevCluster::start(Config::memory(name)).await.unwrap();
     let client = cluster.client().await.unwrap();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
@@ -48,7 +54,7 @@ pub async fn start(name: &str) -> Env {
     let options = Options {
         requeue_dependency: Duration::from_secs(1),
         health_poll: Duration::from_millis(100),
-        ..Options::default()
+        ..options
     };
     tokio::spawn(reconciler::run(client.clone(), config, options));
     Env { cluster, client }

@@ -62,12 +62,16 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
 pub struct Document {
     pub value: Value,
     pub raw_annotations: Vec<(String, String, Value)>,
+    /// JSON pointers of the string values written quoted or as block scalars in the source
+    /// whose text holds `${` (what Flux's postBuild substitution keeps a string).
+    pub quoted_placeholders: Vec<String>,
 }
 
 /// Like [`parse_documents`], keeping the source text of non-string annotation values.
 pub fn parse_documents_with_raw(text: &str) -> Result<Vec<Document>, YamlError> {
     let source = text;
     let mut raw_annotations: Vec<(String, String, Value)> = Vec::new();
+    let mut quoted_placeholders: Vec<String> = Vec::new();
     let parser = Parser::new_from_str(text);
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
@@ -91,6 +95,7 @@ pub fn parse_documents_with_raw(text: &str) -> Result<Vec<Document>, YamlError> 
             Event::DocumentStart(..) => {
                 anchors.clear();
                 raw_annotations.clear();
+                quoted_placeholders.clear();
                 continue;
             }
             Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => continue,
@@ -163,6 +168,12 @@ pub fn parse_documents_with_raw(text: &str) -> Result<Vec<Document>, YamlError> 
                     };
                     raw_annotations.push((key, raw, v.clone()));
                 }
+                if style != ScalarStyle::Plain
+                    && text.contains("${")
+                    && let Some(pointer) = value_pointer(&stack)
+                {
+                    quoted_placeholders.push(pointer);
+                }
                 (v, anchor, 1)
             }
             _ => continue,
@@ -182,6 +193,7 @@ pub fn parse_documents_with_raw(text: &str) -> Result<Vec<Document>, YamlError> 
                     docs.push(Document {
                         value,
                         raw_annotations: std::mem::take(&mut raw_annotations),
+                        quoted_placeholders: std::mem::take(&mut quoted_placeholders),
                     });
                 }
             }
@@ -226,6 +238,25 @@ pub fn parse_documents_with_raw(text: &str) -> Result<Vec<Document>, YamlError> 
         }
     }
     Ok(docs)
+}
+
+/// The JSON pointer of the value the next scalar completes, or None when that scalar is a
+/// mapping key or a merge.
+fn value_pointer(stack: &[Frame]) -> Option<String> {
+    let mut pointer = String::new();
+    for frame in stack {
+        pointer.push('/');
+        match frame {
+            Frame::Seq { items, .. } => pointer.push_str(&items.len().to_string()),
+            Frame::Map {
+                key: Some((k, _)),
+                merge_pending: false,
+                ..
+            } => pointer.push_str(&k.replace('~', "~0").replace('/', "~1")),
+            Frame::Map { .. } => return None,
+        }
+    }
+    Some(pointer)
 }
 
 /// The key when the next value completes `metadata.annotations.<key>` of a document's root.
