@@ -31,8 +31,8 @@ use serde_json::{Value, json};
 use crate::gitrepo::{Auth, Checkout, GitError, Signature};
 use crate::install::{self, EngineArgs, FIELD_MANAGER};
 use crate::kubecontext::KubeArgs;
-use crate::logger::Logger;
 use crate::manifests::{self, COMPONENTS_FILE, KUSTOMIZATION_FILE, SYNC_FILE, SyncOptions};
+use crate::progress;
 
 #[derive(Args, Debug)]
 pub struct BootstrapArgs {
@@ -126,7 +126,7 @@ pub fn run(args: BootstrapArgs) -> Result<()> {
     match outcome {
         Some(result) => result,
         None => {
-            Logger.failure(format_args!(
+            progress::failure(format_args!(
                 "interrupted: what was pushed stays in Git and on the cluster; running \
                  bootstrap again resumes"
             ));
@@ -202,7 +202,7 @@ fn plan(args: &GitArgs) -> Result<Plan> {
             let auth = match &password {
                 Some(p) => {
                     if !args.token_auth {
-                        Logger.warning(format_args!(
+                        progress::warning(format_args!(
                             "ferroflux does not generate SSH deploy keys: the cluster will use \
                              the same username and password (as with --token-auth)"
                         ));
@@ -353,7 +353,6 @@ fn known_host_lines(file: &Path, host: &str) -> Result<String> {
 }
 
 async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
-    let log = Logger;
     let plan = plan(&args)?;
     let install_opts = args.engine.options(&args.kube.namespace)?;
     let timeout = args.kube.timeout()?;
@@ -370,7 +369,7 @@ async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
         );
     }
 
-    log.action(format_args!(
+    progress::action(format_args!(
         "cloning branch {:?} from Git repository {:?}",
         plan.sync.branch, args.url
     ));
@@ -382,14 +381,14 @@ async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
     )
     .await
     .context("failed to clone repository")?;
-    log.success(format_args!("cloned repository"));
+    progress::success(format_args!("cloned repository"));
 
-    log.generate(format_args!("generating component manifests"));
+    progress::generate(format_args!("generating component manifests"));
     let components = manifests::components_yaml(&install_opts)?;
-    log.success(format_args!("generated component manifests"));
-    log.action(format_args!("generating sync manifests"));
+    progress::success(format_args!("generated component manifests"));
+    progress::action(format_args!("generating sync manifests"));
     let sync = manifests::sync_yaml(&plan.sync);
-    log.success(format_args!("generated sync manifests"));
+    progress::success(format_args!("generated sync manifests"));
 
     let author = Signature {
         name: args.author_name.clone(),
@@ -413,20 +412,20 @@ async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
         let written = write_files(&checkout.path(), &dir, &components, &sync)?;
         match checkout.commit(&written, &message, &author).await? {
             None => {
-                log.success(format_args!("component manifests are up to date"));
-                log.success(format_args!("sync manifests are up to date"));
+                progress::success(format_args!("component manifests are up to date"));
+                progress::success(format_args!("sync manifests are up to date"));
                 break;
             }
             Some(commit) => {
-                log.success(format_args!(
+                progress::success(format_args!(
                     "committed component and sync manifests to {:?} ({commit:?})",
                     plan.sync.branch
                 ));
-                log.action(format_args!("pushing manifests to {:?}", args.url));
+                progress::action(format_args!("pushing manifests to {:?}", args.url));
                 match checkout.push().await {
                     Ok(()) => break,
                     Err(GitError::NonFastForward { .. }) if attempts < 3 => {
-                        log.waiting(format_args!(
+                        progress::waiting(format_args!(
                             "git conflict detected, retrying with a fresh fetch"
                         ));
                         checkout.fetch_and_reset().await?;
@@ -452,7 +451,7 @@ async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
 
     let applier = Applier::new(client.clone(), FIELD_MANAGER);
     if must_install(&client, &plan.sync).await? {
-        log.action(format_args!("installing components in {ns:?} namespace"));
+        progress::action(format_args!("installing components in {ns:?} namespace"));
         install::apply(
             &applier,
             component_objects.clone(),
@@ -460,50 +459,50 @@ async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
         )
         .await
         .context("failed to install components")?;
-        log.success(format_args!("installed components"));
+        progress::success(format_args!("installed components"));
     }
-    log.success(format_args!("reconciled components"));
+    progress::success(format_args!("reconciled components"));
 
     reconcile_secret(&client, &plan).await?;
 
-    log.action(format_args!("applying sync manifests"));
+    progress::action(format_args!("applying sync manifests"));
     let mut all = component_objects.clone();
     all.extend(sync_objects);
     install::apply(&applier, all, install::remaining(deadline))
         .await
         .context("failed to apply sync manifests")?;
-    log.success(format_args!("reconciled sync configuration"));
+    progress::success(format_args!("reconciled sync configuration"));
 
     let name = plan.sync.name.clone();
     let mut failures = Vec::new();
-    log.waiting(format_args!(
+    progress::waiting(format_args!(
         "waiting for GitRepository \"{ns}/{name}\" to be reconciled"
     ));
     match wait_reconciled::<GitRepository>(&client, &ns, &name, &revision, deadline).await {
-        Ok(()) => log.success(format_args!("GitRepository reconciled successfully")),
+        Ok(()) => progress::success(format_args!("GitRepository reconciled successfully")),
         Err(e) => {
-            log.failure(format_args!("{e}"));
+            progress::failure(format_args!("{e}"));
             failures.push(format!(
                 "error while waiting for GitRepository to be ready: '{e}'"
             ));
         }
     }
-    log.waiting(format_args!(
+    progress::waiting(format_args!(
         "waiting for Kustomization \"{ns}/{name}\" to be reconciled"
     ));
     match wait_reconciled::<Kustomization>(&client, &ns, &name, &revision, deadline).await {
-        Ok(()) => log.success(format_args!("Kustomization reconciled successfully")),
+        Ok(()) => progress::success(format_args!("Kustomization reconciled successfully")),
         Err(e) => {
-            log.failure(format_args!("{e}"));
+            progress::failure(format_args!("{e}"));
             failures.push(format!(
                 "error while waiting for Kustomization to be ready: '{e}'"
             ));
         }
     }
-    log.action(format_args!("confirming components are healthy"));
+    progress::action(format_args!("confirming components are healthy"));
     match install::wait_controller(&applier, &component_objects, install::remaining(deadline)).await
     {
-        Ok(()) => log.success(format_args!("all components are healthy")),
+        Ok(()) => progress::success(format_args!("all components are healthy")),
         Err(e) => failures.push(e.to_string()),
     }
     if !failures.is_empty() {
@@ -654,10 +653,9 @@ async fn must_install(client: &kube::Client, sync: &SyncOptions) -> Result<bool>
 /// Creates or updates the Secret the GitRepository reads. An existing Secret is kept as it is
 /// when the run brings no credentials (Flux does the same).
 async fn reconcile_secret(client: &kube::Client, plan: &Plan) -> Result<()> {
-    let log = Logger;
     let ns = &plan.sync.namespace;
     let name = &plan.sync.secret_name;
-    log.action(format_args!(
+    progress::action(format_args!(
         "determining if source secret \"{ns}/{name}\" exists"
     ));
     let api: Api<Secret> = Api::namespaced(client.clone(), ns);
@@ -667,10 +665,10 @@ async fn reconcile_secret(client: &kube::Client, plan: &Plan) -> Result<()> {
         .context("failed to determine if deploy key secret exists")?
         .is_some();
     if exists && plan.secret.is_empty() {
-        log.success(format_args!("source secret up to date"));
+        progress::success(format_args!("source secret up to date"));
         return Ok(());
     }
-    log.action(format_args!("generating source secret"));
+    progress::action(format_args!("generating source secret"));
     let secret = json!({
         "apiVersion": "v1",
         "kind": "Secret",
@@ -678,7 +676,7 @@ async fn reconcile_secret(client: &kube::Client, plan: &Plan) -> Result<()> {
         "type": "Opaque",
         "stringData": plan.secret,
     });
-    log.action(format_args!("applying source secret \"{ns}/{name}\""));
+    progress::action(format_args!("applying source secret \"{ns}/{name}\""));
     let params = PatchParams::apply(FIELD_MANAGER).force();
     // The error of a failed apply names the object, never its data.
     api.patch(name, &params, &Patch::Apply(&secret))
@@ -687,7 +685,7 @@ async fn reconcile_secret(client: &kube::Client, plan: &Plan) -> Result<()> {
             kube::Error::Api(s) => anyhow!("applying Secret {ns}/{name} failed: {}", s.message),
             _ => anyhow!("applying Secret {ns}/{name} failed: cannot reach the cluster"),
         })?;
-    log.success(format_args!("reconciled source secret"));
+    progress::success(format_args!("reconciled source secret"));
     Ok(())
 }
 

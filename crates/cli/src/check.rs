@@ -11,8 +11,8 @@ use kube::api::{Api, ListParams};
 
 use crate::install::{self, FIELD_MANAGER};
 use crate::kubecontext::KubeArgs;
-use crate::logger::Logger;
 use crate::manifests::{PART_OF_LABEL, PART_OF_VALUE, VERSION, VERSION_LABEL};
+use crate::progress;
 
 /// Oldest Kubernetes the engine supports, in Flux's constraint notation.
 const KUBERNETES_CONSTRAINT: &str = ">=1.33.0-0";
@@ -49,45 +49,44 @@ fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
 }
 
 async fn check(args: &CheckArgs) -> Result<bool> {
-    let log = Logger;
-    log.action(format_args!("checking prerequisites"));
+    progress::action(format_args!("checking prerequisites"));
     let (client, _) = args.kube.client().await?;
     let mut ok = true;
     match client.apiserver_version().await {
         Ok(info) => match parse_version(&info.git_version) {
-            Some(v) if v >= KUBERNETES_MIN => log.success(format_args!(
+            Some(v) if v >= KUBERNETES_MIN => progress::success(format_args!(
                 "Kubernetes {}.{}.{} {KUBERNETES_CONSTRAINT}",
                 v.0, v.1, v.2
             )),
             Some(_) => {
                 ok = false;
-                log.failure(format_args!(
+                progress::failure(format_args!(
                     "Kubernetes version {} does not match {KUBERNETES_CONSTRAINT}",
                     info.git_version
                 ));
             }
             None => {
                 ok = false;
-                log.failure(format_args!("Kubernetes version can't be determined"));
+                progress::failure(format_args!("Kubernetes version can't be determined"));
             }
         },
         Err(e) => {
             ok = false;
-            log.failure(format_args!("Kubernetes API call failed: {e}"));
+            progress::failure(format_args!("Kubernetes API call failed: {e}"));
         }
     }
     if args.pre {
         if ok {
-            log.success(format_args!("prerequisites checks passed"));
+            progress::success(format_args!("prerequisites checks passed"));
         }
         return Ok(ok);
     }
     if !ok {
-        log.failure(format_args!("check failed"));
+        progress::failure(format_args!("check failed"));
         return Ok(false);
     }
 
-    log.action(format_args!("checking version in cluster"));
+    progress::action(format_args!("checking version in cluster"));
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     match crds
         .get_opt("gitrepositories.source.toolkit.fluxcd.io")
@@ -101,12 +100,12 @@ async fn check(args: &CheckArgs) -> Result<bool> {
                 _ => installed.clone(),
             };
             if !distribution.is_empty() {
-                log.success(format_args!("distribution: {distribution}"));
+                progress::success(format_args!("distribution: {distribution}"));
             }
             let bootstrapped = install::bootstrapped_version(&client).await?.is_some();
-            log.success(format_args!("bootstrapped: {bootstrapped}"));
+            progress::success(format_args!("bootstrapped: {bootstrapped}"));
             if !installed.is_empty() && installed != VERSION {
-                log.warning(format_args!(
+                progress::warning(format_args!(
                     "the cluster runs {installed} and this CLI is {VERSION}: run bootstrap (or \
                      install) again to upgrade"
                 ));
@@ -114,24 +113,24 @@ async fn check(args: &CheckArgs) -> Result<bool> {
         }
         Ok(None) => {
             ok = false;
-            log.failure(format_args!(
+            progress::failure(format_args!(
                 "checking failed: ferroflux is not installed (no GitRepository CRD)"
             ));
         }
         Err(e) => {
             ok = false;
-            log.failure(format_args!("checking failed: {e}"));
+            progress::failure(format_args!("checking failed: {e}"));
         }
     }
 
-    log.action(format_args!("checking controllers"));
+    progress::action(format_args!("checking controllers"));
     let ns = &args.kube.namespace;
     let selector = ListParams::default().labels(&format!("{PART_OF_LABEL}={PART_OF_VALUE}"));
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
     match deployments.list(&selector).await {
         Ok(list) if list.items.is_empty() => {
             ok = false;
-            log.failure(format_args!(
+            progress::failure(format_args!(
                 "no controllers found in the '{ns}' namespace with the label selector \
                  '{PART_OF_LABEL}={PART_OF_VALUE}'"
             ));
@@ -142,10 +141,10 @@ async fn check(args: &CheckArgs) -> Result<bool> {
                 let name = d.metadata.name.clone().unwrap_or_default();
                 let reference = install::object_ref("apps/v1", "Deployment", ns, &name);
                 match applier.wait_for(&[reference], args.kube.timeout()?).await {
-                    Ok(()) => log.success(format_args!("{name}: deployment ready")),
+                    Ok(()) => progress::success(format_args!("{name}: deployment ready")),
                     Err(e) => {
                         ok = false;
-                        log.failure(format_args!("{name}: {e}"));
+                        progress::failure(format_args!("{name}: {e}"));
                     }
                 }
                 let containers = d
@@ -156,17 +155,17 @@ async fn check(args: &CheckArgs) -> Result<bool> {
                     .map(|s| s.containers.clone())
                     .unwrap_or_default();
                 for c in containers {
-                    log.action(format_args!("{}", c.image.unwrap_or_default()));
+                    progress::action(format_args!("{}", c.image.unwrap_or_default()));
                 }
             }
         }
         Err(e) => {
             ok = false;
-            log.failure(format_args!("cannot list the controllers: {e}"));
+            progress::failure(format_args!("cannot list the controllers: {e}"));
         }
     }
 
-    log.action(format_args!("checking crds"));
+    progress::action(format_args!("checking crds"));
     match crds.list(&selector).await {
         Ok(list) => {
             for wanted in ferroflux_api::crds() {
@@ -184,7 +183,7 @@ async fn check(args: &CheckArgs) -> Result<bool> {
                     .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
                 else {
                     ok = false;
-                    log.failure(format_args!("{name} is not installed"));
+                    progress::failure(format_args!("{name} is not installed"));
                     continue;
                 };
                 let served: Vec<&str> = found
@@ -200,7 +199,7 @@ async fn check(args: &CheckArgs) -> Result<bool> {
                     .collect();
                 if !missing.is_empty() {
                     ok = false;
-                    log.failure(format_args!(
+                    progress::failure(format_args!(
                         "{name} does not serve {}",
                         missing
                             .iter()
@@ -216,24 +215,24 @@ async fn check(args: &CheckArgs) -> Result<bool> {
                     .and_then(|s| s.stored_versions.clone())
                     .unwrap_or_default();
                 match stored.last() {
-                    Some(v) => log.success(format_args!("{name}/{v}")),
+                    Some(v) => progress::success(format_args!("{name}/{v}")),
                     None => {
                         ok = false;
-                        log.failure(format_args!("no stored versions for {name}"));
+                        progress::failure(format_args!("no stored versions for {name}"));
                     }
                 }
             }
         }
         Err(e) => {
             ok = false;
-            log.failure(format_args!("cannot list the crds: {e}"));
+            progress::failure(format_args!("cannot list the crds: {e}"));
         }
     }
 
     if ok {
-        log.success(format_args!("all checks passed"));
+        progress::success(format_args!("all checks passed"));
     } else {
-        log.failure(format_args!("check failed"));
+        progress::failure(format_args!("check failed"));
     }
     Ok(ok)
 }

@@ -7,6 +7,7 @@
 //! `get kustomizations`, `fleet status`), so the demo shows exactly what those commands print.
 
 use crate::dev::start_controllers;
+use crate::gitrepo::Git;
 use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Args;
 use ferroflux_api::conditions::{READY, find_condition};
@@ -135,7 +136,7 @@ async fn demo(work: &Path, step_timeout: Duration) -> Result<()> {
     heading("1. The fleet repository");
     let remote = work.join("fleet-infra.git");
     let checkout = work.join("fleet-infra");
-    create_repository(&remote, &checkout)?;
+    create_repository(&remote, &checkout).await?;
     println!(
         "{} files from examples/fleet-infra committed to {}",
         FLEET_INFRA.len(),
@@ -220,7 +221,7 @@ async fn run_steps(
 
     heading("4. Wait for infrastructure, then apps, on every cluster");
     // Each bootstrap pushed a commit: fetch the last one now instead of waiting an interval.
-    let head = git_output(remote, &["rev-parse", "main"])?;
+    let head = git(remote, &["rev-parse", "main"]).await?;
     for client in &fleet.clients {
         request_reconcile(client).await?;
     }
@@ -255,16 +256,17 @@ async fn run_steps(
         "5. Promotion: podinfo {OLD_TAG} -> {NEW_TAG} in apps/staging, then apps/production"
     ));
     // The bootstraps pushed their flux-system folders: start from the remote's history.
-    git(checkout, &["pull", "-q", "--ff-only", "origin", "main"])?;
+    git(checkout, &["pull", "-q", "--ff-only", "origin", "main"]).await?;
     for (step, env) in CLUSTERS.iter().enumerate() {
         let file = format!("apps/{env}/kustomization.yaml");
         bump_tag(checkout, &file)?;
         git(
             checkout,
             &["commit", "-qam", &format!("apps/{env}: podinfo {NEW_TAG}")],
-        )?;
-        git(checkout, &["push", "-q", "origin", "main"])?;
-        let head = git_output(checkout, &["rev-parse", "HEAD"])?;
+        )
+        .await?;
+        git(checkout, &["push", "-q", "origin", "main"]).await?;
+        let head = git(checkout, &["rev-parse", "HEAD"]).await?;
         println!("committed {} ({file})", &head[..12.min(head.len())]);
         // Both clusters fetch the new commit; only the one whose overlay changed must change.
         for (i, name) in CLUSTERS.iter().enumerate() {
@@ -311,52 +313,24 @@ fn ferroflux(exe: &Path, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-fn git(dir: &Path, args: &[&str]) -> Result<()> {
-    let o = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=ferroflux demo",
-            "-c",
-            "user.email=demo@ferroflux.invalid",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .output()
-        .context("cannot run git (is it installed?)")?;
-    if !o.status.success() {
-        bail!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
-fn git_output(dir: &Path, args: &[&str]) -> Result<String> {
-    let o = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .context("cannot run git (is it installed?)")?;
-    if !o.status.success() {
-        bail!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+/// Runs git for the demo's own commits (bootstrap's go through the same runner).
+async fn git(dir: &Path, args: &[&str]) -> Result<String> {
+    let mut full = vec![
+        "-c",
+        "user.name=ferroflux demo",
+        "-c",
+        "user.email=demo@ferroflux.invalid",
+    ];
+    full.extend_from_slice(args);
+    let op = args.first().copied().unwrap_or("git");
+    let out = Git::default().run(dir, op, &full).await?;
+    Ok(out.trim().to_string())
 }
 
 /// A bare repository (the "remote" the clusters follow) and a checkout of it holding the example.
-fn create_repository(remote: &Path, checkout: &Path) -> Result<()> {
+async fn create_repository(remote: &Path, checkout: &Path) -> Result<()> {
     std::fs::create_dir_all(remote)?;
-    git(remote, &["init", "-q", "--bare", "-b", "main"])?;
+    git(remote, &["init", "-q", "--bare", "-b", "main"]).await?;
     for (path, content) in FLEET_INFRA {
         let file: PathBuf = checkout.join(path);
         if let Some(dir) = file.parent() {
@@ -364,8 +338,8 @@ fn create_repository(remote: &Path, checkout: &Path) -> Result<()> {
         }
         std::fs::write(&file, content)?;
     }
-    git(checkout, &["init", "-q", "-b", "main"])?;
-    git(checkout, &["add", "-A"])?;
+    git(checkout, &["init", "-q", "-b", "main"]).await?;
+    git(checkout, &["add", "-A"]).await?;
     git(
         checkout,
         &[
@@ -373,10 +347,11 @@ fn create_repository(remote: &Path, checkout: &Path) -> Result<()> {
             "-qm",
             "fleet-infra: two clusters, shared bases, overlays",
         ],
-    )?;
+    )
+    .await?;
     let remote_url = remote.display().to_string();
-    git(checkout, &["remote", "add", "origin", &remote_url])?;
-    git(checkout, &["push", "-q", "origin", "main"])?;
+    git(checkout, &["remote", "add", "origin", &remote_url]).await?;
+    git(checkout, &["push", "-q", "origin", "main"]).await?;
     Ok(())
 }
 

@@ -1,7 +1,12 @@
-//! `ferroflux events [--for Kind[/name]] [-A] [--types Normal,Warning]`: the Kubernetes events
-//! of Flux objects, as `flux events` prints them. Events are read through both `core/v1` and
-//! `events.k8s.io/v1` (one store on a real API server, counted once by uid), so the output is
-//! the same whichever API the controller wrote with.
+//! `ferroflux events [--for Kind[/name]] [-A] [--types Normal,Warning] [-w]`: the Kubernetes
+//! events of Flux objects, as `flux events` prints them. Events are listed through both
+//! `core/v1` and `events.k8s.io/v1` (one store on a real API server, counted once by uid), so the
+//! output is the same whichever API the controller wrote with.
+//!
+//! `--watch` prints the events there are, then each new or updated one as it arrives, until
+//! `--timeout` or Ctrl-C, as flux does: the header with the first row only, each later row
+//! padded on its own. It watches `core/v1` alone, as flux does; both APIs are views of one
+//! store, so nothing is missed and nothing is printed twice.
 
 use crate::fluxobj::Cluster;
 use crate::kubecontext::KubeArgs;
@@ -11,7 +16,7 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 use ferroflux_api::Kustomization;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, DynamicObject, ListParams, WatchEvent};
 use kube::discovery::ApiResource;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -28,6 +33,9 @@ pub struct EventsArgs {
     /// Only events of these types (Normal, Warning).
     #[arg(long, value_delimiter = ',')]
     types: Vec<String>,
+    /// Print the events there are, then stream new ones until --timeout or Ctrl-C.
+    #[arg(short = 'w', long)]
+    watch: bool,
     #[command(flatten)]
     kube: KubeArgs,
 }
@@ -254,30 +262,45 @@ impl Filter {
     }
 }
 
-/// Renders events as `flux events` does, sorted oldest first.
-pub fn render(mut events: Vec<Event>, show_namespace: bool, now: Timestamp) -> String {
-    events.sort_by_key(|e| e.sort_time());
+fn headers(show_namespace: bool) -> Vec<&'static str> {
     let mut headers = vec!["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"];
     if show_namespace {
         headers.insert(0, "NAMESPACE");
     }
-    let rows: Vec<Vec<String>> = events
-        .iter()
-        .map(|e| {
-            let mut row = vec![
-                e.last_seen(now),
-                e.type_.clone(),
-                e.reason.clone(),
-                format!("{}/{}", e.kind, e.name),
-                e.message.clone(),
-            ];
-            if show_namespace {
-                row.insert(0, e.namespace.clone());
-            }
-            row
-        })
-        .collect();
-    flux_table(&headers, &rows)
+    headers
+}
+
+fn row(e: &Event, show_namespace: bool, now: Timestamp) -> Vec<String> {
+    let mut row = vec![
+        e.last_seen(now),
+        e.type_.clone(),
+        e.reason.clone(),
+        format!("{}/{}", e.kind, e.name),
+        e.message.clone(),
+    ];
+    if show_namespace {
+        row.insert(0, e.namespace.clone());
+    }
+    row
+}
+
+/// Renders events as `flux events` does, sorted oldest first.
+pub fn render(mut events: Vec<Event>, show_namespace: bool, now: Timestamp) -> String {
+    events.sort_by_key(|e| e.sort_time());
+    let rows: Vec<Vec<String>> = events.iter().map(|e| row(e, show_namespace, now)).collect();
+    flux_table(&headers(show_namespace), &rows)
+}
+
+/// One event as `flux events --watch` prints it: with the header when it is the first, else
+/// padded on its own (flux's table writer with no header).
+fn render_streamed(e: &Event, first: bool, show_namespace: bool, now: Timestamp) -> String {
+    let cells = row(e, show_namespace, now);
+    if first {
+        return flux_table(&headers(show_namespace), &[cells]);
+    }
+    let mut line = cells.join("\t");
+    line.push_str("\t\n");
+    line
 }
 
 pub fn run(args: EventsArgs) -> anyhow::Result<()> {
@@ -288,7 +311,11 @@ pub fn run(args: EventsArgs) -> anyhow::Result<()> {
     }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
-        let cluster = Cluster::connect(&args.kube).await?;
+        let cluster = if args.watch {
+            Cluster::connect_watching(&args.kube).await?
+        } else {
+            Cluster::connect(&args.kube).await?
+        };
         let ns = args.kube.namespace.clone();
         let mut filter = Filter {
             types: args.types.clone(),
@@ -327,24 +354,26 @@ pub fn run(args: EventsArgs) -> anyhow::Result<()> {
         } else {
             Some(ns.as_str())
         };
+        let show_ns = args.all_namespaces || other_namespace;
+        if args.watch {
+            return watch_events(&cluster, list_ns, &filter, show_ns).await;
+        }
         let events = list_events(&cluster, list_ns).await?;
         let events: Vec<Event> = events.into_iter().filter(|e| filter.keeps(e)).collect();
         if events.is_empty() {
             if args.all_namespaces {
                 progress::failure("No events found.");
             } else {
-                progress::failure(&format!("No events found in {ns} namespace."));
+                progress::failure(format!("No events found in {ns} namespace."));
             }
             return Ok(());
         }
-        let show_ns = args.all_namespaces || other_namespace;
         print!("{}", render(events, show_ns, Timestamp::now()));
         Ok(())
     })
 }
 
-/// Events of both APIs, each counted once.
-async fn list_events(cluster: &Cluster, namespace: Option<&str>) -> anyhow::Result<Vec<Event>> {
+fn core_events(cluster: &Cluster, namespace: Option<&str>) -> Api<DynamicObject> {
     let core = ApiResource {
         group: String::new(),
         version: "v1".into(),
@@ -352,6 +381,94 @@ async fn list_events(cluster: &Cluster, namespace: Option<&str>) -> anyhow::Resu
         kind: "Event".into(),
         plural: "events".into(),
     };
+    match namespace {
+        Some(ns) => Api::namespaced_with(cluster.client.clone(), ns, &core),
+        None => Api::all_with(cluster.client.clone(), &core),
+    }
+}
+
+/// Lists, prints, then streams from the list's resourceVersion, so an event created between
+/// the two is still seen.
+async fn watch_events(
+    cluster: &Cluster,
+    namespace: Option<&str>,
+    filter: &Filter,
+    show_ns: bool,
+) -> anyhow::Result<()> {
+    use futures::StreamExt;
+    use std::io::Write;
+    let api = core_events(cluster, namespace);
+    let listed = cluster
+        .call("listing events", api.list(&ListParams::default()))
+        .await?;
+    let mut first = true;
+    let mut print = |e: &Event| -> anyhow::Result<()> {
+        if !filter.keeps(e) {
+            return Ok(());
+        }
+        let text = render_streamed(e, first, show_ns, Timestamp::now());
+        first = false;
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        // A reader of a pipe sees each event as it arrives, not when a buffer fills.
+        out.flush()?;
+        Ok(())
+    };
+    let mut existing = Vec::with_capacity(listed.items.len());
+    for item in &listed.items {
+        existing.push(Event::from_core(&serde_json::to_value(item)?));
+    }
+    existing.sort_by_key(|e| e.sort_time());
+    for e in &existing {
+        print(e)?;
+    }
+    let mut version = listed.metadata.resource_version.unwrap_or_default();
+    // Bounded by --timeout like flux's watch (its context carries the timeout).
+    let deadline = tokio::time::sleep(cluster.timeout);
+    let mut deadline = std::pin::pin!(deadline);
+    loop {
+        let stream = cluster
+            .call(
+                "watching events",
+                api.watch(&kube::api::WatchParams::default(), &version),
+            )
+            .await?;
+        let mut stream = std::pin::pin!(stream);
+        loop {
+            tokio::select! {
+                _ = &mut deadline => return Ok(()),
+                _ = tokio::signal::ctrl_c() => return Ok(()),
+                event = stream.next() => match event {
+                    // The server closed the watch (its own time limit): go on from the last
+                    // event seen.
+                    None => break,
+                    Some(Err(e)) => {
+                        return Err(anyhow!("watching events: {}", crate::fluxobj::error_chain(&e)));
+                    }
+                    Some(Ok(WatchEvent::Added(o))) | Some(Ok(WatchEvent::Modified(o))) => {
+                        if let Some(v) = &o.metadata.resource_version {
+                            version = v.clone();
+                        }
+                        print(&Event::from_core(&serde_json::to_value(&o)?))?;
+                    }
+                    Some(Ok(WatchEvent::Error(e))) => {
+                        return Err(anyhow!("watching events: {}", e.message));
+                    }
+                    Some(Ok(WatchEvent::Bookmark(b))) => version = b.metadata.resource_version,
+                    // A deleted event is not news.
+                    Some(Ok(WatchEvent::Deleted(o))) => {
+                        if let Some(v) = &o.metadata.resource_version {
+                            version = v.clone();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Events of both APIs, each counted once.
+async fn list_events(cluster: &Cluster, namespace: Option<&str>) -> anyhow::Result<Vec<Event>> {
     let v1 = ApiResource {
         group: "events.k8s.io".into(),
         version: "v1".into(),
@@ -359,14 +476,14 @@ async fn list_events(cluster: &Cluster, namespace: Option<&str>) -> anyhow::Resu
         kind: "Event".into(),
         plural: "events".into(),
     };
-    let api = |r: &ApiResource| -> Api<DynamicObject> {
-        match namespace {
-            Some(ns) => Api::namespaced_with(cluster.client.clone(), ns, r),
-            None => Api::all_with(cluster.client.clone(), r),
-        }
+    let events_v1: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(cluster.client.clone(), ns, &v1),
+        None => Api::all_with(cluster.client.clone(), &v1),
     };
     let lp = ListParams::default();
-    let core_list = cluster.call("listing events", api(&core).list(&lp)).await?;
+    let core_list = cluster
+        .call("listing events", core_events(cluster, namespace).list(&lp))
+        .await?;
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for item in core_list.items {
@@ -377,7 +494,7 @@ async fn list_events(cluster: &Cluster, namespace: Option<&str>) -> anyhow::Resu
     }
     // A cluster without events.k8s.io/v1 (or that refuses it) still has its core events.
     if let Ok(list) = cluster
-        .call("listing events.k8s.io events", api(&v1).list(&lp))
+        .call("listing events.k8s.io events", events_v1.list(&lp))
         .await
     {
         for item in list.items {

@@ -32,12 +32,28 @@ impl Cluster {
         Cluster::connect_to(kube, &kubeconfig, kube.context.as_deref()).await
     }
 
+    /// The cluster of `--context` for a command that holds a watch open until `--timeout`:
+    /// no read timeout on the connection, since a quiet watch is not a dead one. Connecting
+    /// and each request made through [`Cluster::call`] stay bounded by `--timeout`.
+    pub async fn connect_watching(kube: &KubeArgs) -> anyhow::Result<Cluster> {
+        let kubeconfig = kube.kubeconfig()?;
+        let (mut config, name) = kube
+            .config_for(&kubeconfig, kube.context.as_deref())
+            .await?;
+        config.read_timeout = None;
+        Cluster::from_config(kube, config, name)
+    }
+
     pub async fn connect_to(
         kube: &KubeArgs,
         kubeconfig: &kube::config::Kubeconfig,
         context: Option<&str>,
     ) -> anyhow::Result<Cluster> {
         let (config, name) = kube.config_for(kubeconfig, context).await?;
+        Cluster::from_config(kube, config, name)
+    }
+
+    fn from_config(kube: &KubeArgs, config: kube::Config, name: String) -> anyhow::Result<Cluster> {
         let url = config.cluster_url.to_string();
         let url = url.trim_end_matches('/').to_string();
         let client = kube::Client::try_from(config)
@@ -313,12 +329,13 @@ pub async fn wait_ready<K: FluxObject>(
     poll_until(cluster, namespace, name, deadline, readiness::<K>).await
 }
 
-/// Sets `reconcile.fluxcd.io/requestedAt` to a fresh RFC 3339 time and returns it.
+/// Sets `reconcile.fluxcd.io/requestedAt` to a fresh RFC 3339 time (nanoseconds, as flux
+/// writes it).
 pub async fn request_reconcile<K: FluxObject>(
     cluster: &Cluster,
     namespace: &str,
     name: &str,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<()> {
     let api: Api<K> = Api::namespaced(cluster.client.clone(), namespace);
     let token = k8s_openapi::jiff::Timestamp::now().to_string();
     let patch = serde_json::json!({"metadata": {"annotations": {RECONCILE_REQUESTED_AT: token}}});
@@ -328,22 +345,28 @@ pub async fn request_reconcile<K: FluxObject>(
             api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)),
         )
         .await?;
-    Ok(token)
+    Ok(())
 }
 
-/// Waits until the controller has handled the request `token` and reports the object ready.
+/// Waits until the controller has handled a reconcile request and reports the object ready.
+///
+/// As the flux CLI does (`reconciliationHandled` in its `reconcile.go`), "handled" means
+/// `status.lastHandledReconcileAt` differs from `previous`, its value read before the request
+/// was written, not that it equals the value this command wrote: when another client asks
+/// again before the controller gets to ours, the controller handles only the newest value,
+/// and an exact match would then wait for a request that will never be handled.
 pub async fn wait_handled<K: FluxObject>(
     cluster: &Cluster,
     namespace: &str,
     name: &str,
-    token: &str,
+    previous: Option<&str>,
     deadline: tokio::time::Instant,
 ) -> anyhow::Result<K> {
     poll_until(cluster, namespace, name, deadline, |obj: &K| {
-        if obj.last_handled_reconcile_at() != Some(token) {
-            return Readiness::Pending(format!(
-                "the controller has not handled the request {token} yet"
-            ));
+        if obj.last_handled_reconcile_at() == previous {
+            return Readiness::Pending(
+                "the controller has not handled the reconcile request yet".into(),
+            );
         }
         readiness(obj)
     })
@@ -375,13 +398,54 @@ pub async fn set_suspended<K: FluxObject>(
     Ok(())
 }
 
-/// Keeps the spinner honest: it stops on every path out of a wait.
+/// Ctrl-C during a wait. What the command wrote before waiting (one patch) is whole, so it
+/// just stops.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+pub struct Interrupted;
+
+/// Listens for Ctrl-C from now on. Called before a wait prints its `◎` line, so a Ctrl-C that
+/// answers the line is never missed (nor left to the default handler). `None` when the signal
+/// cannot be listened for; the wait then goes on without it.
+pub fn listen_for_interrupt() -> Option<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok()
+}
+
+/// Runs a wait until it ends or `interrupt` fires ([`Interrupted`]).
+pub async fn interruptible<T>(
+    interrupt: Option<tokio::signal::unix::Signal>,
+    work: impl Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    let Some(mut interrupt) = interrupt else {
+        return work.await;
+    };
+    tokio::select! {
+        r = work => r,
+        Some(()) = interrupt.recv() => Err(Interrupted.into()),
+    }
+}
+
+/// After Ctrl-C: flux's `✗` line saying what stays done, and the exit code shells give a
+/// SIGINT death. Any other outcome is returned as is.
+pub fn exit_if_interrupted(result: anyhow::Result<()>, what_stays: &str) -> anyhow::Result<()> {
+    match result {
+        Err(e) if e.is::<Interrupted>() => {
+            progress::failure(format_args!("interrupted: {what_stays}"));
+            std::process::exit(130);
+        }
+        other => other,
+    }
+}
+
+/// Keeps the spinner honest: it stops (and clears its line) on every path out of a wait,
+/// Ctrl-C included.
 pub async fn with_spinner<T>(
     message: &str,
     work: impl Future<Output = anyhow::Result<T>>,
 ) -> anyhow::Result<T> {
+    let interrupt = listen_for_interrupt();
     let spinner = progress::Spinner::start(message);
-    let result = work.await;
+    let result = interruptible(interrupt, work).await;
     spinner.finish().await;
     result
 }

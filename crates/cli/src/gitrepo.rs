@@ -1,4 +1,5 @@
-//! Cloning, committing to and pushing a branch for `bootstrap`, through the `git` program.
+//! Cloning, committing to and pushing a branch for `bootstrap`, through the `git` program; the
+//! one way the CLI runs `git` (the demo's repository too).
 //!
 //! Decision: the Git writes of bootstrap drive the `git` program rather than gix. gix 0.90 (the
 //! version the workspace pins) can clone and fetch but cannot push, and bootstrap must push over
@@ -72,13 +73,85 @@ pub enum GitError {
     Rejected { url: String, reason: String },
 }
 
+/// The `git` program with the user's and the system's configuration ignored, no prompts, the C
+/// locale, and the credentials' environment when a [`Checkout`] has some; messages taken from
+/// its stderr are scrubbed of every secret.
+#[derive(Clone)]
+pub struct Git {
+    env: Vec<(OsString, OsString)>,
+    secrets: Vec<String>,
+}
+
+impl Default for Git {
+    fn default() -> Self {
+        Git {
+            env: vec![
+                ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
+                ("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()),
+                ("GIT_TERMINAL_PROMPT".into(), "0".into()),
+                ("LC_ALL".into(), "C".into()),
+            ],
+            secrets: Vec::new(),
+        }
+    }
+}
+
+impl Git {
+    fn command(&self, cwd: &Path) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new("git");
+        cmd.current_dir(cwd)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Ctrl-C drops the future running git: git must not outlive it.
+            .kill_on_drop(true);
+        cmd
+    }
+
+    /// Runs `git ARGS` in `cwd`; its stdout, or an error naming `op` with git's message.
+    pub async fn run(&self, cwd: &Path, op: &str, args: &[&str]) -> Result<String, GitError> {
+        let out = self
+            .command(cwd)
+            .args(args)
+            .output()
+            .await
+            .map_err(GitError::Spawn)?;
+        if !out.status.success() {
+            return Err(self.failure(op, &out.stderr));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    fn failure(&self, op: &str, stderr: &[u8]) -> GitError {
+        let text = String::from_utf8_lossy(stderr);
+        let message: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("hint:"))
+            .collect();
+        GitError::Command {
+            op: op.to_string(),
+            message: self.scrub(&message.join("; ")),
+        }
+    }
+
+    /// Removes every secret from a message taken from git's output.
+    fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for s in &self.secrets {
+            out = out.replace(s.as_str(), "***");
+        }
+        out
+    }
+}
+
 /// A private temporary clone of one branch; removed when dropped.
 pub struct Checkout {
     dir: tempfile::TempDir,
     url: String,
     branch: String,
-    env: Vec<(OsString, OsString)>,
-    secrets: Vec<String>,
+    git: Git,
 }
 
 fn shell_quote(p: &Path) -> String {
@@ -105,13 +178,10 @@ impl Checkout {
             .prefix("ferroflux-bootstrap-")
             .tempdir()?;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
-        let mut env: Vec<(OsString, OsString)> = vec![
-            ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
-            ("GIT_CONFIG_GLOBAL".into(), "/dev/null".into()),
-            ("GIT_TERMINAL_PROMPT".into(), "0".into()),
-            ("LC_ALL".into(), "C".into()),
-        ];
-        let mut secrets = Vec::new();
+        let Git {
+            mut env,
+            mut secrets,
+        } = Git::default();
         if let Some(ca) = ca_file {
             env.push(("GIT_SSL_CAINFO".into(), ca.as_os_str().to_owned()));
         }
@@ -159,13 +229,13 @@ impl Checkout {
             dir,
             url: url.to_string(),
             branch: branch.to_string(),
-            env,
-            secrets,
+            git: Git { env, secrets },
         };
         let work = checkout.path();
         let work_str = work.to_string_lossy().to_string();
         checkout
-            .git_in(
+            .git
+            .run(
                 checkout.dir.path(),
                 "init",
                 &["init", "-q", "-b", branch, &work_str],
@@ -247,6 +317,7 @@ impl Checkout {
             return Ok(None);
         }
         let out = self
+            .git
             .command(&self.path())
             .args([
                 "-c",
@@ -267,7 +338,7 @@ impl Checkout {
             .await
             .map_err(GitError::Spawn)?;
         if !out.status.success() {
-            return Err(self.failure("commit", &out.stderr));
+            return Err(self.git.failure("commit", &out.stderr));
         }
         self.head().await
     }
@@ -277,6 +348,7 @@ impl Checkout {
     pub async fn push(&self) -> Result<(), GitError> {
         let refspec = format!("refs/heads/{0}:refs/heads/{0}", self.branch);
         let out = self
+            .git
             .command(&self.path())
             .args(["push", "--porcelain", "origin", &refspec])
             .output()
@@ -292,12 +364,12 @@ impl Checkout {
             if fields.next() != Some("!") {
                 continue;
             }
-            let summary = self.scrub(fields.nth(1).unwrap_or("").trim());
+            let summary = self.git.scrub(fields.nth(1).unwrap_or("").trim());
             let url = self.url.clone();
             if summary.starts_with("[remote rejected]") {
                 return Err(GitError::Rejected {
                     url,
-                    reason: self.scrub(&remote_messages(&out.stderr, &summary)),
+                    reason: self.git.scrub(&remote_messages(&out.stderr, &summary)),
                 });
             }
             if summary.starts_with("[rejected]") {
@@ -307,58 +379,11 @@ impl Checkout {
                 });
             }
         }
-        Err(self.failure("push", &out.stderr))
-    }
-
-    fn command(&self, cwd: &Path) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new("git");
-        cmd.current_dir(cwd)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Ctrl-C drops the bootstrap future: git must not outlive it.
-            .kill_on_drop(true);
-        cmd
+        Err(self.git.failure("push", &out.stderr))
     }
 
     async fn git(&self, op: &str, args: &[&str]) -> Result<String, GitError> {
-        self.git_in(&self.path(), op, args).await
-    }
-
-    async fn git_in(&self, cwd: &Path, op: &str, args: &[&str]) -> Result<String, GitError> {
-        let out = self
-            .command(cwd)
-            .args(args)
-            .output()
-            .await
-            .map_err(GitError::Spawn)?;
-        if !out.status.success() {
-            return Err(self.failure(op, &out.stderr));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    }
-
-    fn failure(&self, op: &str, stderr: &[u8]) -> GitError {
-        let text = String::from_utf8_lossy(stderr);
-        let message: Vec<&str> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with("hint:"))
-            .collect();
-        GitError::Command {
-            op: op.to_string(),
-            message: self.scrub(&message.join("; ")),
-        }
-    }
-
-    /// Removes every secret from a message taken from git's output.
-    fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for s in &self.secrets {
-            out = out.replace(s.as_str(), "***");
-        }
-        out
+        self.git.run(&self.path(), op, args).await
     }
 }
 
@@ -514,11 +539,13 @@ mod tests {
             dir,
             url: String::new(),
             branch: "main".into(),
-            env: vec![],
-            secrets: vec!["s3cret".into()],
+            git: Git {
+                env: vec![],
+                secrets: vec!["s3cret".into()],
+            },
         };
         assert_eq!(
-            c.scrub("fatal: could not read s3cret for x"),
+            c.git.scrub("fatal: could not read s3cret for x"),
             "fatal: could not read *** for x"
         );
     }

@@ -12,8 +12,8 @@ use kube::api::Api;
 use serde_json::{Value, json};
 
 use crate::kubecontext::KubeArgs;
-use crate::logger::Logger;
 use crate::manifests::{self, InstallOptions};
+use crate::progress;
 
 /// Field manager of what the CLI applies (Flux's CLI uses its own too, apart from the
 /// controller's).
@@ -68,12 +68,11 @@ pub fn run(args: InstallArgs) -> Result<()> {
 }
 
 async fn install(kube: &KubeArgs, opts: &InstallOptions) -> Result<()> {
-    let log = Logger;
     let timeout = kube.timeout()?;
-    log.generate(format_args!("generating manifests"));
+    progress::generate(format_args!("generating manifests"));
     let objects = manifests::components(opts)?;
-    log.success(format_args!("manifests build completed"));
-    log.action(format_args!(
+    progress::success(format_args!("manifests build completed"));
+    progress::action(format_args!(
         "installing components in {} namespace",
         opts.namespace
     ));
@@ -92,11 +91,11 @@ async fn install(kube: &KubeArgs, opts: &InstallOptions) -> Result<()> {
     for c in &changes.entries {
         eprintln!("{c}");
     }
-    log.waiting(format_args!("verifying installation"));
+    progress::waiting(format_args!("verifying installation"));
     wait_controller(&applier, &objects, remaining(deadline))
         .await
         .context("install failed")?;
-    log.success(format_args!("install finished"));
+    progress::success(format_args!("install finished"));
     Ok(())
 }
 
@@ -124,7 +123,6 @@ pub async fn wait_controller(
     objects: &[Value],
     timeout: Duration,
 ) -> Result<()> {
-    let log = Logger;
     let deployments: Vec<Value> = objects
         .iter()
         .filter(|o| o["kind"] == "Deployment" && o["apiVersion"] == "apps/v1")
@@ -135,7 +133,7 @@ pub async fn wait_controller(
     }
     applier.wait_for(&deployments, timeout).await?;
     for d in &deployments {
-        log.success(format_args!(
+        progress::success(format_args!(
             "{}: deployment ready",
             d["metadata"]["name"].as_str().unwrap_or_default()
         ));

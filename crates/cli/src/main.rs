@@ -18,7 +18,6 @@ mod gitrepo;
 mod install;
 mod kubecontext;
 mod kustomize;
-mod logger;
 mod manifests;
 mod progress;
 mod reconcile;

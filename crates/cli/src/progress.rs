@@ -1,24 +1,40 @@
-//! Progress lines as the flux CLI prints them on stderr (`► `, `✔ `, `◎ `, `✗ `), and the
-//! spinner shown while waiting on a controller. Tables and data go to stdout; only these go to
-//! stderr, so a script can pipe one without the other.
+//! Progress lines as the flux CLI prints them on stderr (`► ` action, `✚ ` generate, `◎ `
+//! waiting, `✔ ` success, `⚠️ ` warning, `✗ ` failure), and the spinner shown while waiting on a
+//! controller. Tables and data go to stdout (`--export`, `get`); only these go to stderr, so a
+//! script can pipe one without the other.
 
+use std::fmt::Display;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-pub fn action(message: &str) {
-    eprintln!("► {message}");
+fn line(symbol: &str, message: impl Display) {
+    let mut err = std::io::stderr().lock();
+    // A closed stderr must not abort the command whose result is elsewhere.
+    let _ = writeln!(err, "{symbol} {message}");
 }
 
-pub fn success(message: &str) {
-    eprintln!("✔ {message}");
+pub fn action(message: impl Display) {
+    line("►", message)
 }
 
-pub fn waiting(message: &str) {
-    eprintln!("◎ {message}");
+pub fn generate(message: impl Display) {
+    line("✚", message)
 }
 
-pub fn failure(message: &str) {
-    eprintln!("✗ {message}");
+pub fn waiting(message: impl Display) {
+    line("◎", message)
+}
+
+pub fn success(message: impl Display) {
+    line("✔", message)
+}
+
+pub fn warning(message: impl Display) {
+    line("⚠️", message)
+}
+
+pub fn failure(message: impl Display) {
+    line("✗", message)
 }
 
 /// Animates a spinner on its own line of stderr while alive, only when stderr is a terminal:

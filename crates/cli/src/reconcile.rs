@@ -1,7 +1,13 @@
 //! `ferroflux reconcile kustomization NAME [--with-source]` and `reconcile source git NAME`:
 //! ask the controller for an immediate reconciliation (`reconcile.fluxcd.io/requestedAt`), wait
-//! with a spinner until `status.lastHandledReconcileAt` carries that request and the object is
-//! ready, then print the revision, in flux's words.
+//! with a spinner until the controller has handled a request (`status.lastHandledReconcileAt`
+//! changed from its value before ours, as flux decides it) and the object is ready, then print
+//! the revision, in flux's words.
+//!
+//! One deliberate difference: a settled `Ready=False` (no `Reconciling` condition) ends the
+//! wait at once with the controller's message, where flux's kstatus reads it as "in progress"
+//! and waits until `--timeout`. Both controllers mark a failure that will be retried
+//! `Reconciling=True`, so with them the two CLIs wait alike.
 
 use crate::fluxobj::{self, Cluster, FluxObject};
 use crate::kubecontext::KubeArgs;
@@ -42,7 +48,7 @@ enum SourceTarget {
 
 pub fn run(args: ReconcileArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(async {
+    let result = runtime.block_on(async {
         let cluster = Cluster::connect(&args.kube).await?;
         let deadline = tokio::time::Instant::now() + cluster.timeout;
         let ns = args.kube.namespace.as_str();
@@ -69,7 +75,11 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<()> {
                 reconcile_one(&cluster, ns, &ks, deadline).await
             }
         }
-    })
+    });
+    fluxobj::exit_if_interrupted(
+        result,
+        "the reconcile request stays on the object and the controller still handles it",
+    )
 }
 
 async fn reconcile_one<K: FluxObject>(
@@ -83,14 +93,16 @@ async fn reconcile_one<K: FluxObject>(
     if obj.suspended() {
         bail!("resource is suspended");
     }
-    progress::action(&format!("annotating {} {name} in {ns} namespace", K::KIND));
-    let token = fluxobj::request_reconcile::<K>(cluster, ns, &name).await?;
-    progress::success(&format!("{} annotated", K::KIND));
+    // Read before the request is written: the wait is for this value to change.
+    let previous = obj.last_handled_reconcile_at();
+    progress::action(format!("annotating {} {name} in {ns} namespace", K::KIND));
+    fluxobj::request_reconcile::<K>(cluster, ns, &name).await?;
+    progress::success(format!("{} annotated", K::KIND));
     let done: K = fluxobj::with_spinner(
         &format!("waiting for {} reconciliation", K::KIND),
-        fluxobj::wait_handled::<K>(cluster, ns, &name, &token, deadline),
+        fluxobj::wait_handled::<K>(cluster, ns, &name, previous, deadline),
     )
     .await?;
-    progress::success(&done.success_message());
+    progress::success(done.success_message());
     Ok(())
 }

@@ -67,14 +67,15 @@ enum Mode {
 
 fn run(args: SuspendArgs, mode: Mode) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(async {
+    let result = runtime.block_on(async {
         match &args.what {
             Target::Kustomization(names) => act::<Kustomization>(&args.kube, names, mode).await,
             Target::Source(SourceTarget::Git(names)) => {
                 act::<GitRepository>(&args.kube, names, mode).await
             }
         }
-    })
+    });
+    fluxobj::exit_if_interrupted(result, "the objects stay resumed")
 }
 
 async fn act<K: FluxObject>(kube: &KubeArgs, names: &Names, mode: Mode) -> anyhow::Result<()> {
@@ -106,7 +107,7 @@ async fn act<K: FluxObject>(kube: &KubeArgs, names: &Names, mode: Mode) -> anyho
             )
             .await?;
         if list.items.is_empty() {
-            progress::failure(&format!("no {} objects found in {ns} namespace", K::KIND));
+            progress::failure(format!("no {} objects found in {ns} namespace", K::KIND));
             bail!("no {} objects found in \"{ns}\" namespace", K::KIND);
         }
         targets = list.items;
@@ -124,7 +125,7 @@ async fn act<K: FluxObject>(kube: &KubeArgs, names: &Names, mode: Mode) -> anyho
                 Some(obj) => targets.push(obj),
                 None => {
                     missing += 1;
-                    progress::failure(&match mode {
+                    progress::failure(match mode {
                         Mode::Suspend => format!("{} {name} not found in {ns} namespace", K::KIND),
                         Mode::Resume => {
                             format!("{} object '{name}' not found in {ns} namespace", K::KIND)
@@ -137,13 +138,13 @@ async fn act<K: FluxObject>(kube: &KubeArgs, names: &Names, mode: Mode) -> anyho
 
     let mut patched: Vec<K> = Vec::new();
     for obj in targets {
-        progress::action(&format!(
+        progress::action(format!(
             "{verb} {} {} in {ns} namespace",
             K::HUMAN_KIND,
             obj.name_any()
         ));
         fluxobj::set_suspended(&cluster, ns, &obj, mode == Mode::Suspend).await?;
-        progress::success(&format!("{} {done}", K::HUMAN_KIND));
+        progress::success(format!("{} {done}", K::HUMAN_KIND));
         patched.push(obj);
     }
 
@@ -155,24 +156,30 @@ async fn act<K: FluxObject>(kube: &KubeArgs, names: &Names, mode: Mode) -> anyho
             let cluster = cluster.clone();
             let name = obj.name_any();
             async move {
-                progress::waiting(&format!("waiting for {} reconciliation", K::KIND));
+                progress::waiting(format!("waiting for {} reconciliation", K::KIND));
                 let r = fluxobj::wait_ready::<K>(&cluster, ns, &name, deadline).await;
                 (name, r)
             }
         });
+        // Listening before the waits print their lines.
+        let interrupt = fluxobj::listen_for_interrupt();
         let spinner = progress::Spinner::start_quiet();
-        let mut results = futures::future::join_all(waits).await;
+        let results = fluxobj::interruptible(interrupt, async {
+            Ok(futures::future::join_all(waits).await)
+        })
+        .await;
         spinner.finish().await;
+        let mut results = results?;
         results.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, result) in results {
             match result {
                 Ok(obj) => {
-                    progress::success(&format!("{} {name} reconciliation completed", K::KIND));
-                    progress::success(&obj.success_message());
+                    progress::success(format!("{} {name} reconciliation completed", K::KIND));
+                    progress::success(obj.success_message());
                 }
                 Err(e) => {
                     failed += 1;
-                    progress::failure(&format!("{} {name} reconciliation failed: {e:#}", K::KIND));
+                    progress::failure(format!("{} {name} reconciliation failed: {e:#}", K::KIND));
                 }
             }
         }

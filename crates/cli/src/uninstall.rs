@@ -11,8 +11,8 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams
 use kube::discovery::ApiResource;
 
 use crate::kubecontext::KubeArgs;
-use crate::logger::Logger;
 use crate::manifests::{PART_OF_LABEL, PART_OF_VALUE};
+use crate::progress;
 
 #[derive(Args, Debug)]
 pub struct UninstallArgs {
@@ -67,7 +67,6 @@ fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource
 }
 
 async fn uninstall(args: &UninstallArgs) -> Result<()> {
-    let log = Logger;
     let (client, _) = args.kube.client().await?;
     let ns = args.kube.namespace.as_str();
     let dry = if args.dry_run { " (dry run)" } else { "" };
@@ -80,7 +79,7 @@ async fn uninstall(args: &UninstallArgs) -> Result<()> {
     let selector = ListParams::default().labels(&format!("{PART_OF_LABEL}={PART_OF_VALUE}"));
     let mut failures = 0;
 
-    log.action(format_args!("deleting components in {ns} namespace"));
+    progress::action(format_args!("deleting components in {ns} namespace"));
     let namespaced = [
         resource("apps", "v1", "Deployment", "deployments"),
         resource("", "v1", "Service", "services"),
@@ -125,16 +124,16 @@ async fn uninstall(args: &UninstallArgs) -> Result<()> {
                 format!("{}/{name}", ar.kind)
             };
             match api.delete(&name, &delete).await {
-                Ok(_) => log.success(format_args!("{shown} deleted{dry}")),
+                Ok(_) => progress::success(format_args!("{shown} deleted{dry}")),
                 Err(e) => {
                     failures += 1;
-                    log.failure(format_args!("{shown} deletion failed: {}", message(&e)));
+                    progress::failure(format_args!("{shown} deletion failed: {}", message(&e)));
                 }
             }
         }
     }
 
-    log.action(format_args!(
+    progress::action(format_args!(
         "deleting toolkit.fluxcd.io finalizers in all namespaces"
     ));
     for ar in [
@@ -161,13 +160,13 @@ async fn uninstall(args: &UninstallArgs) -> Result<()> {
             let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &obj_ns, &ar);
             let body = serde_json::json!({"metadata": {"finalizers": null}});
             match api.patch(&name, &patch, &Patch::Merge(&body)).await {
-                Ok(_) => log.success(format_args!(
+                Ok(_) => progress::success(format_args!(
                     "{}/{obj_ns}/{name} finalizers deleted{dry}",
                     ar.kind
                 )),
                 Err(e) => {
                     failures += 1;
-                    log.failure(format_args!(
+                    progress::failure(format_args!(
                         "{}/{obj_ns}/{name} removing finalizers failed: {}",
                         ar.kind,
                         message(&e)
@@ -177,7 +176,7 @@ async fn uninstall(args: &UninstallArgs) -> Result<()> {
         }
     }
 
-    log.action(format_args!(
+    progress::action(format_args!(
         "deleting toolkit.fluxcd.io custom resource definitions"
     ));
     let crd = resource(
@@ -194,10 +193,12 @@ async fn uninstall(args: &UninstallArgs) -> Result<()> {
     for obj in list.items {
         let name = obj.metadata.name.clone().unwrap_or_default();
         match crds.delete(&name, &delete).await {
-            Ok(_) => log.success(format_args!("CustomResourceDefinition/{name} deleted{dry}")),
+            Ok(_) => {
+                progress::success(format_args!("CustomResourceDefinition/{name} deleted{dry}"))
+            }
             Err(e) => {
                 failures += 1;
-                log.failure(format_args!(
+                progress::failure(format_args!(
                     "CustomResourceDefinition/{name} deletion failed: {}",
                     message(&e)
                 ));
@@ -209,10 +210,10 @@ async fn uninstall(args: &UninstallArgs) -> Result<()> {
         let nsr = resource("", "v1", "Namespace", "namespaces");
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &nsr);
         match api.delete(ns, &delete).await {
-            Ok(_) => log.success(format_args!("Namespace/{ns} deleted{dry}")),
+            Ok(_) => progress::success(format_args!("Namespace/{ns} deleted{dry}")),
             Err(e) => {
                 failures += 1;
-                log.failure(format_args!(
+                progress::failure(format_args!(
                     "Namespace/{ns} deletion failed: {}",
                     message(&e)
                 ));
@@ -222,7 +223,7 @@ async fn uninstall(args: &UninstallArgs) -> Result<()> {
     if failures > 0 {
         bail!("uninstall failed: {failures} object(s) could not be deleted");
     }
-    log.success(format_args!("uninstall finished"));
+    progress::success(format_args!("uninstall finished"));
     Ok(())
 }
 

@@ -4,8 +4,8 @@
 
 mod support;
 
-use ferroflux_api::{GitRepository, Kustomization};
-use kube::api::Api;
+use ferroflux_api::{GitRepository, Kustomization, RECONCILE_REQUESTED_AT};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -332,6 +332,161 @@ fn reconcile_sets_requested_at_and_waits_for_it_to_be_handled() {
     rt.block_on(cl.shutdown());
 }
 
+/// Flux's rule for "handled" (`reconciliationHandled` in its reconcile.go): the status's
+/// `lastHandledReconcileAt` changed from its value before the request, not "equals the value
+/// this command wrote". Another client asks again before the controller gets to ours; the
+/// controller handles only the newest value, and the wait must still end.
+#[test]
+fn reconcile_waits_for_lasthandledreconcileat_to_change() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (cl, c) = rt.block_on(cluster("staging"));
+    rt.block_on(async {
+        git(&c, "repo", Some(SHA_A)).await;
+        ks(&c, "apps", "repo", false).await;
+        let msg = format!("Applied revision: {}", revision(SHA_A));
+        ks_status(
+            &c,
+            "apps",
+            ("True", &msg),
+            Some(&revision(SHA_A)),
+            json!({"lastHandledReconcileAt": "an earlier request"}),
+        )
+        .await;
+    });
+    let kc = kubeconfig(dir.path(), &[&cl]);
+    let out = while_waiting(
+        &rt,
+        &kc,
+        &["reconcile", "ks", "apps", "--timeout", "60s"],
+        || async {
+            let api = ks_api(&c);
+            eventually("apps annotated", || async {
+                let k = api.get("apps").await.ok()?;
+                k.metadata
+                    .annotations?
+                    .get(RECONCILE_REQUESTED_AT)
+                    .map(|_| ())
+            })
+            .await;
+            // Another client's request replaces ours before the controller reads it.
+            api.patch(
+                "apps",
+                &PatchParams::default(),
+                &Patch::Merge(
+                    json!({"metadata": {"annotations": {RECONCILE_REQUESTED_AT: "a newer request"}}}),
+                ),
+            )
+            .await
+            .unwrap();
+            let msg = format!("Applied revision: {}", revision(SHA_B));
+            ks_status(
+                &c,
+                "apps",
+                ("True", &msg),
+                Some(&revision(SHA_B)),
+                json!({"lastHandledReconcileAt": "a newer request"}),
+            )
+            .await;
+        },
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "► annotating Kustomization apps in flux-system namespace\n\
+             ✔ Kustomization annotated\n\
+             ◎ waiting for Kustomization reconciliation\n\
+             ✔ applied revision {}\n",
+            revision(SHA_B)
+        )
+    );
+
+    // Ready, but nobody handles the new request: the wait goes on until --timeout.
+    let out = ferroflux(&kc, &["reconcile", "ks", "apps", "--timeout", "2s"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains(
+            "timed out after 2s waiting for Kustomization flux-system/apps to be reconciled; \
+             last status: the controller has not handled the reconcile request yet"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    rt.block_on(cl.shutdown());
+}
+
+/// Ctrl-C while reconcile or resume waits (no controller answers here): flux's `✗` line saying
+/// what stays done, exit 130, no panic; the request written before the wait is whole.
+#[test]
+fn ctrl_c_during_a_wait_exits_cleanly() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (cl, c) = rt.block_on(cluster("staging"));
+    rt.block_on(async {
+        git(&c, "repo", Some(SHA_A)).await;
+        ks(&c, "apps", "repo", false).await;
+        ks(&c, "paused", "repo", true).await;
+    });
+    let kc = kubeconfig(dir.path(), &[&cl]);
+    let interrupt = |args: &[&str]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+            .args(args)
+            .args(["--timeout", "5m", "--kubeconfig"])
+            .arg(&kc)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = String::new();
+        let mut reader = BufReader::new(child.stderr.take().unwrap());
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            // The readiness signal: the command is in its wait.
+            if line.starts_with("◎ waiting for") {
+                let sent = Command::new("kill")
+                    .args(["-INT", &child.id().to_string()])
+                    .status()
+                    .unwrap();
+                assert!(sent.success());
+            }
+            err.push_str(&line);
+        }
+        (child.wait().unwrap(), err)
+    };
+
+    let (status, err) = interrupt(&["reconcile", "ks", "apps"]);
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.ends_with(
+            "◎ waiting for Kustomization reconciliation\n\
+             ✗ interrupted: the reconcile request stays on the object and the controller still \
+             handles it\n"
+        ),
+        "{err}"
+    );
+    let apps = rt.block_on(ks_api(&c).get("apps")).unwrap();
+    assert!(
+        apps.metadata.annotations.unwrap()[RECONCILE_REQUESTED_AT]
+            .parse::<k8s_openapi::jiff::Timestamp>()
+            .is_ok()
+    );
+
+    let (status, err) = interrupt(&["resume", "ks", "paused"]);
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.ends_with("✗ interrupted: the objects stay resumed\n"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let paused = rt.block_on(ks_api(&c).get("paused")).unwrap();
+    assert_eq!(paused.spec.suspend, None);
+    rt.block_on(cl.shutdown());
+}
+
 #[test]
 fn events_stats_and_get_all() {
     let rt = runtime();
@@ -501,6 +656,140 @@ kustomization/infra\t        \tTrue     \tFalse\thealth check failed\t\n\n"
     let out = ferroflux(&kc, &["get", "all", "--watch"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("expected a single resource type, but found all"));
+    rt.block_on(cl.shutdown());
+}
+
+/// `events --watch` (`-w`): the events there are, then each new one as it arrives, filtered by
+/// `--for` (the Kustomization and its source), the header with the first row only.
+#[test]
+fn events_watch_streams_new_events_of_the_object() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (cl, c) = rt.block_on(cluster("staging"));
+    rt.block_on(async {
+        git(&c, "repo", Some(SHA_A)).await;
+        git(&c, "other", None).await;
+        ks(&c, "apps", "repo", false).await;
+        ks(&c, "infra", "other", false).await;
+    });
+    let core: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(c.clone(), "flux-system");
+    let event = |name: &str, kind: &str, obj: &str, type_: &str, reason: &str, message: &str| {
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        let e = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "flux-system"},
+            "involvedObject": {"kind": kind, "name": obj, "namespace": "flux-system"},
+            "type": type_, "reason": reason, "message": message, "count": 1,
+            "firstTimestamp": now, "lastTimestamp": now,
+        }))
+        .unwrap();
+        rt.block_on(core.create(&Default::default(), &e)).unwrap();
+    };
+    event(
+        "e1",
+        "Kustomization",
+        "apps",
+        "Normal",
+        "ReconciliationSucceeded",
+        "first",
+    );
+    let kc = kubeconfig(dir.path(), &[&cl]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args([
+            "events",
+            "-w",
+            "--for",
+            "Kustomization/apps",
+            "--timeout",
+            "60s",
+        ])
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || lines.next().unwrap().unwrap();
+    let header = next();
+    assert_eq!(
+        cells(&header)[0],
+        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+        "{header:?}"
+    );
+    let row = next();
+    assert_eq!(
+        cells(&row)[0][1..],
+        [
+            "Normal",
+            "ReconciliationSucceeded",
+            "Kustomization/apps",
+            "first"
+        ],
+        "{row:?}"
+    );
+    // The existing events are printed once the list is read; the watch starts from that
+    // list's version, so everything created from now on reaches it, in order. Another
+    // Kustomization's and a Pod's are filtered out; the source's and the object's come
+    // through, each padded on its own.
+    event(
+        "e2",
+        "Kustomization",
+        "infra",
+        "Normal",
+        "Progressing",
+        "not apps",
+    );
+    event("e3", "Pod", "web", "Normal", "Pulled", "image pulled");
+    event(
+        "e4",
+        "GitRepository",
+        "repo",
+        "Warning",
+        "GitOperationFailed",
+        "authentication required",
+    );
+    event(
+        "e5",
+        "Kustomization",
+        "apps",
+        "Normal",
+        "Progressing",
+        "second",
+    );
+    let row = next();
+    assert!(
+        row.ends_with(
+            "\tWarning\tGitOperationFailed\tGitRepository/repo\tauthentication required\t"
+        ),
+        "{row:?}"
+    );
+    let row = next();
+    assert!(
+        row.ends_with("\tNormal\tProgressing\tKustomization/apps\tsecond\t"),
+        "{row:?}"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // The watch ends by itself at --timeout, exit 0, as flux's does.
+    let out = ferroflux(
+        &kc,
+        &[
+            "events",
+            "--watch",
+            "--for",
+            "Kustomization/infra",
+            "--timeout",
+            "3s",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = cells(&stdout(&out));
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(
+        rows[1][1..],
+        ["Normal", "Progressing", "Kustomization/infra", "not apps"]
+    );
     rt.block_on(cl.shutdown());
 }
 

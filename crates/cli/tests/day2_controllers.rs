@@ -1,0 +1,184 @@
+//! suspend, resume and reconcile against the real controllers: the `Manager` that `ferroflux
+//! controller` and `dev up` run (here in this process) on a devcluster, following a `file://`
+//! Git repository the test commits to. Nothing here writes a Flux object's status; what the
+//! commands print is compared with flux's goldens, and what the cluster holds shows whether a
+//! commit was applied.
+
+mod bootstrap_support;
+mod support;
+
+use bootstrap_support::Repo;
+use ferroflux_api::{GitRepository, Kustomization};
+use ferroflux_controller::manager::{Manager, ManagerConfig};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+use std::time::Duration;
+use support::{cells, cluster, ferroflux, kubeconfig, runtime, stderr, stdout};
+
+const NAME: &str = "podinfo";
+
+fn configmap(colour: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\n\
+         data:\n  colour: {colour}\n"
+    )
+}
+
+/// A flux golden of `tests/fixtures/goldens`, for objects named `NAME` in `flux-system` at
+/// `revision`.
+fn golden(file: &str, revision: &str) -> String {
+    let path = format!(
+        "{}/tests/fixtures/goldens/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("{{ .ns }}", "flux-system")
+        .replace("tkfg", NAME)
+        .replace(
+            "6.3.5@sha1:67e2c98a60dc92283531412a9e604dd4bae005a9",
+            revision,
+        )
+}
+
+fn revision(sha: &str) -> String {
+    format!("main@sha1:{sha}")
+}
+
+/// The `colour` the cluster holds now.
+fn colour(rt: &tokio::runtime::Runtime, client: &kube::Client) -> String {
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm = rt.block_on(configmaps.get("settings")).unwrap();
+    cm.data.unwrap()["colour"].clone()
+}
+
+fn last_applied(rt: &tokio::runtime::Runtime, client: &kube::Client) -> Option<String> {
+    let api: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
+    let ks = rt.block_on(api.get(NAME)).unwrap();
+    ks.status.and_then(|s| s.last_applied_revision)
+}
+
+#[test]
+fn suspend_resume_and_reconcile_with_the_real_controllers() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let storage = tempfile::tempdir().unwrap();
+    let repo = Repo::with_files(&[("apps/settings.yaml", &configmap("blue"))]);
+    let first = repo.head().unwrap();
+    let (cl, c, manager) = rt.block_on(async {
+        let (cl, c) = cluster("staging").await;
+        let kc = kube::config::Kubeconfig::from_yaml(&cl.kubeconfig()).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap();
+        let manager = Manager::start(c.clone(), config, ManagerConfig::local(storage.path()))
+            .await
+            .unwrap();
+        // Long intervals: nothing is fetched or applied unless a command asks for it.
+        let repos: Api<GitRepository> = Api::namespaced(c.clone(), "flux-system");
+        let obj = serde_json::from_value(json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": NAME, "namespace": "flux-system"},
+            "spec": {"interval": "1h", "url": repo.url(), "ref": {"branch": "main"}},
+        }))
+        .unwrap();
+        repos.create(&PostParams::default(), &obj).await.unwrap();
+        let kss: Api<Kustomization> = Api::namespaced(c.clone(), "flux-system");
+        let obj = serde_json::from_value(json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": NAME, "namespace": "flux-system"},
+            "spec": {"interval": "1h", "prune": true, "path": "./apps",
+                     "sourceRef": {"kind": "GitRepository", "name": NAME}},
+        }))
+        .unwrap();
+        kss.create(&PostParams::default(), &obj).await.unwrap();
+        // The readiness signal: the controller reports the first commit applied. The bound
+        // only stops a broken controller from hanging the test.
+        let want = revision(&first);
+        let mut tries = 0;
+        loop {
+            let ks = kss.get(NAME).await.unwrap();
+            if ks.status.and_then(|s| s.last_applied_revision) == Some(want.clone()) {
+                break;
+            }
+            tries += 1;
+            assert!(tries < 1200, "the first commit was never applied");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        (cl, c, manager)
+    });
+    let kc = kubeconfig(dir.path(), &[&cl]);
+    assert_eq!(colour(&rt, &c), "blue");
+
+    // Suspended: a new commit is fetched but not applied.
+    let out = ferroflux(&kc, &["suspend", "ks", NAME]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        golden("suspend_kustomization_from_git.golden", "")
+    );
+    repo.write("apps/settings.yaml", &configmap("green"));
+    let second = repo.commit_and_push("green");
+    let out = ferroflux(
+        &kc,
+        &["reconcile", "source", "git", NAME, "--timeout", "2m"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let reconcile = golden(
+        "reconcile_kustomization_from_git.golden",
+        &revision(&second),
+    );
+    let source_lines: String = reconcile.split_inclusive('\n').take(4).collect();
+    assert_eq!(stderr(&out), source_lines);
+    let out = ferroflux(&kc, &["reconcile", "ks", NAME]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("resource is suspended"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(colour(&rt, &c), "blue");
+    assert_eq!(last_applied(&rt, &c), Some(revision(&first)));
+
+    // Resumed: the controller applies what the source holds, and resume prints it.
+    let out = ferroflux(&kc, &["resume", "ks", NAME, "--timeout", "2m"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        golden("resume_kustomization_from_git.golden", &revision(&second))
+    );
+    assert_eq!(colour(&rt, &c), "green");
+
+    // A commit, then reconcile --with-source: the source fetches it, the Kustomization applies it.
+    repo.write("apps/settings.yaml", &configmap("red"));
+    let third = repo.commit_and_push("red");
+    let out = ferroflux(
+        &kc,
+        &["reconcile", "ks", NAME, "--with-source", "--timeout", "2m"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        golden("reconcile_kustomization_from_git.golden", &revision(&third))
+    );
+    assert_eq!(colour(&rt, &c), "red");
+    assert_eq!(last_applied(&rt, &c), Some(revision(&third)));
+
+    // The controller's own events, as `events --for` shows them.
+    let out = ferroflux(&kc, &["events", "--for", &format!("Kustomization/{NAME}")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = cells(&stdout(&out));
+    let object = format!("Kustomization/{NAME}");
+    assert!(
+        rows.iter()
+            .any(|r| r[1] == "Normal" && r[2] == "ReconciliationSucceeded" && r[3] == object),
+        "{rows:?}"
+    );
+    rt.block_on(async {
+        manager.shutdown().await.unwrap();
+        cl.shutdown().await;
+    });
+}
