@@ -184,6 +184,26 @@ impl ApiError {
         e.details = Some(t.details());
         e
     }
+    /// 403 for a request the authorizer denied; `name` is empty for collections.
+    pub fn forbidden_request(group: &str, resource: &str, name: &str, why: &str) -> ApiError {
+        let qualified = if group.is_empty() {
+            resource.to_string()
+        } else {
+            format!("{resource}.{group}")
+        };
+        let message = if name.is_empty() {
+            format!("{qualified} is forbidden: {why}")
+        } else {
+            format!("{qualified} {name:?} is forbidden: {why}")
+        };
+        let mut e = ApiError::new(403, "Forbidden", message);
+        let mut d = json!({ "name": name, "kind": resource });
+        if !group.is_empty() {
+            d["group"] = json!(group);
+        }
+        e.details = Some(d);
+        e
+    }
     pub fn method_not_allowed(message: impl Into<String>) -> ApiError {
         ApiError::new(405, "MethodNotAllowed", message)
     }

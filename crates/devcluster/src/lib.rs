@@ -2,7 +2,9 @@
 //!
 //! It owns the HTTPS endpoint (rustls with a fresh CA per cluster, one bearer token per cluster),
 //! the Kubernetes REST semantics the real `kubectl` and kube-rs rely on (discovery, CRUD, watch,
-//! patch, CRDs, Status errors) and object storage (in memory, or SQLite that survives SIGKILL).
+//! patch, CRDs, Status errors), impersonation with RBAC for impersonated users, fault injection
+//! (errors and broken connections) and object storage (in memory, or SQLite that survives
+//! SIGKILL).
 //! It stores and serves objects and simulates what controllers would write; it runs no containers.
 //! It must know nothing of GitOps: no Flux kinds, no reconcilers, no Git.
 //!
@@ -20,6 +22,7 @@
 // add noise to every handler.
 #![allow(clippy::result_large_err)]
 
+mod authz;
 mod discovery;
 mod error;
 mod events;
@@ -50,7 +53,7 @@ use tokio::sync::watch as signal;
 use tokio::task::JoinHandle;
 
 pub use error::Error;
-pub use faults::FaultConfig;
+pub use faults::{FaultAction, FaultConfig, FaultRule, RequestMatch};
 
 /// The Kubernetes version the clusters report (kubectl's dispatcher picks its client by it).
 pub const SERVER_VERSION: &str = "v1.33.1";
@@ -253,8 +256,9 @@ impl RunningCluster {
         kubeconfig(&[self], Some(&self.name))
     }
 
-    /// A kube-rs client for this cluster, trusting its CA and sending its token.
-    pub async fn client(&self) -> Result<kube::Client, Error> {
+    /// The kube-rs configuration of this cluster: its URL, trusting its CA, sending its token
+    /// (and installing the ring TLS provider kube-rs needs).
+    pub async fn kube_config(&self) -> Result<kube::Config, Error> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let cerr = |message: String| Error::Client {
             cluster: self.name.clone(),
@@ -262,16 +266,35 @@ impl RunningCluster {
         };
         let kc = kube::config::Kubeconfig::from_yaml(&self.kubeconfig())
             .map_err(|e| cerr(e.to_string()))?;
-        let cfg =
-            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-                .await
-                .map_err(|e| cerr(e.to_string()))?;
-        kube::Client::try_from(cfg).map_err(|e| cerr(e.to_string()))
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .map_err(|e| cerr(e.to_string()))
+    }
+
+    /// A kube-rs client for this cluster, trusting its CA and sending its token.
+    pub async fn client(&self) -> Result<kube::Client, Error> {
+        let cfg = self.kube_config().await?;
+        kube::Client::try_from(cfg).map_err(|e| Error::Client {
+            cluster: self.name.clone(),
+            message: e.to_string(),
+        })
     }
 
     /// Sets the faults the server injects from now on (see [`FaultConfig`]).
     pub fn set_faults(&self, faults: FaultConfig) -> Result<(), Error> {
         self.faults.set(faults).map_err(Error::Config)
+    }
+
+    /// Replaces the [`FaultRule`]s in force (an empty list clears them). For each API request
+    /// the first rule that matches and has not reached its limit acts.
+    pub fn set_fault_rules(&self, rules: Vec<FaultRule>) -> Result<(), Error> {
+        self.faults.rules.set(rules).map_err(Error::Config)
+    }
+
+    /// How many requests [`FaultRule`]s have acted on since the cluster started: a test waits
+    /// on it to know a fault was met.
+    pub fn faults_injected(&self) -> u64 {
+        self.faults.rules.injected()
     }
 
     /// Stops accepting connections and drops the open ones (watches end); objects are kept.

@@ -203,6 +203,10 @@ async fn apply(
                     if r.sub.is_some() {
                         return Err(ApiError::not_found(&t));
                     }
+                    // An apply that creates is also a create, as the API server checks it.
+                    if let Some(user) = &r.user {
+                        crate::authz::authorize(st, user, &r.attributes("create", &name))?;
+                    }
                     let mut obj = objects::admit(
                         st,
                         &r.res,

@@ -18,9 +18,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::authz::User;
 use crate::discovery;
 use crate::error::ApiError;
-use crate::faults::Faults;
+use crate::faults::{Connection, FaultAction, Faults};
 use crate::objects::{self, Mode, Propagation, target};
 use crate::resources::Resource;
 use crate::selector::{FieldSelector, LabelSelector};
@@ -56,14 +57,19 @@ pub async fn serve(
                 let Ok((tcp, _)) = r else { continue };
                 let _ = tcp.set_nodelay(true);
                 let acceptor = acceptor.clone();
-                let svc = router.clone();
+                let (conn, control) = crate::faults::connection();
+                let svc = router.clone().layer(axum::Extension(conn));
                 conns.spawn(async move {
                     let Ok(stream) = acceptor.accept(tcp).await else { return };
                     let io = hyper_util::rt::TokioIo::new(stream);
                     let svc = hyper_util::service::TowerToHyperService::new(svc);
-                    let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                        .serve_connection_with_upgrades(io, svc)
-                        .await;
+                    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+                    // A fault that breaks the connection drops it here, unanswered.
+                    tokio::select! {
+                        _ = builder.serve_connection_with_upgrades(io, svc) => {}
+                        _ = control.kill.notified() => {}
+                    }
+                    let _ = control.closed.send(true);
                 });
             }
             _ = shutdown.changed() => break,
@@ -145,10 +151,26 @@ async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
         None if public => {}
         None => return err_resp(&ApiError::unauthorized()),
     }
+    let user = match crate::authz::impersonated(&parts.headers) {
+        Ok(user) => user.map(Arc::new),
+        Err(e) => return err_resp(&e),
+    };
     if let Some(resp) = app.faults.before(&path).await {
         return resp;
     }
-    match route(&app, &parts.method, &path, &query, &parts.headers, body).await {
+    let conn = parts.extensions.get::<Connection>().cloned();
+    match route(
+        &app,
+        &parts.method,
+        &path,
+        &query,
+        &parts.headers,
+        body,
+        user,
+        conn,
+    )
+    .await
+    {
         Ok(r) => r,
         Err(e) => err_resp(&e),
     }
@@ -184,6 +206,7 @@ pub fn wants_table(h: &HeaderMap) -> bool {
         })
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn route(
     app: &Arc<App>,
     method: &Method,
@@ -191,6 +214,8 @@ async fn route(
     q: &HashMap<String, String>,
     headers: &HeaderMap,
     body: Body,
+    user: Option<Arc<User>>,
+    conn: Option<Connection>,
 ) -> Result<Response, ApiError> {
     let segs: Vec<&str> = path
         .trim_matches('/')
@@ -274,7 +299,34 @@ async fn route(
         ["apis", g, v, rest @ ..] => (*g, *v, rest),
         _ => return Err(ApiError::page_not_found()),
     };
-    let t = resolve(&app.store, group, version, rest)?;
+    let mut t = resolve(&app.store, group, version, rest)?;
+    if let Some(user) = &user {
+        let is_watch = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
+        let verb = verb_of(method, t.name.is_some(), is_watch);
+        // A list or watch of one object names it in the field selector; RBAC sees that name.
+        let selected = q.get("fieldSelector").and_then(|f| {
+            f.split(',')
+                .find_map(|term| term.strip_prefix("metadata.name="))
+                .map(str::to_string)
+        });
+        let name = t.name.clone().or(selected).unwrap_or_default();
+        crate::authz::authorize(&app.store.lock(), user, &t.attributes(verb, &name))?;
+    }
+    t.user = user;
+    let fault = app
+        .faults
+        .rules
+        .decide(method, &t, q.get("dryRun").is_some_and(|d| d == "All"));
+    match (fault, conn) {
+        (None, _) => {}
+        (Some(FaultAction::Error(code)), _) => return Err(ApiError::injected(code)),
+        (Some(FaultAction::Drop), Some(conn)) => return Ok(conn.break_now().await),
+        (Some(FaultAction::DropAfterServing), Some(conn)) => {
+            let _ = dispatch(app, method, t, q, headers, body).await;
+            return Ok(conn.break_now().await);
+        }
+        (Some(_), None) => return Err(ApiError::injected(500)),
+    }
     dispatch(app, method, t, q, headers, body).await
 }
 
@@ -285,6 +337,42 @@ pub struct Req {
     pub ns: Option<String>,
     pub name: Option<String>,
     pub sub: Option<String>,
+    /// Whom the request impersonates; `None` for the cluster's own (unrestricted) user.
+    pub user: Option<Arc<User>>,
+}
+
+impl Req {
+    /// The request as RBAC sees it, for `verb` on the object `name` (empty for collections).
+    pub fn attributes<'a>(&'a self, verb: &'a str, name: &'a str) -> crate::authz::Attributes<'a> {
+        let namespace = match (self.res.group.as_str(), self.res.plural.as_str()) {
+            // A namespace is inside itself, so a RoleBinding there can grant reading it.
+            ("", "namespaces") => name,
+            _ => self.ns.as_deref().unwrap_or(""),
+        };
+        crate::authz::Attributes {
+            verb,
+            group: &self.res.group,
+            resource: &self.res.plural,
+            subresource: self.sub.as_deref().unwrap_or(""),
+            namespace,
+            name,
+        }
+    }
+}
+
+/// The RBAC verb of a request, as the API server derives it.
+fn verb_of(method: &Method, named: bool, is_watch: bool) -> &'static str {
+    match (method.as_str(), named) {
+        ("GET" | "HEAD", _) if is_watch => "watch",
+        ("GET" | "HEAD", true) => "get",
+        ("GET" | "HEAD", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => "",
+    }
 }
 
 fn resolve(store: &Store, group: &str, version: &str, rest: &[&str]) -> Result<Req, ApiError> {
@@ -311,6 +399,7 @@ fn resolve(store: &Store, group: &str, version: &str, rest: &[&str]) -> Result<R
                     [_, sub] => Some(sub.to_string()),
                     _ => return Err(ApiError::page_not_found()),
                 },
+                user: None,
             });
         }
         r => (None::<String>, r),
@@ -330,6 +419,7 @@ fn resolve(store: &Store, group: &str, version: &str, rest: &[&str]) -> Result<R
             [_, sub] => Some(sub.to_string()),
             _ => return Err(ApiError::page_not_found()),
         },
+        user: None,
     })
 }
 

@@ -1,0 +1,480 @@
+//! Impersonation with RBAC (driven by the real kubectl `--as` and by kube-rs `impersonate`) and
+//! faults that break connections or answer errors for chosen requests.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use ferroflux_devcluster::{Config, DevCluster, FaultAction, FaultRule, RunningCluster};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+struct Kubectl {
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Kubectl {
+    fn new(c: &RunningCluster) -> Kubectl {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        ferroflux_devcluster::write_kubeconfig(&kubeconfig, &[c], None).unwrap();
+        let cache = dir.path().join("cache");
+        Kubectl {
+            kubeconfig,
+            cache,
+            _dir: dir,
+        }
+    }
+    fn run(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+    fn ok(&self, args: &[&str], stdin: &str) -> String {
+        let o = self.run(args, stdin);
+        assert!(
+            o.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    }
+    fn fails(&self, args: &[&str], stdin: &str) -> String {
+        let o = self.run(args, stdin);
+        assert!(
+            !o.status.success(),
+            "kubectl {args:?} should fail: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        String::from_utf8(o.stderr).unwrap()
+    }
+}
+
+const SA: &str = "system:serviceaccount:flux-system:deployer";
+
+const RBAC: &str = "
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-b}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: config-editor, namespace: team-a}
+rules:
+- apiGroups: ['']
+  resources: [configmaps]
+  verbs: [get, list, watch, create, patch]
+- apiGroups: [apps]
+  resources: [deployments/status]
+  verbs: ['*']
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: deployer, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: config-editor}
+subjects:
+- {kind: ServiceAccount, name: deployer, namespace: flux-system}
+";
+
+fn cluster_role(name: &str, resource: &str, verbs: &str) -> String {
+    format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: {name}}}\nrules:\n- {{apiGroups: [''], resources: [{resource}], verbs: [{verbs}]}}\n"
+    )
+}
+
+fn role(ns: &str, name: &str, verbs: &str, names: &str) -> String {
+    format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: {name}, namespace: {ns}}}\nrules:\n- {{apiGroups: [''], resources: [configmaps], verbs: [{verbs}], resourceNames: [{names}]}}\n"
+    )
+}
+
+/// A RoleBinding (`ns` set) or ClusterRoleBinding to `role_kind/role` for one subject.
+fn binding(ns: Option<&str>, name: &str, role_kind: &str, role: &str, subject: &str) -> String {
+    let (kind, meta) = match ns {
+        Some(ns) => ("RoleBinding", format!("{{name: {name}, namespace: {ns}}}")),
+        None => ("ClusterRoleBinding", format!("{{name: {name}}}")),
+    };
+    format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: {kind}\nmetadata: {meta}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: {role_kind}, name: {role}}}\nsubjects:\n- {subject}\n"
+    )
+}
+
+const SA_SUBJECT: &str = "{kind: ServiceAccount, name: deployer, namespace: flux-system}";
+
+fn cm(ns: &str, name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: {ns}}}\ndata: {{color: blue}}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impersonated_requests_follow_rbac() {
+    let c = DevCluster::start(Config::memory("rbac")).await.unwrap();
+    let k = Kubectl::new(&c);
+    k.ok(&["apply", "-f", "-"], RBAC);
+    let as_sa = format!("--as={SA}");
+
+    // Allowed by the Role in team-a, through kubectl's Impersonate-User header; server-side
+    // apply of a new object needs both patch and create, both granted there.
+    let out = k.ok(
+        &["apply", "--server-side", &as_sa, "-f", "-"],
+        &cm("team-a", "settings"),
+    );
+    assert!(
+        out.contains("configmap/settings serverside-applied"),
+        "{out}"
+    );
+    let out = k.ok(&["get", "cm", "-n", "team-a", &as_sa], "");
+    assert!(out.contains("settings"), "{out}");
+
+    // Denied elsewhere, with the API server's message.
+    let err = k.fails(
+        &["apply", "--server-side", &as_sa, "-f", "-"],
+        &cm("team-b", "settings"),
+    );
+    assert!(
+        err.contains(&format!(
+            "configmaps \"settings\" is forbidden: User \"{SA}\" cannot patch resource \"configmaps\" in API group \"\" in the namespace \"team-b\""
+        )),
+        "{err}"
+    );
+    let err = k.fails(&["get", "cm", "-n", "team-b", &as_sa], "");
+    assert!(
+        err.contains(&format!(
+            "configmaps is forbidden: User \"{SA}\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"team-b\""
+        )),
+        "{err}"
+    );
+    // Verbs outside the rule, other kinds and the cluster scope are denied too.
+    let err = k.fails(&["delete", "cm", "settings", "-n", "team-a", &as_sa], "");
+    assert!(
+        err.contains("cannot delete resource \"configmaps\""),
+        "{err}"
+    );
+    let err = k.fails(&["get", "secrets", "-n", "team-a", &as_sa], "");
+    assert!(err.contains("cannot list resource \"secrets\""), "{err}");
+    let err = k.fails(&["get", "cm", "-A", &as_sa], "");
+    assert!(
+        err.contains("cannot list resource \"configmaps\" in API group \"\" at the cluster scope"),
+        "{err}"
+    );
+    // Nothing was written by the denied requests; the cluster's own user sees everything.
+    let out = k.ok(&["get", "cm", "-A", "-o", "name"], "");
+    assert_eq!(out.trim(), "configmap/settings", "{out}");
+
+    // A ClusterRole bound by a RoleBinding grants only in that namespace; with a
+    // ClusterRoleBinding it grants everywhere.
+    k.ok(
+        &["apply", "-f", "-"],
+        &cluster_role("cm-reader", "configmaps", "get, list"),
+    );
+    k.ok(
+        &["apply", "-f", "-"],
+        &binding(
+            Some("team-b"),
+            "read-b",
+            "ClusterRole",
+            "cm-reader",
+            SA_SUBJECT,
+        ),
+    );
+    k.ok(&["get", "cm", "-n", "team-b", &as_sa], "");
+    k.fails(&["get", "cm", "-n", "default", &as_sa], "");
+    k.ok(
+        &["apply", "-f", "-"],
+        &binding(None, "read-all", "ClusterRole", "cm-reader", SA_SUBJECT),
+    );
+    k.ok(&["get", "cm", "-A", &as_sa], "");
+    // Groups: a binding to the service accounts' group covers every service account.
+    k.ok(
+        &["apply", "-f", "-"],
+        &cluster_role("ns-reader", "namespaces", "get"),
+    );
+    k.fails(
+        &[
+            "get",
+            "ns",
+            "team-b",
+            "--as=system:serviceaccount:other:bot",
+        ],
+        "",
+    );
+    k.ok(
+        &["apply", "-f", "-"],
+        &binding(
+            None,
+            "sa-ns",
+            "ClusterRole",
+            "ns-reader",
+            "{kind: Group, name: system:serviceaccounts}",
+        ),
+    );
+    k.ok(
+        &[
+            "get",
+            "ns",
+            "team-b",
+            "--as=system:serviceaccount:other:bot",
+        ],
+        "",
+    );
+    // Explicit groups replace the implicit ones; system:masters is cluster-admin.
+    k.fails(
+        &[
+            "get",
+            "ns",
+            "team-b",
+            "--as=system:serviceaccount:other:bot",
+            "--as-group=devs",
+        ],
+        "",
+    );
+    k.ok(
+        &[
+            "get",
+            "secrets",
+            "-A",
+            "--as=jane",
+            "--as-group=system:masters",
+        ],
+        "",
+    );
+
+    // A binding to a missing role denies, naming the role.
+    k.ok(
+        &["apply", "-f", "-"],
+        &binding(
+            Some("default"),
+            "ghost",
+            "Role",
+            "nowhere",
+            "{kind: User, name: jane}",
+        ),
+    );
+    let err = k.fails(&["get", "cm", "-n", "default", "--as=jane"], "");
+    assert!(
+        err.contains("RBAC: role.rbac.authorization.k8s.io \"nowhere\" not found"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_impersonation_subresources_and_resource_names() {
+    let c = DevCluster::start(Config::memory("rbac-rs")).await.unwrap();
+    let admin = c.client().await.unwrap();
+    let k = Kubectl::new(&c);
+    k.ok(&["apply", "-f", "-"], RBAC);
+    k.ok(
+        &["apply", "-f", "-"],
+        &role("team-b", "one", "get, patch", "only-this"),
+    );
+    k.ok(
+        &["apply", "-f", "-"],
+        &binding(Some("team-b"), "one", "Role", "one", SA_SUBJECT),
+    );
+    let admin_b: Api<ConfigMap> = Api::namespaced(admin.clone(), "team-b");
+    for name in ["only-this", "another"] {
+        let obj: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": name}, "data": {"a": "1"}}))
+                .unwrap();
+        admin_b.create(&PostParams::default(), &obj).await.unwrap();
+    }
+
+    let mut config = c.kube_config().await.unwrap();
+    config.auth_info.impersonate = Some(SA.into());
+    let sa = kube::Client::try_from(config).unwrap();
+    let b: Api<ConfigMap> = Api::namespaced(sa.clone(), "team-b");
+    let patch = Patch::Merge(json!({"data": {"a": "2"}}));
+    b.patch("only-this", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+    let denied = match b.patch("another", &PatchParams::default(), &patch).await {
+        Err(kube::Error::Api(s)) => s,
+        other => panic!("expected Forbidden, got {other:?}"),
+    };
+    assert_eq!((denied.code, denied.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        admin_b.get("another").await.unwrap().data.unwrap()["a"],
+        "1",
+        "a denied patch changes nothing"
+    );
+    // A server-side apply that creates needs create as well as patch.
+    k.ok(
+        &["apply", "-f", "-"],
+        &role("default", "patcher", "get, patch", "").replace(", resourceNames: []", ""),
+    );
+    k.ok(
+        &["apply", "-f", "-"],
+        &binding(Some("default"), "patcher", "Role", "patcher", SA_SUBJECT),
+    );
+    let admin_default: Api<ConfigMap> = Api::namespaced(admin.clone(), "default");
+    let existing: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "there"}, "data": {"a": "1"}})).unwrap();
+    admin_default
+        .create(&PostParams::default(), &existing)
+        .await
+        .unwrap();
+    let d: Api<ConfigMap> = Api::namespaced(sa.clone(), "default");
+    let apply = |name: &str| {
+        Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name}, "data": {"a": "2"}}))
+    };
+    d.patch("there", &PatchParams::apply("t").force(), &apply("there"))
+        .await
+        .unwrap();
+    for params in [PatchParams::apply("t").dry_run(), PatchParams::apply("t")] {
+        let denied = match d.patch("new", &params, &apply("new")).await {
+            Err(kube::Error::Api(s)) => s,
+            other => panic!("expected Forbidden, got {other:?}"),
+        };
+        assert_eq!(
+            denied.message,
+            format!(
+                "configmaps \"new\" is forbidden: User \"{SA}\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"default\""
+            )
+        );
+    }
+    assert!(admin_default.get_opt("new").await.unwrap().is_none());
+
+    // Deployments' status subresource is granted in team-a, not the deployments themselves.
+    let a = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(sa.clone(), "team-a");
+    let denied = match a.get("web").await {
+        Err(kube::Error::Api(s)) => s,
+        other => panic!("expected Forbidden, got {other:?}"),
+    };
+    assert_eq!(denied.code, 403, "{}", denied.message);
+    let not_found = match a.get_status("web").await {
+        Err(kube::Error::Api(s)) => s,
+        other => panic!("expected NotFound, got {other:?}"),
+    };
+    assert_eq!(not_found.code, 404, "{}", not_found.message);
+
+    // The same client without impersonation is unrestricted.
+    Api::<ConfigMap>::namespaced(admin, "team-b")
+        .patch("another", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+}
+
+fn is_broken_connection(e: &kube::Error) -> bool {
+    !matches!(e, kube::Error::Api(_))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_break_connections_of_chosen_requests() {
+    let c = DevCluster::start(Config::memory("drops")).await.unwrap();
+    let client = c.client().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let obj = |v: &str| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": "x"}, "data": {"v": v}})).unwrap()
+    };
+    api.create(&PostParams::default(), &obj("1")).await.unwrap();
+
+    // The next two writes of ConfigMaps are dropped unanswered and not served; reads pass.
+    c.set_fault_rules(vec![
+        FaultRule::new(FaultAction::Drop)
+            .writes()
+            .resource("configmaps")
+            .times(2),
+    ])
+    .unwrap();
+    let patch = Patch::Merge(json!({"data": {"v": "2"}}));
+    for _ in 0..2 {
+        let e = api
+            .patch("x", &PatchParams::default(), &patch)
+            .await
+            .unwrap_err();
+        assert!(is_broken_connection(&e), "a broken connection, not {e:?}");
+    }
+    assert_eq!(c.faults_injected(), 2);
+    assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "1");
+    api.patch("x", &PatchParams::default(), &patch)
+        .await
+        .unwrap();
+    assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "2");
+
+    // Dropped after serving: the write happens, the client never hears of it.
+    c.set_fault_rules(vec![
+        FaultRule::new(FaultAction::DropAfterServing)
+            .methods(&["PATCH"])
+            .name("x")
+            .dry_run(false),
+    ])
+    .unwrap();
+    // A dry-run is not matched.
+    let dry = PatchParams::default().dry_run();
+    api.patch("x", &dry, &Patch::Merge(json!({"data": {"v": "dry"}})))
+        .await
+        .unwrap();
+    let e = api
+        .patch(
+            "x",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"v": "3"}})),
+        )
+        .await
+        .unwrap_err();
+    assert!(is_broken_connection(&e), "a broken connection, not {e:?}");
+    assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "3");
+    assert_eq!(c.faults_injected(), 3);
+
+    // Error answers for one resource at a rate; other resources are not touched.
+    c.set_fault_rules(vec![
+        FaultRule::new(FaultAction::Error(500))
+            .resource("configmaps")
+            .rate(0.5),
+    ])
+    .unwrap();
+    let mut failed = 0;
+    for _ in 0..6 {
+        match api.get("x").await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) => {
+                assert_eq!((s.code, s.reason.as_str()), (500, "InternalError"));
+                failed += 1;
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(failed, 3);
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client, "default");
+    for _ in 0..4 {
+        secrets.list(&Default::default()).await.unwrap();
+    }
+
+    // Bad rules are refused; an empty list clears them.
+    assert!(
+        c.set_fault_rules(vec![FaultRule::new(FaultAction::Error(404))])
+            .is_err()
+    );
+    assert!(
+        c.set_fault_rules(vec![FaultRule::new(FaultAction::Drop).rate(2.0)])
+            .is_err()
+    );
+    c.set_fault_rules(vec![]).unwrap();
+    for _ in 0..4 {
+        api.get("x").await.unwrap();
+    }
+}
