@@ -104,7 +104,20 @@ fn gvk_of(api_version: &str, kind: &str) -> GroupVersionKind {
 fn message_of(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(status) => status.message.clone(),
-        other => other.to_string(),
+        // Transport errors say why only in their sources ("client error (SendRequest)" alone
+        // does not tell a user that the connection closed).
+        other => {
+            let mut message = other.to_string();
+            let mut source = std::error::Error::source(other);
+            while let Some(cause) = source {
+                let text = cause.to_string();
+                if !message.contains(&text) {
+                    message = format!("{message}: {text}");
+                }
+                source = cause.source();
+            }
+            message
+        }
     }
 }
 
@@ -269,16 +282,22 @@ impl Applier {
         let api_version = str_at(&obj, &["apiVersion"]).unwrap_or("");
         let namespace = str_at(&obj, &["metadata", "namespace"]);
         let (api, _) = self.api_for(api_version, &id.kind, namespace).await?;
-        let live = api
-            .get_opt(&id.name)
-            .await
-            .map_err(|e| dry_run_error(&id, &e))?;
-        if live.is_some() && meta_value(&obj, "annotations", SSA_ANNOTATION) == Some("IfNotPresent")
+        let live = api.get_opt(&id.name).await;
+        if matches!(live, Ok(Some(_)))
+            && meta_value(&obj, "annotations", SSA_ANNOTATION) == Some("IfNotPresent")
         {
             return Ok(Plan::done(id, Action::Skipped));
         }
         let params = PatchParams::apply(&self.field_manager).force().dry_run();
-        let dry = match api.patch(&id.name, &params, &Patch::Apply(&obj)).await {
+        let dry = api.patch(&id.name, &params, &Patch::Apply(&obj)).await;
+        // As in Flux, a failed read is reported only when the dry-run passes: the dry-run's
+        // error (a patch that is forbidden, invalid, refused) is the one that says why.
+        let live = match (live, &dry) {
+            (Ok(live), _) => live,
+            (Err(e), Ok(_)) => return Err(dry_run_error(&id, &e)),
+            (Err(_), Err(_)) => None,
+        };
+        let dry = match dry {
             Ok(d) => Some(d),
             Err(e)
                 if is_immutable(&e)

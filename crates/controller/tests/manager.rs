@@ -44,10 +44,7 @@ async fn cluster(name: &str) -> (RunningCluster, kube::Client, kube::Config) {
         .create(&PostParams::default(), &ns)
         .await
         .unwrap();
-    let kc = kube::config::Kubeconfig::from_yaml(&cluster.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
+    let config = cluster.kube_config().await.unwrap();
     (cluster, client, config)
 }
 

@@ -47,10 +47,7 @@ pub async fn start_with(name: &str, options: Options) -> Env {
         ks.list(&ListParams::default()).await.ok()
     })
     .await;
-    let kc = kube::config::Kubeconfig::from_yaml(&cluster.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
+    let config = cluster.kube_config().await.unwrap();
     let options = Options {
         requeue_dependency: Duration::from_secs(1),
         health_poll: Duration::from_millis(100),
