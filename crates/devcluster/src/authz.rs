@@ -214,6 +214,79 @@ pub fn authorize(st: &State, user: &User, a: &Attributes) -> Result<(), ApiError
     Err(forbidden(user, a, &errors))
 }
 
+/// Answers a SelfSubjectAccessReview: whether the requester (`None`: the cluster's own,
+/// unrestricted user) may do what `review.spec` describes.
+pub fn access_review(st: &State, user: Option<&User>, review: &Value) -> Result<Value, ApiError> {
+    let spec = review
+        .get("spec")
+        .filter(|s| s.is_object())
+        .ok_or_else(|| ApiError::bad_request("a SelfSubjectAccessReview needs a spec"))?;
+    let text = |v: Option<&Value>, field: &str| -> String {
+        v.and_then(|a| a.get(field))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let (allowed, reason) = match (
+        spec.get("resourceAttributes"),
+        spec.get("nonResourceAttributes"),
+    ) {
+        (Some(ra), None) => {
+            let (verb, group, resource, subresource, namespace, name) = (
+                text(Some(ra), "verb"),
+                text(Some(ra), "group"),
+                text(Some(ra), "resource"),
+                text(Some(ra), "subresource"),
+                text(Some(ra), "namespace"),
+                text(Some(ra), "name"),
+            );
+            let a = Attributes {
+                verb: &verb,
+                group: &group,
+                resource: &resource,
+                subresource: &subresource,
+                namespace: &namespace,
+                name: &name,
+            };
+            match user {
+                None => (true, String::new()),
+                Some(u) => match authorize(st, u, &a) {
+                    Ok(()) => (true, String::new()),
+                    Err(e) => (
+                        false,
+                        e.message
+                            .split_once(": RBAC: ")
+                            .map(|(_, why)| format!("RBAC: {why}"))
+                            .unwrap_or_default(),
+                    ),
+                },
+            }
+        }
+        // Non-resource paths: what every authenticated user is granted by default (reading
+        // discovery, version and health) and nothing else.
+        (None, Some(na)) => {
+            let verb = text(Some(na), "verb");
+            (user.is_none() || verb == "get", String::new())
+        }
+        _ => {
+            return Err(ApiError::bad_request(
+                "spec: Invalid value: exactly one of nonResourceAttributes or resourceAttributes must be specified",
+            ));
+        }
+    };
+    let mut status = serde_json::json!({ "allowed": allowed });
+    if !reason.is_empty() {
+        status["reason"] = Value::String(reason);
+    }
+    Ok(serde_json::json!({
+        "kind": "SelfSubjectAccessReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "metadata": { "creationTimestamp": null },
+        "spec": spec,
+        "status": status,
+    }))
+}
+
 /// The API server's Forbidden status: `<resource> "<name>" is forbidden: User "<user>" cannot
 /// <verb> resource "<resource>" in API group "<group>" in the namespace "<ns>"`.
 pub fn forbidden(user: &User, a: &Attributes, errors: &[String]) -> ApiError {

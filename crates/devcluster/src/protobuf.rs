@@ -139,6 +139,46 @@ fn object_meta(b: &[u8]) -> Result<Value, ApiError> {
     Ok(Value::Object(m))
 }
 
+/// The spec of a SelfSubjectAccessReview (`kubectl auth can-i`): field 2 of the review, with
+/// ResourceAttributes (1) or NonResourceAttributes (2).
+fn access_review_spec(raw: &[u8]) -> Result<Value, ApiError> {
+    const RESOURCE: [&str; 7] = [
+        "namespace",
+        "verb",
+        "group",
+        "version",
+        "resource",
+        "subresource",
+        "name",
+    ];
+    const NON_RESOURCE: [&str; 2] = ["path", "verb"];
+    let mut spec = Map::new();
+    for (n, f) in fields(raw)? {
+        if n != 2 {
+            continue;
+        }
+        for (m, g) in fields(bytes(&f)?)? {
+            let (key, names): (&str, &[&str]) = match m {
+                1 => ("resourceAttributes", &RESOURCE),
+                2 => ("nonResourceAttributes", &NON_RESOURCE),
+                _ => continue,
+            };
+            let mut attrs = Map::new();
+            for (k, h) in fields(bytes(&g)?)? {
+                // Field and label selectors (8, 9) do not narrow RBAC; they are left out.
+                if let Some(name) = usize::try_from(k)
+                    .ok()
+                    .and_then(|k| names.get(k.wrapping_sub(1)))
+                {
+                    attrs.insert(name.to_string(), json!(text(&h)?));
+                }
+            }
+            spec.insert(key.into(), Value::Object(attrs));
+        }
+    }
+    Ok(Value::Object(spec))
+}
+
 /// Decodes a `k8s\0`-enveloped protobuf body into the JSON object it encodes.
 pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
     let rest = body
@@ -163,6 +203,10 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
     let mut obj = Map::new();
     obj.insert("apiVersion".into(), json!(api_version));
     obj.insert("kind".into(), json!(kind));
+    if api_version == "authorization.k8s.io/v1" && kind == "SelfSubjectAccessReview" {
+        obj.insert("spec".into(), access_review_spec(raw)?);
+        return Ok(Value::Object(obj));
+    }
     if api_version != "v1"
         || !matches!(
             kind.as_str(),

@@ -62,7 +62,14 @@ impl Resource {
             _ => NameRule::Subdomain,
         }
     }
+    /// Reviews that are answered, not stored: create is their only verb.
+    pub fn is_review(&self) -> bool {
+        self.group == "authorization.k8s.io" && self.crd.is_none()
+    }
     pub fn verbs(&self) -> Vec<&'static str> {
+        if self.is_review() {
+            return vec!["create"];
+        }
         vec![
             "create",
             "delete",
@@ -418,6 +425,17 @@ const BUILTINS: &[Builtin] = &[
         NONE,
         false,
         true,
+        NONE,
+    ),
+    // Answered, never stored (`kubectl auth can-i`).
+    b(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        NONE,
+        false,
+        false,
         NONE,
     ),
 ];

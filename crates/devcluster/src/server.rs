@@ -558,6 +558,17 @@ async fn dispatch_verb(
     body: Body,
     is_watch: bool,
 ) -> Result<Response, ApiError> {
+    if r.res.is_review() {
+        if method != Method::POST || r.name.is_some() {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource: {method}"
+            )));
+        }
+        let bytes = read_body(body).await?;
+        let review = parse_body(&bytes, &content_type(headers))?;
+        let answer = crate::authz::access_review(&app.store.lock(), r.user.as_deref(), &review)?;
+        return Ok(json_resp(201, &answer));
+    }
     match (method.clone(), r.name.is_some()) {
         (Method::GET, false) if is_watch => crate::watch::watch(app, &r, q, headers),
         (Method::GET, false) => list(app, &r, q, headers),

@@ -149,6 +149,42 @@ async fn impersonated_requests_follow_rbac() {
     let out = k.ok(&["get", "cm", "-n", "team-a", &as_sa], "");
     assert!(out.contains("settings"), "{out}");
 
+    // `kubectl auth can-i` asks the same authorizer (a SelfSubjectAccessReview).
+    let can_i = |args: &[&str]| -> String {
+        let o = k.run(&[&["auth", "can-i"], args].concat(), "");
+        let answer = String::from_utf8(o.stdout).unwrap().trim().to_string();
+        assert_eq!(o.status.success(), answer == "yes", "{args:?}: {answer}");
+        answer
+    };
+    assert_eq!(
+        can_i(&["create", "configmaps", "-n", "team-a", &as_sa]),
+        "yes"
+    );
+    assert_eq!(
+        can_i(&["create", "configmaps", "-n", "team-b", &as_sa]),
+        "no"
+    );
+    assert_eq!(
+        can_i(&["delete", "configmaps", "-n", "team-a", &as_sa]),
+        "no"
+    );
+    assert_eq!(
+        can_i(&[
+            "patch",
+            "deployments",
+            "--subresource=status",
+            "-n",
+            "team-a",
+            &as_sa
+        ]),
+        "yes"
+    );
+    assert_eq!(
+        can_i(&["patch", "deployments", "-n", "team-a", &as_sa]),
+        "no"
+    );
+    assert_eq!(can_i(&["delete", "namespaces"]), "yes");
+
     // Denied elsewhere, with the API server's message.
     let err = k.fails(
         &["apply", "--server-side", &as_sa, "-f", "-"],
