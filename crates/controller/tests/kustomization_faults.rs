@@ -1,5 +1,6 @@
-//! Applies the cluster refuses or breaks: `serviceAccountName` impersonation denied by RBAC, API
-//! errors and connections dropped mid-apply. In every case the Kustomization says what failed,
+//! Applies the cluster refuses or breaks: `serviceAccountName` impersonation denied by RBAC (on
+//! the controller's cluster, and on a remote one through `kubeConfig`), API errors and
+//! connections dropped mid-apply. In every case the Kustomization says what failed,
 //! nothing is pruned, and it converges by itself (retryInterval) once the cause is gone.
 
 mod common;
@@ -8,9 +9,9 @@ use common::{
     create_git_repository, eventually, kustomization, publish, serve_artifact, start, tarball,
 };
 use ferroflux_api::{Kustomization, KustomizationStatus};
-use ferroflux_devcluster::{FaultAction, FaultRule};
+use ferroflux_devcluster::{Config, DevCluster, FaultAction, FaultRule};
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use serde_json::{Value, json};
 use std::sync::Mutex;
@@ -240,6 +241,73 @@ async fn service_account_applies_only_where_rbac_allows() {
     assert_eq!(value_of(&a, "one").await.as_deref(), Some("2"));
     assert_eq!(value_of(&b, "beta").await.as_deref(), Some("2"));
     assert_eq!(value_of(&a, "old").await, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_account_is_impersonated_on_the_remote_cluster() {
+    let hub = start("hub-rbac").await;
+    let remote = DevCluster::start(Config::memory("remote-rbac"))
+        .await
+        .unwrap();
+    let remote_client = remote.client().await.unwrap();
+    create_namespace(&remote_client, "team-a").await;
+    apply_admin(
+        &remote_client,
+        json!([
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "configmap-editor"},
+             "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}]},
+            editor_binding("team-a"),
+        ]),
+    )
+    .await;
+    let secrets: Api<Secret> = Api::namespaced(hub.client.clone(), "flux-system");
+    let kubeconfig: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "remote", "namespace": "flux-system"},
+        "data": {"value": k8s_openapi::ByteString(remote.kubeconfig().into_bytes())},
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &kubeconfig)
+        .await
+        .unwrap();
+    let (allowed, denied) = (
+        configmap("team-a", "allowed", "1"),
+        configmap("default", "denied", "1"),
+    );
+    let server = serve_artifact(&[
+        ("allowed/cm.yaml", allowed.as_str()),
+        ("denied/cm.yaml", denied.as_str()),
+    ])
+    .await;
+    create_git_repository(&hub.client).await;
+    publish(&hub.client, &server, &commit(1)).await;
+    let ks_api: Api<Kustomization> = Api::namespaced(hub.client.clone(), "flux-system");
+    for name in ["allowed", "denied"] {
+        let ks = kustomization(
+            name,
+            "repo",
+            json!({"path": format!("./{name}"), "serviceAccountName": "deployer",
+                   "kubeConfig": {"secretRef": {"name": "remote"}}}),
+        );
+        ks_api.create(&PostParams::default(), &ks).await.unwrap();
+    }
+    let rev1 = format!("main@sha1:{}", commit(1));
+    ready_where(&ks_api, "allowed", "applied", applied(&rev1)).await;
+    let (ready, _) = ready_where(&ks_api, "denied", "refused", failed_with("is forbidden")).await;
+    assert_eq!(
+        ready["message"],
+        format!(
+            "ConfigMap/default/denied dry-run failed (Forbidden): configmaps \"denied\" is forbidden: User \"{SA}\" cannot patch resource \"configmaps\" in API group \"\" in the namespace \"default\""
+        )
+    );
+    let remote_a: Api<ConfigMap> = Api::namespaced(remote_client.clone(), "team-a");
+    assert_eq!(value_of(&remote_a, "allowed").await.as_deref(), Some("1"));
+    let remote_default: Api<ConfigMap> = Api::namespaced(remote_client, "default");
+    assert_eq!(value_of(&remote_default, "denied").await, None);
+    // The hub itself got nothing.
+    let hub_default: Api<ConfigMap> = Api::namespaced(hub.client.clone(), "default");
+    assert_eq!(value_of(&hub_default, "denied").await, None);
 }
 
 /// A Kustomization applied at revision 1 (ConfigMaps `a` = 1 and `b`), and revision 2 (`a` = 2,
