@@ -5,8 +5,8 @@
 //! `serviceAccountName`) acts as that user instead, and is authorized the way the Kubernetes RBAC
 //! authorizer does it: against the stored Roles, ClusterRoles, RoleBindings and
 //! ClusterRoleBindings. What every real cluster grants through its default bindings (discovery,
-//! version and health for every authenticated user, `system:masters` as cluster-admin) is
-//! granted here without those objects being stored.
+//! version and health for every authenticated user, `system:masters` as cluster-admin, the
+//! `cluster-admin` ClusterRole) is granted here without those objects being stored.
 
 use axum::http::HeaderMap;
 use serde_json::Value;
@@ -154,10 +154,18 @@ fn role_rules<'a>(st: &'a State, binding: &Value, binding_ns: &str) -> Result<&'
         "Role" if !binding_ns.is_empty() => (format!("{RBAC}/roles"), binding_ns, "role"),
         other => return Err(format!("unsupported role reference kind: {other:?}")),
     };
-    st.get(&key, ns, name)
-        .map(|r| r.get("rules").unwrap_or(&Value::Null))
-        .ok_or_else(|| format!("{what}.{RBAC} {name:?} not found"))
+    match st.get(&key, ns, name) {
+        Some(role) => Ok(role.get("rules").unwrap_or(&Value::Null)),
+        // Every real cluster has cluster-admin (Flux tenants are bound to it in their
+        // namespace); it is granted without being stored.
+        None if kind == "ClusterRole" && name == "cluster-admin" => Ok(&CLUSTER_ADMIN),
+        None => Err(format!("{what}.{RBAC} {name:?} not found")),
+    }
 }
+
+static CLUSTER_ADMIN: std::sync::LazyLock<Value> = std::sync::LazyLock::new(
+    || serde_json::json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]),
+);
 
 /// Decides a resource request of `user` by RBAC; the error is the API server's 403.
 pub fn authorize(st: &State, user: &User, a: &Attributes) -> Result<(), ApiError> {

@@ -298,6 +298,22 @@ async fn impersonated_requests_follow_rbac() {
         "",
     );
 
+    // cluster-admin exists as in every cluster: bound in a namespace (as `flux create
+    // tenant` does), it grants everything there and nothing elsewhere.
+    let tenant = "--as=system:serviceaccount:tenant:reconciler";
+    k.ok(
+        &["apply", "-f", "-"],
+        &binding(
+            Some("team-b"),
+            "tenant",
+            "ClusterRole",
+            "cluster-admin",
+            "{kind: ServiceAccount, name: reconciler, namespace: tenant}",
+        ),
+    );
+    k.ok(&["get", "secrets,configmaps", "-n", "team-b", tenant], "");
+    k.fails(&["get", "secrets", "-n", "team-a", tenant], "");
+
     // A binding to a missing role denies, naming the role.
     k.ok(
         &["apply", "-f", "-"],
