@@ -18,11 +18,37 @@ use support::{cells, cluster, ferroflux, kubeconfig, runtime, stderr, stdout};
 
 const NAME: &str = "podinfo";
 
-fn configmap(colour: &str) -> String {
+/// A Kustomization on the same source that is never suspended: when it has applied a commit,
+/// the controller has had that commit's trigger for `NAME` too (one GitRepository change wakes
+/// both, and a suspended one returns at once), so `NAME` not applying it means something.
+const WITNESS: &str = "witness";
+
+fn configmap(name: &str, colour: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\n\
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n\
          data:\n  colour: {colour}\n"
     )
+}
+
+/// Waits until Kustomization `name` reports `want` applied; the bound only stops a broken
+/// controller from hanging the test.
+async fn applied(client: &kube::Client, name: &str, want: &str) {
+    let kss: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
+    for _ in 0..1200 {
+        let ks = kss.get(name).await.unwrap();
+        if ks.status.and_then(|s| s.last_applied_revision).as_deref() == Some(want) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{name} never applied {want}");
+}
+
+/// Both files of the repository at one colour.
+fn paint(repo: &Repo, colour: &str) -> String {
+    repo.write("apps/settings.yaml", &configmap("settings", colour));
+    repo.write("witness/witness.yaml", &configmap("witness", colour));
+    repo.commit_and_push(colour)
 }
 
 /// A flux golden of `tests/fixtures/goldens`, for objects named `NAME` in `flux-system` at
@@ -64,7 +90,10 @@ fn suspend_resume_and_reconcile_with_the_real_controllers() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let storage = tempfile::tempdir().unwrap();
-    let repo = Repo::with_files(&[("apps/settings.yaml", &configmap("blue"))]);
+    let repo = Repo::with_files(&[
+        ("apps/settings.yaml", &configmap("settings", "blue")),
+        ("witness/witness.yaml", &configmap("witness", "blue")),
+    ]);
     let first = repo.head().unwrap();
     let (cl, c, manager) = rt.block_on(async {
         let (cl, c) = cluster("staging").await;
@@ -86,42 +115,32 @@ fn suspend_resume_and_reconcile_with_the_real_controllers() {
         .unwrap();
         repos.create(&PostParams::default(), &obj).await.unwrap();
         let kss: Api<Kustomization> = Api::namespaced(c.clone(), "flux-system");
-        let obj = serde_json::from_value(json!({
-            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-            "kind": "Kustomization",
-            "metadata": {"name": NAME, "namespace": "flux-system"},
-            "spec": {"interval": "1h", "prune": true, "path": "./apps",
-                     "sourceRef": {"kind": "GitRepository", "name": NAME}},
-        }))
-        .unwrap();
-        kss.create(&PostParams::default(), &obj).await.unwrap();
-        // The readiness signal: the controller reports the first commit applied. The bound
-        // only stops a broken controller from hanging the test.
-        let want = revision(&first);
-        let mut tries = 0;
-        loop {
-            let ks = kss.get(NAME).await.unwrap();
-            if ks.status.and_then(|s| s.last_applied_revision) == Some(want.clone()) {
-                break;
-            }
-            tries += 1;
-            assert!(tries < 1200, "the first commit was never applied");
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        for (name, path) in [(NAME, "./apps"), (WITNESS, "./witness")] {
+            let obj = serde_json::from_value(json!({
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                "kind": "Kustomization",
+                "metadata": {"name": name, "namespace": "flux-system"},
+                "spec": {"interval": "1h", "prune": true, "path": path,
+                         "sourceRef": {"kind": "GitRepository", "name": NAME}},
+            }))
+            .unwrap();
+            kss.create(&PostParams::default(), &obj).await.unwrap();
         }
+        applied(&c, NAME, &revision(&first)).await;
+        applied(&c, WITNESS, &revision(&first)).await;
         (cl, c, manager)
     });
     let kc = kubeconfig(dir.path(), &[&cl]);
     assert_eq!(colour(&rt, &c), "blue");
 
-    // Suspended: a new commit is fetched but not applied.
+    // Suspended: a new commit is fetched (and applied by the witness) but not applied.
     let out = ferroflux(&kc, &["suspend", "ks", NAME]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
         stderr(&out),
         golden("suspend_kustomization_from_git.golden", "")
     );
-    repo.write("apps/settings.yaml", &configmap("green"));
-    let second = repo.commit_and_push("green");
+    let second = paint(&repo, "green");
     let out = ferroflux(
         &kc,
         &["reconcile", "source", "git", NAME, "--timeout", "2m"],
@@ -133,6 +152,7 @@ fn suspend_resume_and_reconcile_with_the_real_controllers() {
     );
     let source_lines: String = reconcile.split_inclusive('\n').take(4).collect();
     assert_eq!(stderr(&out), source_lines);
+    rt.block_on(applied(&c, WITNESS, &revision(&second)));
     let out = ferroflux(&kc, &["reconcile", "ks", NAME]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -153,8 +173,7 @@ fn suspend_resume_and_reconcile_with_the_real_controllers() {
     assert_eq!(colour(&rt, &c), "green");
 
     // A commit, then reconcile --with-source: the source fetches it, the Kustomization applies it.
-    repo.write("apps/settings.yaml", &configmap("red"));
-    let third = repo.commit_and_push("red");
+    let third = paint(&repo, "red");
     let out = ferroflux(
         &kc,
         &["reconcile", "ks", NAME, "--with-source", "--timeout", "2m"],
