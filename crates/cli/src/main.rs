@@ -87,9 +87,17 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() {
     let cli = Cli::parse();
-    match cli.command {
+    if let Err(e) = run(cli.command) {
+        // As flux prints an error: one `✗` line with its causes, exit 1.
+        progress::failure(format_args!("{e:#}"));
+        std::process::exit(1);
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Version => {
             println!("ferroflux {}", env!("CARGO_PKG_VERSION"));
             Ok(())
