@@ -10,6 +10,7 @@
 //! them.
 
 pub mod artifact;
+pub mod events;
 pub mod gitrepository;
 pub mod kustomization;
 pub mod leader;

@@ -8,6 +8,7 @@
 use super::build;
 use super::dependencies::{check_dependencies, dependency_keys, find_cycle, key};
 use crate::artifact;
+use crate::events::Recorder;
 use crate::metrics::{KUSTOMIZE_CONTROLLER, Metrics, Outcome};
 use ferroflux_api::conditions::{
     self, HEALTHY, READY, RECONCILING, STALLED, Status as CondStatus, reason,
@@ -25,7 +26,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Reporter};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
