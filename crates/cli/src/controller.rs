@@ -4,6 +4,7 @@
 use crate::kubecontext::KubeArgs;
 use anyhow::{Context as _, Result, anyhow};
 use clap::{Args, ValueEnum};
+use ferroflux_controller::kustomization::build::Strictness;
 use ferroflux_controller::leader::LeaderElection;
 use ferroflux_controller::manager::{Manager, ManagerConfig};
 use std::net::SocketAddr;
@@ -46,6 +47,10 @@ pub struct ControllerArgs {
     /// How often a Kustomization waiting on its dependencies is retried.
     #[arg(long, default_value = "30s")]
     requeue_dependency: String,
+    /// Flux's feature gates, `Name=true|false` separated by commas. Known:
+    /// StrictPostBuildSubstitutions (an unset variable without a default fails the build).
+    #[arg(long, default_value = "")]
+    feature_gates: String,
     /// Log level: error, warn, info, debug or trace.
     #[arg(long, default_value = "info")]
     log_level: String,
@@ -69,6 +74,31 @@ fn parse_addr(s: &str) -> Result<SocketAddr, String> {
     };
     full.parse()
         .map_err(|_| format!("{s:?} is not an address (expected host:port or :port)"))
+}
+
+/// The substitution mode `--feature-gates` asks for; unknown gates and values are refused, as
+/// Flux refuses them.
+fn substitution_strictness(gates: &str) -> Result<Strictness> {
+    let mut strictness = Strictness::Lenient;
+    for gate in gates.split(',').map(str::trim).filter(|g| !g.is_empty()) {
+        let (name, value) = gate
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--feature-gates: {gate:?} is not Name=true|false"))?;
+        let enabled: bool = value.trim().parse().map_err(|_| {
+            anyhow!("--feature-gates: {name}={value}: the value must be true or false")
+        })?;
+        match name.trim() {
+            "StrictPostBuildSubstitutions" => {
+                strictness = if enabled {
+                    Strictness::Strict
+                } else {
+                    Strictness::Lenient
+                };
+            }
+            other => return Err(anyhow!("--feature-gates: unknown feature gate {other:?}")),
+        }
+    }
+    Ok(strictness)
 }
 
 /// Sends logs to stderr, as text or as one JSON object per line.
@@ -130,6 +160,7 @@ async fn run_async(args: ControllerArgs) -> Result<()> {
     settings.leader_election = leader_election;
     settings.kustomization.concurrency = args.concurrent;
     settings.kustomization.requeue_dependency = requeue_dependency;
+    settings.kustomization.substitution = substitution_strictness(&args.feature_gates)?;
     settings.kustomization.health_poll = Duration::from_secs(2);
 
     let mut manager = Manager::start(client, config, settings)
@@ -186,5 +217,35 @@ impl ShutdownSignals {
             _ = self.interrupt.recv() => {}
             _ = self.terminate.recv() => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod feature_gate_tests {
+    use super::*;
+
+    #[test]
+    fn strict_substitution_is_a_feature_gate() {
+        assert_eq!(substitution_strictness("").unwrap(), Strictness::Lenient);
+        assert_eq!(
+            substitution_strictness("StrictPostBuildSubstitutions=true").unwrap(),
+            Strictness::Strict
+        );
+        assert_eq!(
+            substitution_strictness("StrictPostBuildSubstitutions=false").unwrap(),
+            Strictness::Lenient
+        );
+        assert_eq!(
+            substitution_strictness("Nope=true")
+                .unwrap_err()
+                .to_string(),
+            "--feature-gates: unknown feature gate \"Nope\""
+        );
+        assert_eq!(
+            substitution_strictness("StrictPostBuildSubstitutions=yes")
+                .unwrap_err()
+                .to_string(),
+            "--feature-gates: StrictPostBuildSubstitutions=yes: the value must be true or false"
+        );
     }
 }

@@ -362,10 +362,22 @@ fn widgets(client: &kube::Client, kind: &str, plural: &str) -> Api<DynamicObject
     Api::namespaced_with(client.clone(), "flux-system", &ar)
 }
 
+fn gate(failing: bool) -> String {
+    let annotation = if failing {
+        "  annotations:\n    devcluster.ferroflux.io/fail: \"true\"\n"
+    } else {
+        ""
+    };
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: gate\n  namespace: flux-system\n{annotation}spec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: gate\n  template:\n    metadata:\n      labels:\n        app: gate\n    spec:\n      containers:\n      - name: gate\n        image: nginx:1.27\n"
+    )
+}
+
 /// The seed's layout: `apps` depends on `infrastructure` (wait: true), which brings the CRD
-/// of the custom resource `apps` holds. `apps` waits as DependencyNotReady, then applies once
-/// infrastructure is Ready. And a CRD with its custom resource in one Kustomization: the CRD
-/// is applied and established first, in its own stage.
+/// of the custom resource `apps` holds. `apps` waits as DependencyNotReady while
+/// infrastructure is missing, then while it is unhealthy (its CRD already applied), and
+/// applies once infrastructure is Ready at the same revision. And a CRD with its custom
+/// resource in one Kustomization: the CRD is applied and established first, in its own stage.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resources_wait_for_their_crd() {
     let env = start("hub").await;
@@ -375,18 +387,20 @@ async fn custom_resources_wait_for_their_crd() {
         .replace("widget", "gadget")
         .replace("Widget", "Gadget");
     let gadget = WIDGET.replace("Widget", "Gadget");
-    let server = serve_artifact(&[
-        ("infrastructure/crd.yaml", WIDGET_CRD),
-        ("apps/widget.yaml", WIDGET),
-        // The custom resource listed before its CRD: order in Git does not matter.
-        (
-            "together/kustomization.yaml",
-            "resources:\n- gadget.yaml\n- crd.yaml\n",
-        ),
-        ("together/gadget.yaml", &gadget),
-        ("together/crd.yaml", &gadget_crd),
-    ])
-    .await;
+    let together = "resources:\n- gadget.yaml\n- crd.yaml\n";
+    let files = |gate: &str| {
+        tarball(&[
+            ("infrastructure/crd.yaml", WIDGET_CRD),
+            ("infrastructure/gate.yaml", gate),
+            ("apps/widget.yaml", WIDGET),
+            // The custom resource listed before its CRD: order in Git does not matter.
+            ("together/kustomization.yaml", together),
+            ("together/gadget.yaml", &gadget),
+            ("together/crd.yaml", &gadget_crd),
+        ])
+    };
+    let server = serve_artifact(&[]).await;
+    *server.content.lock().unwrap() = files(&gate(true));
     create_git_repository(&client).await;
     publish(&client, &server, C1).await;
 
@@ -408,6 +422,7 @@ async fn custom_resources_wait_for_their_crd() {
         "dependency 'flux-system/infrastructure' not found"
     );
 
+    // Infrastructure applies its CRD, but its gate Deployment fails the health check.
     ks_api
         .create(
             &PostParams::default(),
@@ -419,7 +434,32 @@ async fn custom_resources_wait_for_their_crd() {
         )
         .await
         .unwrap();
-    let infra = ready_at(&ks_api, "infrastructure", C1).await;
+    let ready = ready_with_reason(&ks_api, "infrastructure", "HealthCheckFailed").await;
+    assert!(
+        ready["message"]
+            .as_str()
+            .unwrap()
+            .contains("Deployment/flux-system/gate"),
+        "{ready}"
+    );
+    eventually("apps waits on an unready infrastructure", || async {
+        let ready = ready_with_reason(&ks_api, "apps", "DependencyNotReady").await;
+        (ready["message"] == "dependency 'flux-system/infrastructure' is not ready").then_some(())
+    })
+    .await;
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    assert!(crds.get_opt("widgets.example.com").await.unwrap().is_some());
+    let widget_api = widgets(&client, "Widget", "widgets");
+    assert!(
+        widget_api.get_opt("dial").await.unwrap().is_none(),
+        "apps applied nothing while waiting"
+    );
+
+    // The next commit heals the gate: infrastructure becomes Ready, then apps applies.
+    *server.content.lock().unwrap() = files(&gate(false));
+    publish(&client, &server, C2).await;
+    let infra = ready_at(&ks_api, "infrastructure", C2).await;
     let healthy = infra
         .status
         .unwrap()
@@ -429,15 +469,12 @@ async fn custom_resources_wait_for_their_crd() {
         .find(|c| c.type_ == "Healthy")
         .unwrap();
     assert_eq!(healthy.status, "True");
-    let apps = ready_at(&ks_api, "apps", C1).await;
+    let apps = ready_at(&ks_api, "apps", C2).await;
     assert_eq!(
         inventory_ids(&apps),
         ["flux-system_dial_example.com_Widget"]
     );
-    let dial = widgets(&client, "Widget", "widgets")
-        .get("dial")
-        .await
-        .unwrap();
+    let dial = widget_api.get("dial").await.unwrap();
     assert_eq!(dial.data["spec"]["size"], 3);
 
     ks_api
@@ -447,7 +484,7 @@ async fn custom_resources_wait_for_their_crd() {
         )
         .await
         .unwrap();
-    let together = ready_at(&ks_api, "together", C1).await;
+    let together = ready_at(&ks_api, "together", C2).await;
     assert_eq!(
         inventory_ids(&together),
         [
