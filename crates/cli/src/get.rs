@@ -86,11 +86,14 @@ pub fn run(args: GetArgs) -> anyhow::Result<()> {
     runtime.block_on(async {
         let (client, _) = args.kube.client().await?;
         let out = match &args.what {
+            // A watch holds its connection open until --timeout: no read timeout on it.
             GetWhat::Kustomizations(list) if list.watch => {
-                return watch::<Kustomization>(&client, &args.kube, list, ks_row).await;
+                let watching = crate::fluxobj::Cluster::connect_watching(&args.kube).await?;
+                return watch::<Kustomization>(&watching.client, &args.kube, list, ks_row).await;
             }
             GetWhat::Sources(SourceKind::Git(list)) if list.watch => {
-                return watch::<GitRepository>(&client, &args.kube, list, git_row).await;
+                let watching = crate::fluxobj::Cluster::connect_watching(&args.kube).await?;
+                return watch::<GitRepository>(&watching.client, &args.kube, list, git_row).await;
             }
             GetWhat::Kustomizations(list) => {
                 let items: Vec<Kustomization> = fetch(&client, &args.kube, list).await?;

@@ -834,6 +834,12 @@ fn get_watch_prints_a_row_per_change() {
     );
     child.kill().unwrap();
     child.wait().unwrap();
+
+    // Nothing changes: the watch ends by itself at --timeout, exit 0 (a quiet connection is
+    // not an error).
+    let out = ferroflux(&kc, &["get", "ks", "--watch", "--timeout", "3s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(cells(&stdout(&out)).len(), 2, "{}", stdout(&out));
     rt.block_on(cl.shutdown());
 }
 
