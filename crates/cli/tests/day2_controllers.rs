@@ -193,6 +193,18 @@ fn suspend_resume_and_reconcile_with_the_real_controllers() {
             .any(|r| r[1] == "Normal" && r[2] == "ReconciliationSucceeded" && r[3] == object),
         "{rows:?}"
     );
+
+    // The fleet view of this one cluster: both Kustomizations ready at the fetched commit.
+    let out = ferroflux(&kc, &["fleet", "status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let summary = cells(stdout(&out).split_once("\n\n").unwrap().1);
+    let short = format!("main@sha1:{}", &third[..8]);
+    assert_eq!(
+        summary[1],
+        [
+            "staging", "ready", "2/2", "0", "0", &short, &short, "in sync"
+        ]
+    );
     rt.block_on(async {
         manager.shutdown().await.unwrap();
         cl.shutdown().await;
