@@ -13,6 +13,8 @@ use ferroflux_controller::manager::{Manager, ManagerConfig};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::{cells, cluster, ferroflux, kubeconfig, runtime, stderr, stdout};
 
@@ -160,7 +162,26 @@ fn suspend_resume_and_reconcile_with_the_real_controllers() {
     assert_eq!(colour(&rt, &c), "blue");
     assert_eq!(last_applied(&rt, &c), Some(revision(&first)));
 
-    // Resumed: the controller applies what the source holds, and resume prints it.
+    // Resumed: the controller applies what the source holds, and resume prints it. Meanwhile
+    // `events --watch` streams what the controller records (through events.k8s.io, the API
+    // kube's recorder writes; the watch reads core/v1, the same store).
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args([
+            "events",
+            "--watch",
+            "--for",
+            &format!("Kustomization/{NAME}"),
+        ])
+        .args(["--timeout", "2m", "--kubeconfig"])
+        .arg(&kc)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    // The readiness signal: the header comes with the first event listed (the first apply's).
+    let header = lines.next().unwrap().unwrap();
+    assert!(header.starts_with("LAST SEEN"), "{header:?}");
     let out = ferroflux(&kc, &["resume", "ks", NAME, "--timeout", "2m"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
@@ -168,6 +189,26 @@ fn suspend_resume_and_reconcile_with_the_real_controllers() {
         golden("resume_kustomization_from_git.golden", &revision(&second))
     );
     assert_eq!(colour(&rt, &c), "green");
+    // The apply of the new commit arrives as a new row (the first apply's said "created").
+    let mut seen = Vec::new();
+    loop {
+        let Some(Ok(line)) = lines.next() else {
+            panic!("events --watch ended without the new apply: {seen:?}");
+        };
+        let done = line.contains("ConfigMap/default/settings configured");
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    assert!(
+        seen.iter().any(|l| l.contains(&format!(
+            "\tNormal\tReconciliationSucceeded\tKustomization/{NAME}\t"
+        ))),
+        "{seen:?}"
+    );
+    watch.kill().unwrap();
+    watch.wait().unwrap();
 
     // A commit, then reconcile --with-source: the source fetches it, the Kustomization applies it.
     let third = paint(&repo, "red");
