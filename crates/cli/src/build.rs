@@ -56,6 +56,10 @@ pub struct LocalArgs {
     /// Paths to ignore under --path, in .gitignore format (comma separated).
     #[arg(long, value_delimiter = ',')]
     pub ignore_paths: Vec<String>,
+    /// Fail when a substitution variable has no value and no default, instead of leaving it
+    /// empty (the controller's StrictPostBuildSubstitutions feature gate).
+    #[arg(long)]
+    pub strict_substitute: bool,
 }
 
 /// Flux's mask for Secret values (`**SOPS**`); in `data` it is base64-encoded.
@@ -208,7 +212,12 @@ pub async fn build_local(
         Some(c) => Cluster::Client(c),
         None => Cluster::Offline,
     };
-    let objects = ks_build::build(&ks, work.path(), &dir, cluster)
+    let strictness = if local.strict_substitute {
+        ks_build::Strictness::Strict
+    } else {
+        ks_build::Strictness::Lenient
+    };
+    let objects = ks_build::build_with(&ks, work.path(), &dir, cluster, strictness)
         .await
         .map_err(|e| anyhow!("kustomize build failed: {e}"))?;
     Ok((ks, objects))

@@ -50,7 +50,7 @@ pub struct BuildOutput {
     pub objects: Vec<Value>,
     pub warnings: Vec<String>,
     /// For each object, the JSON pointers of its string values that were written quoted (or
-    /// as block scalars) in the source, hold `${`, and still hold their source text. kyaml
+    /// as block scalars) in the source and still hold `${` where the build left them. kyaml
     /// keeps such a node's style through the build, so Flux's postBuild substitution leaves
     /// it a string; a JSON 6902 patch loses every style, as in kustomize.
     pub quoted_placeholders: Vec<Vec<String>>,
