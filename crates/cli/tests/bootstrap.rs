@@ -1,63 +1,38 @@
 //! `bootstrap git` end to end on local clusters whose controllers run in this process (the
-//! GitRepository reconcile pass in a loop and the Kustomization controller, with a real
-//! artifact server): twice on one repository (the second run commits nothing), and two clusters
+//! `Manager` that `ferroflux controller` and `dev up` run, with the CRDs installed first as
+//! `dev up` does): twice on one repository (the second run commits nothing), and two clusters
 //! on one repository (two folders, one history).
 
 mod bootstrap_support;
 
-use std::time::Duration;
-
 use bootstrap_support::{Cluster, Repo, args, ferroflux, text};
-use ferroflux_controller::gitrepository::{SourceSettings, reconcile};
-use ferroflux_controller::kustomization::reconciler::{self, Options};
+use ferroflux_controller::manager::{Manager, ManagerConfig, install_crds};
 
-/// The controllers of one cluster; they stop when dropped.
+/// One cluster's controllers; `shutdown` them at the end of the test.
 struct Controllers {
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    manager: Manager,
     _storage: tempfile::TempDir,
 }
 
-impl Drop for Controllers {
-    fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
-        }
+impl Controllers {
+    async fn shutdown(self) {
+        self.manager.shutdown().await.unwrap();
     }
 }
 
 async fn controllers(c: &Cluster) -> Controllers {
     let client = c.client().await;
+    install_crds(&client).await.unwrap();
     let storage = tempfile::tempdir().unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let root = storage.path().to_path_buf();
-    let server = tokio::spawn(async move {
-        ferroflux_source::serve(root, listener).await.ok();
-    });
-    let settings = SourceSettings {
-        storage: ferroflux_source::Storage::new(storage.path(), format!("http://{addr}")).unwrap(),
-        allow_file_urls: true,
-    };
-    let source_client = client.clone();
-    // The GitRepository controller's loop, reduced to the one object bootstrap creates.
-    let source = tokio::spawn(async move {
-        loop {
-            let _ = reconcile(&source_client, &settings, "flux-system", "flux-system").await;
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    });
     let kc = kube::config::Kubeconfig::from_yaml(&c.cluster.kubeconfig()).unwrap();
     let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
         .await
         .unwrap();
-    let options = Options {
-        requeue_dependency: Duration::from_millis(500),
-        health_poll: Duration::from_millis(200),
-        ..Options::default()
-    };
-    let ks = tokio::spawn(reconciler::run(client, config, options));
+    let manager = Manager::start(client, config, ManagerConfig::local(storage.path()))
+        .await
+        .unwrap();
     Controllers {
-        tasks: vec![server, source, ks],
+        manager,
         _storage: storage,
     }
 }
@@ -83,7 +58,7 @@ fn bootstrap(url: &str, path: &str, kubeconfig: &std::path::Path) -> Vec<String>
 #[tokio::test(flavor = "multi_thread")]
 async fn bootstrap_twice_changes_nothing_the_second_time() {
     let c = Cluster::start("staging").await;
-    let _controllers = controllers(&c).await;
+    let controllers = controllers(&c).await;
     let repo = Repo::with_files(&[("README.md", "fleet\n")]);
 
     let out = ferroflux(
@@ -146,14 +121,15 @@ async fn bootstrap_twice_changes_nothing_the_second_time() {
     assert!(!log.contains("installing components"), "{log}");
     assert_eq!(repo.count(), 2, "the second run made a commit");
     assert_eq!(repo.head().unwrap(), head);
+    controllers.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_clusters_on_one_repository() {
     let staging = Cluster::start("staging").await;
     let production = Cluster::start("production").await;
-    let _s = controllers(&staging).await;
-    let _p = controllers(&production).await;
+    let staging_controllers = controllers(&staging).await;
+    let production_controllers = controllers(&production).await;
     let repo = Repo::with_files(&[("README.md", "fleet\n")]);
 
     let out = ferroflux(
@@ -213,4 +189,6 @@ async fn two_clusters_on_one_repository() {
         text(&out)
     );
     assert_eq!(repo.count(), 3);
+    staging_controllers.shutdown().await;
+    production_controllers.shutdown().await;
 }
