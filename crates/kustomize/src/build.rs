@@ -52,7 +52,8 @@ pub struct BuildOutput {
     /// For each object, the JSON pointers of its string values that were written quoted (or
     /// as block scalars) in the source and still hold `${` where the build left them. kyaml
     /// keeps such a node's style through the build, so Flux's postBuild substitution leaves
-    /// it a string; a JSON 6902 patch loses every style, as in kustomize.
+    /// it a string. A value a strategic-merge patch writes carries the patch's quoting; a
+    /// JSON 6902 patch loses every style of its object, as in kustomize.
     pub quoted_placeholders: Vec<Vec<String>>,
 }
 

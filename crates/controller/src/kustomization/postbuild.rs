@@ -245,7 +245,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("kustomization.yaml"),
-            "resources:\n- cm.yaml\n- deploy.yaml\n",
+            "resources:\n- cm.yaml\n- deploy.yaml\npatches:\n- patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: web\n    spec:\n      template:\n        spec:\n          containers:\n          - name: web\n            env:\n            - name: PORT\n              value: \"${n}\"\n- target:\n    kind: ConfigMap\n  patch: |-\n    apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: any\n    data:\n      single: ${n}\n",
         )
         .unwrap();
         std::fs::write(
@@ -272,8 +272,9 @@ mod tests {
         let cm = objects.iter().find(|o| o["kind"] == "ConfigMap").unwrap();
         assert_eq!(
             cm["data"],
-            json!({"n": "5", "single": "5", "flag": "true", "escaped": "${n} costs $5 5",
-                   "block": "count=5\n"})
+            json!({"n": "5", "single": 5, "flag": "true", "escaped": "${n} costs $5 5",
+                   "block": "count=5\n"}),
+            "a patch's plain value replaces the source's quoted one"
         );
         let deploy = objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
         assert_eq!(deploy["metadata"]["labels"]["n"], "5");
@@ -282,6 +283,11 @@ mod tests {
         let container = &deploy["spec"]["template"]["spec"]["containers"][0];
         assert_eq!(container["image"], "nginx:1.27");
         assert_eq!(container["args"], json!(["5", 5]));
+        assert_eq!(
+            container["env"],
+            json!([{"name": "PORT", "value": "5"}]),
+            "a patch keeps its own quoting"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::build::Ctx;
 use crate::error::{BuildError, Result};
 use crate::kustomization::PatchArgs;
 use crate::resource::{Res, effective_namespace, split_api_version};
-use crate::yaml::parse::parse_documents;
+use crate::yaml::parse::{Document, parse_documents_with_raw};
 
 fn looks_like_path(s: &str) -> bool {
     !s.contains('\n') && !s.contains(": ")
@@ -33,12 +33,12 @@ pub fn strategic_merge_list(
         } else {
             (e.clone(), shown.to_path_buf())
         };
-        let docs = parse_documents(&text).map_err(|error| BuildError::Yaml {
+        let docs = parse_documents_with_raw(&text).map_err(|error| BuildError::Yaml {
             path: src.clone(),
             error,
         })?;
         for d in docs {
-            apply_smp_by_id(res, &d, &src)?;
+            apply_smp_by_id(res, &d.value, &d.quoted_placeholders, &src)?;
         }
     }
     Ok(())
@@ -60,7 +60,7 @@ fn patch_id(p: &Value) -> (String, String, String, String) {
     )
 }
 
-fn apply_smp_by_id(res: &mut Vec<Res>, patch: &Value, src: &Path) -> Result<()> {
+fn apply_smp_by_id(res: &mut Vec<Res>, patch: &Value, quoted: &[String], src: &Path) -> Result<()> {
     let (av, kind, name, ns) = patch_id(patch);
     let pns = effective_namespace(false, &ns);
     let hits: Vec<usize> = res
@@ -96,7 +96,7 @@ fn apply_smp_by_id(res: &mut Vec<Res>, patch: &Value, src: &Path) -> Result<()> 
             src,
             format!("no resource matches strategic merge patch {id:?}"),
         )),
-        1 => apply_smp(res, hits[0], patch, src),
+        1 => apply_smp(res, hits[0], patch, quoted, src),
         _ => Err(BuildError::invalid(
             src,
             format!("multiple resources match strategic merge patch {id:?}"),
@@ -104,7 +104,15 @@ fn apply_smp_by_id(res: &mut Vec<Res>, patch: &Value, src: &Path) -> Result<()> 
     }
 }
 
-fn apply_smp(res: &mut Vec<Res>, i: usize, patch: &Value, src: &Path) -> Result<()> {
+/// Merges `patch` into `res[i]`. `quoted` are the patch's quoted placeholders: a value the
+/// patch wrote keeps the patch's quoting, a value it replaced loses the object's.
+fn apply_smp(
+    res: &mut Vec<Res>,
+    i: usize,
+    patch: &Value,
+    quoted: &[String],
+    src: &Path,
+) -> Result<()> {
     let merged = crate::smp::merge(&res[i].obj, patch).map_err(|m| {
         BuildError::invalid(
             src,
@@ -115,25 +123,44 @@ fn apply_smp(res: &mut Vec<Res>, i: usize, patch: &Value, src: &Path) -> Result<
         None => {
             res.remove(i);
         }
-        Some(v) => res[i].obj = v,
+        Some(v) => {
+            let r = &mut res[i];
+            let before = std::mem::replace(&mut r.obj, v);
+            let obj = &r.obj;
+            // List items merged by key may sit at other indices than in the patch: only a
+            // pointer that finds the patch's own value there is one the patch wrote.
+            let written = |p: &str| {
+                patch.pointer(p).is_some_and(Value::is_string) && patch.pointer(p) == obj.pointer(p)
+            };
+            r.quoted_placeholders.retain(|p| {
+                before.pointer(p).is_some() && before.pointer(p) == obj.pointer(p) && !written(p)
+            });
+            for p in quoted {
+                if written(p) {
+                    r.quoted_placeholders.push(p.clone());
+                }
+            }
+        }
     }
     Ok(())
 }
 
 enum Parsed {
-    Smp(Vec<Value>),
+    Smp(Vec<Document>),
     Json(Value),
 }
 
 fn parse_patch(text: &str, src: &Path) -> Result<Parsed> {
-    let docs = parse_documents(text).map_err(|error| BuildError::Yaml {
+    let docs = parse_documents_with_raw(text).map_err(|error| BuildError::Yaml {
         path: src.to_path_buf(),
         error,
     })?;
-    if docs.len() == 1 && docs[0].is_array() {
-        return Ok(Parsed::Json(docs.into_iter().next().unwrap_or_default()));
+    if docs.len() == 1 && docs[0].value.is_array() {
+        return Ok(Parsed::Json(
+            docs.into_iter().next().map(|d| d.value).unwrap_or_default(),
+        ));
     }
-    if docs.iter().all(Value::is_object) {
+    if docs.iter().all(|d| d.value.is_object()) {
         return Ok(Parsed::Smp(docs));
     }
     Err(BuildError::invalid(
@@ -209,7 +236,7 @@ pub fn patches(
             Parsed::Smp(docs) => match &p.target {
                 None => {
                     for d in docs {
-                        apply_smp_by_id(res, &d, &src)?;
+                        apply_smp_by_id(res, &d.value, &d.quoted_placeholders, &src)?;
                     }
                 }
                 Some(target) => {
@@ -220,7 +247,12 @@ pub fn patches(
                         ));
                     }
                     let sel = Compiled::new(target).map_err(|m| BuildError::invalid(shown, m))?;
-                    let Some(patch) = docs.into_iter().next() else {
+                    let Some(Document {
+                        value: patch,
+                        quoted_placeholders: quoted,
+                        ..
+                    }) = docs.into_iter().next()
+                    else {
                         continue;
                     };
                     let mut i = 0;
@@ -259,7 +291,7 @@ pub fn patches(
                         if allow_name || allow_kind {
                             res[i].store_previous_id();
                         }
-                        apply_smp(res, i, &pc, &src)?;
+                        apply_smp(res, i, &pc, &quoted, &src)?;
                         if res.len() == before {
                             i += 1;
                         }
