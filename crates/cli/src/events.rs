@@ -397,6 +397,9 @@ async fn watch_events(
 ) -> anyhow::Result<()> {
     use futures::StreamExt;
     use std::io::Write;
+    // One listener for the whole command, from before the first row: a Ctrl-C that answers a
+    // row, or comes while one is printed, ends the watch cleanly.
+    let mut interrupt = crate::fluxobj::listen_for_interrupt();
     let api = core_events(cluster, namespace);
     let listed = cluster
         .call("listing events", api.list(&ListParams::default()))
@@ -437,7 +440,12 @@ async fn watch_events(
         loop {
             tokio::select! {
                 _ = &mut deadline => return Ok(()),
-                _ = tokio::signal::ctrl_c() => return Ok(()),
+                Some(()) = async {
+                    match interrupt.as_mut() {
+                        Some(signal) => signal.recv().await,
+                        None => std::future::pending().await,
+                    }
+                } => return Ok(()),
                 event = stream.next() => match event {
                     // The server closed the watch (its own time limit): go on from the last
                     // event seen.

@@ -768,8 +768,14 @@ fn events_watch_streams_new_events_of_the_object() {
         row.ends_with("\tNormal\tProgressing\tKustomization/apps\tsecond\t"),
         "{row:?}"
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
+    // Ctrl-C ends the watch cleanly.
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
 
     // The watch ends by itself at --timeout, exit 0, as flux's does.
     let out = ferroflux(
