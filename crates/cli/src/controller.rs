@@ -48,7 +48,8 @@ pub struct ControllerArgs {
     #[arg(long, default_value = "30s")]
     requeue_dependency: String,
     /// Flux's feature gates, `Name=true|false` separated by commas. Known:
-    /// StrictPostBuildSubstitutions (an unset variable without a default fails the build).
+    /// StrictPostBuildSubstitutions (default true: an unset variable without a default fails
+    /// the build; false makes it empty).
     #[arg(long, default_value = "")]
     feature_gates: String,
     /// Log level: error, warn, info, debug or trace.
@@ -79,7 +80,7 @@ fn parse_addr(s: &str) -> Result<SocketAddr, String> {
 /// The substitution mode `--feature-gates` asks for; unknown gates and values are refused, as
 /// Flux refuses them.
 fn substitution_strictness(gates: &str) -> Result<Strictness> {
-    let mut strictness = Strictness::Lenient;
+    let mut strictness = Strictness::Strict;
     for gate in gates.split(',').map(str::trim).filter(|g| !g.is_empty()) {
         let (name, value) = gate
             .split_once('=')
@@ -226,7 +227,7 @@ mod feature_gate_tests {
 
     #[test]
     fn strict_substitution_is_a_feature_gate() {
-        assert_eq!(substitution_strictness("").unwrap(), Strictness::Lenient);
+        assert_eq!(substitution_strictness("").unwrap(), Strictness::Strict);
         assert_eq!(
             substitution_strictness("StrictPostBuildSubstitutions=true").unwrap(),
             Strictness::Strict

@@ -532,11 +532,11 @@ spec:
         image: nginx:${tag:=1.27}
 ";
 
-/// Substitution as Flux does it: an unset variable becomes empty, a default fills in, a
-/// quoted `"${n}"` stays a string (the API server refuses a number in ConfigMap data) while
-/// a plain `${replicas}` becomes a number. With strict substitution (Flux's
-/// `StrictPostBuildSubstitutions`) the unset variable fails the build, naming the variable
-/// and the object, and nothing is applied.
+/// Substitution as Flux does it: a default fills in, a quoted `"${n}"` stays a string (the
+/// API server refuses a number in ConfigMap data) while a plain `${replicas}` becomes a
+/// number. With strict substitution (the default, `StrictPostBuildSubstitutions`) an unset
+/// variable fails the build, naming the variable and the object, and nothing is applied;
+/// with the gate off it becomes empty.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn substitution_keeps_quoting_and_reports_unset_variables() {
     let server =
@@ -544,7 +544,14 @@ async fn substitution_keeps_quoting_and_reports_unset_variables() {
     let spec = json!({"path": "./vars",
         "postBuild": {"substitute": {"n": "5", "replicas": "2"}}});
 
-    let lenient = start("lenient").await;
+    let lenient = start_with(
+        "lenient",
+        Options {
+            substitution: Strictness::Lenient,
+            ..Options::default()
+        },
+    )
+    .await;
     create_git_repository(&lenient.client).await;
     publish(&lenient.client, &server, C1).await;
     let ks_api: Api<Kustomization> = Api::namespaced(lenient.client.clone(), "flux-system");
@@ -569,14 +576,7 @@ async fn substitution_keeps_quoting_and_reports_unset_variables() {
     let image = web.spec.template.spec.unwrap().containers[0].image.clone();
     assert_eq!(image.as_deref(), Some("nginx:1.27"));
 
-    let strict = start_with(
-        "strict",
-        Options {
-            substitution: Strictness::Strict,
-            ..Options::default()
-        },
-    )
-    .await;
+    let strict = start("strict").await;
     create_git_repository(&strict.client).await;
     publish(&strict.client, &server, C1).await;
     let ks_api: Api<Kustomization> = Api::namespaced(strict.client.clone(), "flux-system");

@@ -97,14 +97,14 @@ fn confined(root: &Path, path: &str) -> Option<PathBuf> {
 
 /// Builds the kustomization at `dir` (inside the writable artifact copy `root`) for `ks`, and
 /// returns the objects Flux would apply, in build order. A variable without a value or a
-/// default is substituted by the empty string, as Flux does by default.
+/// default fails the build (strict substitution, the controller's default).
 pub async fn build(
     ks: &Kustomization,
     root: &Path,
     dir: &Path,
     cluster: Cluster<'_>,
 ) -> Result<Vec<Value>, BuildError> {
-    build_with(ks, root, dir, cluster, Strictness::Lenient).await
+    build_with(ks, root, dir, cluster, Strictness::Strict).await
 }
 
 /// [`build`], choosing what an unset variable does.

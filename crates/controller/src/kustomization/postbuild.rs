@@ -80,11 +80,11 @@ fn substitution_disabled(obj: &Value) -> bool {
 /// How `postBuild` substitution treats a variable that is neither set nor defaulted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Strictness {
-    /// It becomes the empty string (Flux's default).
-    #[default]
+    /// It becomes the empty string (`StrictPostBuildSubstitutions=false`).
     Lenient,
-    /// It is an error naming the variable and the object (Flux's
-    /// `StrictPostBuildSubstitutions` feature gate).
+    /// It is an error naming the variable and the object, and nothing is applied: the default,
+    /// as FLUX-COMPAT.md records for Flux (`StrictPostBuildSubstitutions`).
+    #[default]
     Strict,
 }
 

@@ -57,7 +57,7 @@ pub struct Options {
     /// How many Kustomizations reconcile at once (Flux's `--concurrent`).
     pub concurrency: u16,
     /// What an unset substitution variable does (Flux's `StrictPostBuildSubstitutions`
-    /// feature gate, off by default).
+    /// feature gate; strict by default).
     pub substitution: build::Strictness,
 }
 
@@ -68,7 +68,7 @@ impl Default for Options {
             max_artifact_size: artifact::DEFAULT_MAX_SIZE,
             health_poll: Duration::from_secs(2),
             concurrency: 4,
-            substitution: build::Strictness::Lenient,
+            substitution: build::Strictness::Strict,
         }
     }
 }
