@@ -27,8 +27,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Reporter};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{PredicateConfig, WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -76,6 +76,9 @@ impl Default for Options {
 /// What every reconcile shares.
 pub struct Context {
     client: kube::Client,
+    /// Applies to the controller's own cluster as itself: one connection pool and one
+    /// discovery cache for every Kustomization without `kubeConfig` or `serviceAccountName`.
+    local: Applier,
     config: kube::Config,
     store: Store<Kustomization>,
     recorder: Recorder,
@@ -116,10 +119,20 @@ pub fn controller(
     let kustomizations = Api::<Kustomization>::all(client.clone());
     let repositories = Api::<GitRepository>::all(client.clone());
     let concurrency = options.concurrency.max(1);
-    let controller = Controller::new(kustomizations.clone(), watcher::Config::default())
+    let (store, writer) = reflector::store();
+    // As Flux's GenerationChangedPredicate and ReconcileRequestedPredicate: a Kustomization
+    // runs when its spec changes, when a reconcile is requested, when it is being deleted, and
+    // on its own schedule; never because of its own status write (a Healthy message carries
+    // the check's duration, so each run would start the next one).
+    let triggers = watcher(kustomizations.clone(), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(reconcile_trigger, PredicateConfig::default());
+    let controller = Controller::for_stream(triggers, store.clone())
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
-    let store = controller.store();
     let by_source = store.clone();
+    let revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
     let by_dependency = store.clone();
     let reporter = Reporter {
         controller: "kustomize-controller".into(),
@@ -127,6 +140,7 @@ pub fn controller(
     };
     let context = Arc::new(Context {
         recorder: Recorder::new(client.clone(), reporter),
+        local: Applier::new(client.clone(), FIELD_MANAGER).with_poll_interval(options.health_poll),
         client,
         config,
         store: store.clone(),
@@ -138,6 +152,9 @@ pub fn controller(
         .watches(repositories, watcher::Config::default(), move |repo| {
             let ns = repo.namespace().unwrap_or_default();
             let name = repo.name_any();
+            if !artifact_changed(&revisions, &repo) {
+                return Vec::new();
+            }
             by_source
                 .state()
                 .iter()
@@ -174,6 +191,42 @@ pub fn controller(
             }
         });
     (store, Box::pin(task))
+}
+
+/// What, when it changes, makes a Kustomization reconcile at once: its generation, the
+/// `reconcile.fluxcd.io/requestedAt` annotation and the start of its deletion.
+fn reconcile_trigger(ks: &Kustomization) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    ks.metadata.generation.hash(&mut hasher);
+    ks.annotations()
+        .get(RECONCILE_REQUESTED_AT)
+        .hash(&mut hasher);
+    ks.metadata.deletion_timestamp.is_some().hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// Whether `repo`'s artifact revision differs from the one last seen (Flux's
+/// SourceRevisionChangePredicate): the source's other changes (its own conditions,
+/// `lastHandledReconcileAt`, annotations) must not rebuild every Kustomization made from it.
+/// A source seen for the first time counts as changed, as a create event does in Flux.
+fn artifact_changed(
+    seen: &std::sync::Mutex<BTreeMap<String, Option<String>>>,
+    repo: &GitRepository,
+) -> bool {
+    let revision = repo
+        .status
+        .as_ref()
+        .and_then(|s| s.artifact.as_ref())
+        .map(|a| a.revision.clone());
+    let key = key(&repo.namespace().unwrap_or_default(), &repo.name_any());
+    let Ok(mut seen) = seen.lock() else {
+        return true;
+    };
+    match seen.insert(key, revision.clone()) {
+        None => true,
+        Some(previous) => previous != revision,
+    }
 }
 
 fn error_policy(_ks: Arc<Kustomization>, _error: &ReconcileError, _ctx: Arc<Context>) -> Action {
@@ -575,10 +628,18 @@ async fn pipeline(
     objects.sort_by(ferroflux_apply::order::apply_order);
 
     // Apply, inventory, prune, health.
-    let target = target_client(ks, ctx, &ns)
+    let remote;
+    let applier = match target_client(ks, ctx, &ns)
         .await
-        .map_err(|m| Failure::new(reason::RECONCILIATION_FAILED, m, retry))?;
-    let applier = Applier::new(target, FIELD_MANAGER).with_poll_interval(ctx.options.health_poll);
+        .map_err(|m| Failure::new(reason::RECONCILIATION_FAILED, m, retry))?
+    {
+        None => &ctx.local,
+        Some(target) => {
+            remote =
+                Applier::new(target, FIELD_MANAGER).with_poll_interval(ctx.options.health_poll);
+            &remote
+        }
+    };
     let options = ApplyOptions {
         force: ks.spec.force.unwrap_or(false),
         stage_timeout: timing.timeout,
@@ -650,12 +711,21 @@ fn build_failure(e: build::BuildError, retry: Duration) -> Failure {
 }
 
 /// The client objects are applied with: the controller's own cluster, or the one a
-/// `kubeConfig` Secret names; impersonating `serviceAccountName` when set.
+/// `kubeConfig` Secret names; impersonating `serviceAccountName` when set. `None` means the
+/// controller's own cluster as itself, whose shared client and applier are used.
 async fn target_client(
     ks: &Kustomization,
     ctx: &Context,
     ns: &str,
-) -> Result<kube::Client, String> {
+) -> Result<Option<kube::Client>, String> {
+    let remote = ks
+        .spec
+        .kube_config
+        .as_ref()
+        .is_some_and(|k| k.secret_ref.is_some());
+    if !remote && ks.spec.service_account_name.is_none() {
+        return Ok(None);
+    }
     let mut config = match ks
         .spec
         .kube_config
@@ -695,7 +765,9 @@ async fn target_client(
     if let Some(sa) = &ks.spec.service_account_name {
         config.auth_info.impersonate = Some(format!("system:serviceaccount:{ns}:{sa}"));
     }
-    kube::Client::try_from(config).map_err(|e| format!("failed to build client: {e}"))
+    kube::Client::try_from(config)
+        .map(Some)
+        .map_err(|e| format!("failed to build client: {e}"))
 }
 
 /// Deletion: prune what the deletion policy says, then let the object go.
@@ -722,9 +794,15 @@ async fn finalize(
         .unwrap_or_default();
     if delete && ks.spec.suspend != Some(true) && !inventory.entries.is_empty() {
         let outcome = async {
-            let target = target_client(ks, ctx, &ns).await?;
-            let applier =
-                Applier::new(target, FIELD_MANAGER).with_poll_interval(ctx.options.health_poll);
+            let remote;
+            let applier = match target_client(ks, ctx, &ns).await? {
+                None => &ctx.local,
+                Some(target) => {
+                    remote = Applier::new(target, FIELD_MANAGER)
+                        .with_poll_interval(ctx.options.health_poll);
+                    &remote
+                }
+            };
             let stale: Vec<InventoryObject> =
                 stale_entries(&inventory, &ResourceInventory::default())
                     .map_err(|e| e.to_string())?;
@@ -793,4 +871,86 @@ async fn finalize(
     )
     .await?;
     Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kustomization(generation: i64) -> Kustomization {
+        serde_json::from_value(json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "apps", "namespace": "flux-system", "generation": generation},
+            "spec": {
+                "interval": "10m",
+                "prune": true,
+                "sourceRef": {"kind": "GitRepository", "name": "fleet"},
+            },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn status_writes_do_not_trigger_but_spec_requests_and_deletion_do() {
+        let ks = kustomization(1);
+        let base = reconcile_trigger(&ks);
+
+        let mut status_only = ks.clone();
+        status_only.status = Some(KustomizationStatus {
+            last_applied_revision: Some("main@sha1:1234".into()),
+            ..Default::default()
+        });
+        status_only.metadata.resource_version = Some("99".into());
+        status_only.metadata.finalizers = Some(vec![FINALIZER.into()]);
+        assert_eq!(reconcile_trigger(&status_only), base);
+
+        assert_ne!(reconcile_trigger(&kustomization(2)), base);
+
+        let mut requested = ks.clone();
+        requested.metadata.annotations = Some(
+            [(RECONCILE_REQUESTED_AT.to_string(), "now".to_string())]
+                .into_iter()
+                .collect(),
+        );
+        assert_ne!(reconcile_trigger(&requested), base);
+
+        let mut deleting = ks.clone();
+        deleting.metadata.deletion_timestamp = Some(
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::now()),
+        );
+        assert_ne!(reconcile_trigger(&deleting), base);
+    }
+
+    fn repository(revision: Option<&str>) -> GitRepository {
+        let mut repo: GitRepository = serde_json::from_value(json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": "fleet", "namespace": "flux-system"},
+            "spec": {"url": "https://example.com/fleet.git", "interval": "1m"},
+        }))
+        .unwrap();
+        if let Some(revision) = revision {
+            repo.status = Some(
+                serde_json::from_value(json!({"artifact": {
+                    "path": "p", "url": "http://x/p", "revision": revision,
+                    "digest": "sha256:00", "lastUpdateTime": "2026-01-01T00:00:00Z",
+                }}))
+                .unwrap(),
+            );
+        }
+        repo
+    }
+
+    #[test]
+    fn only_a_new_artifact_revision_wakes_the_kustomizations() {
+        let seen = std::sync::Mutex::new(BTreeMap::new());
+        // First sight counts (as a create event), even before there is an artifact.
+        assert!(artifact_changed(&seen, &repository(None)));
+        assert!(!artifact_changed(&seen, &repository(None)));
+        assert!(artifact_changed(&seen, &repository(Some("main@sha1:aa"))));
+        // Conditions, lastHandledReconcileAt, annotations: same revision, nobody woken.
+        assert!(!artifact_changed(&seen, &repository(Some("main@sha1:aa"))));
+        assert!(artifact_changed(&seen, &repository(Some("main@sha1:bb"))));
+    }
 }
