@@ -102,8 +102,30 @@ async fn missing_source_dependency_cycle_and_build_failure_apply_nothing() {
     )
     .await
     .unwrap();
-    let a = ready_with_reason(&api, "a", "DependencyNotReady").await;
-    let b = ready_with_reason(&api, "b", "DependencyNotReady").await;
+    // `a` first reports `b` missing (it was created first); it is woken again when `b`
+    // appears, so wait for the cycle to be reported, not for the first not-ready message.
+    let cycle_reported = |name: &'static str| {
+        let api = api.clone();
+        async move {
+            eventually(&format!("{name} reports the cycle"), || async {
+                let ks = api.get(name).await.ok()?;
+                let ready = ks
+                    .status?
+                    .conditions?
+                    .into_iter()
+                    .find(|c| c.type_ == "Ready")?;
+                ready
+                    .message
+                    .starts_with("circular dependency detected")
+                    .then(|| serde_json::to_value(ready).unwrap())
+            })
+            .await
+        }
+    };
+    let a = cycle_reported("a").await;
+    let b = cycle_reported("b").await;
+    assert_eq!(a["reason"], "DependencyNotReady");
+    assert_eq!(b["reason"], "DependencyNotReady");
     assert_eq!(
         a["message"],
         "circular dependency detected: flux-system/a -> flux-system/b -> flux-system/a"
