@@ -183,9 +183,8 @@ pub async fn start_controllers(cluster: &RunningCluster, storage: &Path) -> Resu
         )
         .await
         .context("cannot create the flux-system namespace")?;
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&cluster.kubeconfig())
-        .context("reading the cluster's own kubeconfig")?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+    let config = cluster
+        .kube_config()
         .await
         .context("loading the cluster's own kubeconfig")?;
     let mut settings = ManagerConfig::local(storage);

@@ -24,10 +24,7 @@ async fn controllers(c: &Cluster) -> Controllers {
     let client = c.client().await;
     install_crds(&client).await.unwrap();
     let storage = tempfile::tempdir().unwrap();
-    let kc = kube::config::Kubeconfig::from_yaml(&c.cluster.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .unwrap();
+    let config = c.cluster.kube_config().await.unwrap();
     let manager = Manager::start(client, config, ManagerConfig::local(storage.path()))
         .await
         .unwrap();

@@ -99,10 +99,7 @@ fn suspend_resume_and_reconcile_with_the_real_controllers() {
     let first = repo.head().unwrap();
     let (cl, c, manager) = rt.block_on(async {
         let (cl, c) = cluster("staging").await;
-        let kc = kube::config::Kubeconfig::from_yaml(&cl.kubeconfig()).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .unwrap();
+        let config = cl.kube_config().await.unwrap();
         let manager = Manager::start(c.clone(), config, ManagerConfig::local(storage.path()))
             .await
             .unwrap();
