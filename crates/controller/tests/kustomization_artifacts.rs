@@ -8,12 +8,12 @@ mod common;
 use std::path::Path;
 
 use common::{
-    create_git_repository, digest, eventually, kustomization, publish, ready_with_reason,
-    serve_artifact, start, tarball,
+    create_git_repository, digest, eventually, kustomization, publish, publish_with_digest,
+    ready_message, ready_with_reason, serve_artifact, start, tarball,
 };
-use ferroflux_api::{GitRepository, Kustomization};
+use ferroflux_api::Kustomization;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::json;
 
 const C1: &str = "1111111111111111111111111111111111111111";
@@ -44,45 +44,12 @@ fn raw_tarball(entries: &[(&str, &str)]) -> Vec<u8> {
     builder.into_inner().unwrap().finish().unwrap()
 }
 
-/// Points the GitRepository's artifact at `commit` with the given digest.
-async fn publish_with_digest(client: &kube::Client, url: &str, commit: &str, digest: &str) {
-    let status = json!({"status": {"artifact": {
-        "path": "gitrepository/flux-system/repo/latest.tar.gz",
-        "url": url,
-        "revision": format!("main@sha1:{commit}"),
-        "digest": digest,
-        "lastUpdateTime": "2026-01-01T00:00:00Z",
-    }}});
-    let repos: Api<GitRepository> = Api::namespaced(client.clone(), "flux-system");
-    repos
-        .patch_status("repo", &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .unwrap();
-}
-
 async fn value_of(cms: &Api<ConfigMap>, name: &str) -> Option<String> {
     cms.get_opt(name)
         .await
         .unwrap()
         .and_then(|cm| cm.data)
         .and_then(|d| d.get("v").cloned())
-}
-
-/// Waits for the Ready message to contain `needle` and returns the condition.
-async fn failed_with(api: &Api<Kustomization>, needle: &str) -> serde_json::Value {
-    eventually(&format!("Ready message with {needle:?}"), || async {
-        let ks = api.get("app").await.ok()?;
-        let ready = ks
-            .status?
-            .conditions?
-            .into_iter()
-            .find(|c| c.type_ == "Ready")?;
-        ready
-            .message
-            .contains(needle)
-            .then(|| serde_json::to_value(ready).unwrap())
-    })
-    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -129,7 +96,10 @@ async fn bad_artifacts_apply_and_prune_nothing() {
         ("../escaped.yaml", &configmap("escaped", "x")),
     ]);
     publish(&env.client, &server, C3).await;
-    let ready = failed_with(&api, "escapes the target directory").await;
+    let ready = ready_message(&api, "app", "the escaping entry reported", |m| {
+        m.contains("escapes the target directory")
+    })
+    .await;
     assert_eq!(ready["reason"], "ArtifactFailed");
     assert!(
         ready["message"]

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{
-    create_git_repository, eventually, kustomization, publish, ready_with_reason, serve_artifact,
-    start,
+    create_git_repository, eventually, kustomization, publish, ready_message, ready_with_reason,
+    serve_artifact, start,
 };
 use ferroflux_api::Kustomization;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -105,22 +105,9 @@ async fn missing_source_dependency_cycle_and_build_failure_apply_nothing() {
     // `a` first reports `b` missing (it was created first); it is woken again when `b`
     // appears, so wait for the cycle to be reported, not for the first not-ready message.
     let cycle_reported = |name: &'static str| {
-        let api = api.clone();
-        async move {
-            eventually(&format!("{name} reports the cycle"), || async {
-                let ks = api.get(name).await.ok()?;
-                let ready = ks
-                    .status?
-                    .conditions?
-                    .into_iter()
-                    .find(|c| c.type_ == "Ready")?;
-                ready
-                    .message
-                    .starts_with("circular dependency detected")
-                    .then(|| serde_json::to_value(ready).unwrap())
-            })
-            .await
-        }
+        ready_message(&api, name, "the cycle reported", |m| {
+            m.starts_with("circular dependency detected")
+        })
     };
     let a = cycle_reported("a").await;
     let b = cycle_reported("b").await;

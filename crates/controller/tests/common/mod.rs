@@ -188,11 +188,16 @@ pub async fn create_git_repository(client: &kube::Client) {
 /// Writes the artifact the server holds into `repo`'s status, at revision `main@sha1:<commit>`.
 pub async fn publish(client: &kube::Client, server: &ArtifactServer, commit: &str) {
     let data = server.content.lock().unwrap().clone();
+    publish_with_digest(client, &server.url, commit, &digest(&data)).await;
+}
+
+/// [`publish`] with the digest given, right or wrong.
+pub async fn publish_with_digest(client: &kube::Client, url: &str, commit: &str, digest: &str) {
     let status = json!({"status": {"artifact": {
         "path": "gitrepository/flux-system/repo/latest.tar.gz",
-        "url": server.url,
+        "url": url,
         "revision": format!("main@sha1:{commit}"),
-        "digest": digest(&data),
+        "digest": digest,
         "lastUpdateTime": "2026-01-01T00:00:00Z",
     }}});
     let repos: Api<GitRepository> = Api::namespaced(client.clone(), "flux-system");
@@ -200,4 +205,23 @@ pub async fn publish(client: &kube::Client, server: &ArtifactServer, commit: &st
         .patch_status("repo", &PatchParams::default(), &Patch::Merge(&status))
         .await
         .unwrap();
+}
+
+/// The Ready condition of `name` once its message satisfies `accept`.
+pub async fn ready_message(
+    api: &Api<Kustomization>,
+    name: &str,
+    what: &str,
+    accept: impl Fn(&str) -> bool,
+) -> Value {
+    eventually(&format!("{name}: {what}"), || async {
+        let ks = api.get(name).await.ok()?;
+        let ready = ks
+            .status?
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == "Ready")?;
+        accept(&ready.message).then(|| serde_json::to_value(ready).unwrap())
+    })
+    .await
 }
