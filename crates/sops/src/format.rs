@@ -130,12 +130,21 @@ fn load_yaml(text: &str) -> Result<Vec<Node>, ErrorKind> {
 }
 
 /// How many whole-line or end-of-line comments of a YAML file cannot be kept: those between
-/// the plain items of a sequence, which no mapping holds. The others are kept (and encrypted)
-/// as sops keeps them.
+/// the plain items of a sequence, which no mapping holds (in a file sops encrypted, the list
+/// items it made of them). The others are kept (and encrypted) as sops keeps them.
 pub fn unkept_yaml_comments(data: &[u8]) -> usize {
-    std::str::from_utf8(data)
-        .map(|text| comments::scan(text).unplaced)
-        .unwrap_or(0)
+    let Ok(text) = std::str::from_utf8(data) else {
+        return 0;
+    };
+    // In an encrypted file, sops' own list-item comments (which decryption leaves out).
+    let list_comments = text
+        .lines()
+        .filter(|l| {
+            let item = l.trim_start().strip_prefix("- ").unwrap_or("");
+            crate::tree::is_list_comment(&Node::Str(item.trim_end().to_string()))
+        })
+        .count();
+    comments::scan(text).unplaced + list_comments
 }
 
 fn load_json(text: &str) -> Result<Vec<Node>, ErrorKind> {

@@ -319,6 +319,12 @@ impl Walker<'_> {
                 Ok(())
             }
             Node::Seq(items) => {
+                if matches!(self.mode, Mode::Decrypt) {
+                    // sops keeps a comment written between list items as an item of its own,
+                    // typed `comment` and left out of the MAC. It is not data: it must not
+                    // come back as an extra list element.
+                    items.retain(|item| !is_list_comment(item));
+                }
                 for item in items.iter_mut() {
                     self.walk(item, path)?;
                 }
@@ -363,6 +369,11 @@ pub(crate) fn encrypt_docs(
     key: &[u8],
 ) -> Result<String, ErrorKind> {
     run(docs, rules, key, Mode::Encrypt)
+}
+
+/// A list item sops wrote for a comment: an encrypted value whose type is `comment`.
+pub(crate) fn is_list_comment(node: &Node) -> bool {
+    matches!(node, Node::Str(s) if s.starts_with("ENC[AES256_GCM,") && s.ends_with(",type:comment]"))
 }
 
 #[cfg(test)]

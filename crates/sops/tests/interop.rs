@@ -297,3 +297,34 @@ fn yaml_comments_round_trip_with_real_sops() {
     assert!(!ours.contains("ENC["), "{ours}");
     assert_eq!(yaml_value(ours.as_bytes()), yaml_value(plain.as_bytes()));
 }
+
+/// sops turns a comment between list items into an item of its own (typed `comment`, outside
+/// the MAC). Decrypting must verify the MAC and must not return it as a list element.
+#[test]
+fn comments_sops_made_list_items_are_not_data() {
+    let plain = "l:\n- a\n# between\n- b\n";
+    let dir = tempfile::tempdir().unwrap();
+    let plain_path = write_temp(&dir, "l.yaml", plain.as_bytes());
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(sops_binary())
+        .args(["encrypt", "--age", A])
+        .arg(&plain_path)
+        .env_clear()
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(",type:comment]"));
+    assert_eq!(ferroflux_sops::unkept_yaml_comments(&out.stdout), 1);
+    let key_text = std::fs::read_to_string(key_file("age.txt")).unwrap();
+    let ours = ferroflux_sops::Decryptor::new(
+        ferroflux_sops::AgeIdentities::parse("age.txt", &key_text).unwrap(),
+    )
+    .decrypt("l.enc.yaml", &out.stdout, Format::Yaml)
+    .unwrap();
+    assert_eq!(yaml_value(&ours), yaml_value(plain.as_bytes()));
+}
