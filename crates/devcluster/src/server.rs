@@ -625,6 +625,10 @@ async fn dispatch_verb(
 struct Continue {
     ns: String,
     name: String,
+    /// The first page's resourceVersion: every page of a list reports it, as the API server's
+    /// do, so a watch started from the list replays what changed while the pages were read.
+    #[serde(default)]
+    rv: Option<String>,
 }
 
 pub fn selectors(
@@ -663,8 +667,12 @@ fn list(
                 .map_err(|_| ApiError::bad_request("continue key is not valid: illegal base64"))?;
             let c: Continue = serde_json::from_slice(&raw)
                 .map_err(|_| ApiError::bad_request("continue key is not valid"))?;
-            Some((c.ns, c.name))
+            Some(c)
         }
+    };
+    let (after, first_rv) = match after {
+        Some(c) => (Some((c.ns, c.name)), c.rv),
+        None => (None, None),
     };
     let table = wants_table(headers);
     let st = app.store.lock();
@@ -688,11 +696,16 @@ fn list(
         }
         items.push(s);
     }
-    let rv = st.rv.to_string();
+    let rv = first_rv.unwrap_or_else(|| st.rv.to_string());
     let cont = more.map(|(ns, name)| {
         use base64::Engine;
+        let next = Continue {
+            ns,
+            name,
+            rv: Some(rv.clone()),
+        };
         base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(serde_json::to_vec(&Continue { ns, name }).unwrap_or_default())
+            .encode(serde_json::to_vec(&next).unwrap_or_default())
     });
     if table {
         let objs: Vec<std::borrow::Cow<Value>> = items

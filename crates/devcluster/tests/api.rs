@@ -301,6 +301,37 @@ async fn selectors_and_paging() {
     }
     assert_eq!(seen, ["cm-0", "cm-1", "cm-2", "cm-3", "cm-4"]);
 
+    // Every page reports the first page's resourceVersion, so a watch from the list sees what
+    // changed on an earlier page while later pages were read.
+    let first = api.list(&ListParams::default().limit(2)).await.unwrap();
+    let first_rv = first.metadata.resource_version.clone().unwrap();
+    api.patch(
+        "cm-0",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"changed": "between pages"}})),
+    )
+    .await
+    .unwrap();
+    let cont = first.metadata.continue_.clone().unwrap();
+    let second = api
+        .list(&ListParams::default().limit(2).continue_token(&cont))
+        .await
+        .unwrap();
+    assert_eq!(
+        second.metadata.resource_version.as_deref(),
+        Some(first_rv.as_str())
+    );
+    let mut events = Box::pin(api.watch(&WatchParams::default(), &first_rv).await.unwrap());
+    loop {
+        match events.next().await {
+            Some(Ok(WatchEvent::Modified(cm))) if cm.metadata.name.as_deref() == Some("cm-0") => {
+                break;
+            }
+            Some(Ok(_)) => {}
+            other => panic!("no modification of cm-0 replayed: {other:?}"),
+        }
+    }
+
     // A selector that does not parse is a 400 naming the problem.
     let e = api_err(
         api.list(&ListParams::default().fields("spec.foo=bar"))
