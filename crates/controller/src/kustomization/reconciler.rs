@@ -140,7 +140,7 @@ pub fn controller(
     };
     let context = Arc::new(Context {
         recorder: Recorder::new(client.clone(), reporter),
-        local: Applier::new(client.clone(), FIELD_MANAGER).with_poll_interval(options.health_poll),
+        local: new_applier(client.clone(), &options),
         client,
         config,
         store: store.clone(),
@@ -628,18 +628,10 @@ async fn pipeline(
     objects.sort_by(ferroflux_apply::order::apply_order);
 
     // Apply, inventory, prune, health.
-    let remote;
-    let applier = match target_client(ks, ctx, &ns)
+    let own = own_applier(ks, ctx, &ns)
         .await
-        .map_err(|m| Failure::new(reason::RECONCILIATION_FAILED, m, retry))?
-    {
-        None => &ctx.local,
-        Some(target) => {
-            remote =
-                Applier::new(target, FIELD_MANAGER).with_poll_interval(ctx.options.health_poll);
-            &remote
-        }
-    };
+        .map_err(|m| Failure::new(reason::RECONCILIATION_FAILED, m, retry))?;
+    let applier = own.as_ref().unwrap_or(&ctx.local);
     let options = ApplyOptions {
         force: ks.spec.force.unwrap_or(false),
         stage_timeout: timing.timeout,
@@ -710,14 +702,14 @@ fn build_failure(e: build::BuildError, retry: Duration) -> Failure {
     }
 }
 
-/// The client objects are applied with: the controller's own cluster, or the one a
-/// `kubeConfig` Secret names; impersonating `serviceAccountName` when set. `None` means the
-/// controller's own cluster as itself, whose shared client and applier are used.
-async fn target_client(
+/// The applier for a Kustomization that needs its own client: for the cluster its
+/// `kubeConfig` Secret names, impersonating `serviceAccountName` when set. `None` means the
+/// controller's own cluster as itself, whose shared applier (`Context::local`) is used.
+async fn own_applier(
     ks: &Kustomization,
     ctx: &Context,
     ns: &str,
-) -> Result<Option<kube::Client>, String> {
+) -> Result<Option<Applier>, String> {
     let remote = ks
         .spec
         .kube_config
@@ -765,9 +757,13 @@ async fn target_client(
     if let Some(sa) = &ks.spec.service_account_name {
         config.auth_info.impersonate = Some(format!("system:serviceaccount:{ns}:{sa}"));
     }
-    kube::Client::try_from(config)
-        .map(Some)
-        .map_err(|e| format!("failed to build client: {e}"))
+    let client =
+        kube::Client::try_from(config).map_err(|e| format!("failed to build client: {e}"))?;
+    Ok(Some(new_applier(client, &ctx.options)))
+}
+
+fn new_applier(client: kube::Client, options: &Options) -> Applier {
+    Applier::new(client, FIELD_MANAGER).with_poll_interval(options.health_poll)
 }
 
 /// Deletion: prune what the deletion policy says, then let the object go.
@@ -794,15 +790,8 @@ async fn finalize(
         .unwrap_or_default();
     if delete && ks.spec.suspend != Some(true) && !inventory.entries.is_empty() {
         let outcome = async {
-            let remote;
-            let applier = match target_client(ks, ctx, &ns).await? {
-                None => &ctx.local,
-                Some(target) => {
-                    remote = Applier::new(target, FIELD_MANAGER)
-                        .with_poll_interval(ctx.options.health_poll);
-                    &remote
-                }
-            };
+            let own = own_applier(ks, ctx, &ns).await?;
+            let applier = own.as_ref().unwrap_or(&ctx.local);
             let stale: Vec<InventoryObject> =
                 stale_entries(&inventory, &ResourceInventory::default())
                     .map_err(|e| e.to_string())?;
