@@ -110,14 +110,11 @@ fn encrypt(a: EncryptArgs) -> anyhow::Result<Vec<u8>> {
     let format = format_for(&a.file, a.input_type.as_deref())?;
     let data = read_limited(&a.file, ferroflux_sops::DEFAULT_MAX_SIZE)?;
     if format == Format::Yaml {
-        let comments = ferroflux_sops::unkept_yaml_comments(&data);
-        if comments > 0 {
-            eprintln!(
-                "warning: {}: {comments} YAML comment(s) between the plain items of a list are \
-                 not kept in the encrypted file (comments elsewhere are kept and encrypted)",
-                a.file.display()
-            );
-        }
+        warn_unkept_comments(
+            &a.file,
+            &data,
+            "not kept in the encrypted file (comments elsewhere are kept and encrypted)",
+        );
     }
     let options = EncryptOptions {
         selection: Selection {
@@ -183,14 +180,11 @@ fn decrypt(a: DecryptArgs) -> anyhow::Result<Vec<u8>> {
     let decryptor = Decryptor::new(ids).verify_mac(!a.ignore_mac);
     let data = read_limited(&a.file, decryptor.size_limit())?;
     if input == Format::Yaml {
-        let comments = ferroflux_sops::unkept_yaml_comments(&data);
-        if comments > 0 {
-            eprintln!(
-                "warning: {}: {comments} YAML comment(s) between the plain items of a list are \
-                 left out of the output (the values are all there)",
-                a.file.display()
-            );
-        }
+        warn_unkept_comments(
+            &a.file,
+            &data,
+            "left out of the output (the values are all there)",
+        );
     }
     let result = decryptor.decrypt_as(&a.file.display().to_string(), &data, input, output);
     match result {
@@ -199,5 +193,16 @@ fn decrypt(a: DecryptArgs) -> anyhow::Result<Vec<u8>> {
             "no age key given: pass --age-key-file FILE, or set SOPS_AGE_KEY_FILE or SOPS_AGE_KEY",
         )),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Says on stderr how many YAML comments of `data` cannot be kept, and what becomes of them.
+fn warn_unkept_comments(file: &Path, data: &[u8], fate: &str) {
+    let comments = ferroflux_sops::unkept_yaml_comments(data);
+    if comments > 0 {
+        eprintln!(
+            "warning: {}: {comments} YAML comment(s) between the plain items of a list are {fate}",
+            file.display()
+        );
     }
 }

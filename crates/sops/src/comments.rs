@@ -624,25 +624,25 @@ fn collect(node: &Node, path: &mut Vec<Step>, out: &mut Held) {
     }
 }
 
-/// Whether a document holds any comment.
-pub(crate) fn has_comments(node: &Node) -> bool {
-    match node {
-        Node::Map(items) => items.iter().any(|i| match i {
-            Item::Comment(_) => true,
-            Item::Entry(_, v) => has_comments(v),
-        }),
-        Node::Seq(items) => items.iter().any(has_comments),
-        _ => false,
+/// A document's comments, taken before it is turned into the JSON value the YAML writer
+/// emits (which has no place for them).
+pub(crate) struct Comments(Held);
+
+impl Comments {
+    pub(crate) fn of(doc: &Node) -> Comments {
+        let mut held = Held::new();
+        collect(doc, &mut Vec::new(), &mut held);
+        Comments(held)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
 /// Writes a document's comments into its YAML text (emitted without them, block style).
-pub(crate) fn render(text: &str, doc: &Node) -> String {
-    let mut held = Held::new();
-    collect(doc, &mut Vec::new(), &mut held);
-    if held.is_empty() {
-        return text.to_string();
-    }
+pub(crate) fn render(text: &str, comments: Comments) -> String {
+    let mut held = comments.0;
     let mut out = String::with_capacity(text.len() + 64 * held.len());
     let mut walker = Walker::default();
     let put = |out: &mut String, col: usize, lines: Vec<String>| {
@@ -816,7 +816,7 @@ mod tests {
         // `# end of a` belongs to the innermost mapping open before the dedent (as go-yaml
         // reads it), and is written at its indentation.
         let expected = text.replace("  # end of a", "    # end of a");
-        assert_eq!(render(plain, &docs[0]), expected);
+        assert_eq!(render(plain, Comments::of(&docs[0])), expected);
         let again = scan(&expected);
         let mut docs2 = vec![Node::from_json(serde_saphyr::from_str(text).unwrap())];
         assert_eq!(attach(&mut docs2, again), 0);
@@ -862,7 +862,7 @@ mod tests {
             let found = scan(&text);
             let mut docs = vec![Node::Map(Vec::new())];
             attach(&mut docs, found);
-            let _ = render(&text, &docs[0]);
+            let _ = render(&text, Comments::of(&docs[0]));
         }
     }
 }

@@ -139,10 +139,8 @@ pub fn unkept_yaml_comments(data: &[u8]) -> usize {
     // In an encrypted file, sops' own list-item comments (which decryption leaves out).
     let list_comments = text
         .lines()
-        .filter(|l| {
-            let item = l.trim_start().strip_prefix("- ").unwrap_or("");
-            crate::tree::is_list_comment(&Node::Str(item.trim_end().to_string()))
-        })
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .filter(|item| crate::tree::is_comment_value(item))
         .count();
     comments::scan(text).unplaced + list_comments
 }
@@ -325,11 +323,11 @@ fn yaml_text(docs: Vec<Node>, plain: bool) -> Result<String, ErrorKind> {
         if i > 0 {
             out.push_str("---\n");
         }
-        let with_comments = comments::has_comments(&doc).then(|| doc.clone());
+        let held = comments::Comments::of(&doc);
         let mut text = serde_saphyr::to_string_with_options(&doc.into_json(), yaml_writer())
             .map_err(|e| format_error(Format::Yaml, e.to_string()))?;
-        if let Some(doc) = with_comments {
-            text = comments::render(&text, &doc);
+        if !held.is_empty() {
+            text = comments::render(&text, held);
         }
         out.push_str(&text);
         if !out.ends_with('\n') {

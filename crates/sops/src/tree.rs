@@ -372,8 +372,13 @@ pub(crate) fn encrypt_docs(
 }
 
 /// A list item sops wrote for a comment: an encrypted value whose type is `comment`.
-pub(crate) fn is_list_comment(node: &Node) -> bool {
-    matches!(node, Node::Str(s) if s.starts_with("ENC[AES256_GCM,") && s.ends_with(",type:comment]"))
+fn is_list_comment(node: &Node) -> bool {
+    matches!(node, Node::Str(s) if is_comment_value(s))
+}
+
+/// Whether an encrypted value's type is `comment`.
+pub(crate) fn is_comment_value(value: &str) -> bool {
+    value.starts_with("ENC[AES256_GCM,") && value.ends_with(",type:comment]")
 }
 
 #[cfg(test)]
