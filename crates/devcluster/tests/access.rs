@@ -1,72 +1,14 @@
 //! Impersonation with RBAC (driven by the real kubectl `--as` and by kube-rs `impersonate`) and
 //! faults that break connections or answer errors for chosen requests.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-use ferroflux_devcluster::{Config, DevCluster, FaultAction, FaultRule, RunningCluster};
+use common::Kubectl;
+
+use ferroflux_devcluster::{Config, DevCluster, FaultAction, FaultRule};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-
-struct Kubectl {
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Kubectl {
-    fn new(c: &RunningCluster) -> Kubectl {
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        ferroflux_devcluster::write_kubeconfig(&kubeconfig, &[c], None).unwrap();
-        let cache = dir.path().join("cache");
-        Kubectl {
-            kubeconfig,
-            cache,
-            _dir: dir,
-        }
-    }
-    fn run(&self, args: &[&str], stdin: &str) -> Output {
-        use std::io::Write;
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    }
-    fn ok(&self, args: &[&str], stdin: &str) -> String {
-        let o = self.run(args, stdin);
-        assert!(
-            o.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    }
-    fn fails(&self, args: &[&str], stdin: &str) -> String {
-        let o = self.run(args, stdin);
-        assert!(
-            !o.status.success(),
-            "kubectl {args:?} should fail: {}",
-            String::from_utf8_lossy(&o.stdout)
-        );
-        String::from_utf8(o.stderr).unwrap()
-    }
-}
 
 const SA: &str = "system:serviceaccount:flux-system:deployer";
 

@@ -2,75 +2,17 @@
 //! deletion, garbage collection, simulated workload readiness, tables and fault injection.
 //! Driven by the real kubectl and by kube-rs.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use common::Kubectl;
 use std::time::Duration;
 
-use ferroflux_devcluster::{Config, DevCluster, FaultConfig, RunningCluster, write_kubeconfig};
+use ferroflux_devcluster::{Config, DevCluster, FaultConfig, RunningCluster};
 use futures_util::TryStreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-
-struct Kubectl {
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Kubectl {
-    fn new(c: &RunningCluster) -> Kubectl {
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        write_kubeconfig(&kubeconfig, &[c], None).unwrap();
-        let cache = dir.path().join("cache");
-        Kubectl {
-            kubeconfig,
-            cache,
-            _dir: dir,
-        }
-    }
-    fn run(&self, args: &[&str], stdin: &str) -> Output {
-        use std::io::Write;
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    }
-    fn ok(&self, args: &[&str], stdin: &str) -> String {
-        let o = self.run(args, stdin);
-        assert!(
-            o.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    }
-    fn fails(&self, args: &[&str], stdin: &str) -> String {
-        let o = self.run(args, stdin);
-        assert!(
-            !o.status.success(),
-            "kubectl {args:?} should fail: {}",
-            String::from_utf8_lossy(&o.stdout)
-        );
-        String::from_utf8(o.stderr).unwrap()
-    }
-}
 
 fn deployment(name: &str, replicas: i64, annotations: Value) -> String {
     format!(
