@@ -164,6 +164,21 @@ fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
 }
 
+/// A 404 about the resource type rather than an object: the API server names no object in
+/// the details ("the server could not find the requested resource").
+fn is_unserved(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404
+        && s.details.as_ref().is_none_or(|d| d.name.is_empty() && d.kind.is_empty()))
+}
+
+/// What [`Applier::read_and_dry_run`] found: the API the object lives behind, the live
+/// object, and the dry-run's answer (None when the object is skipped as present).
+struct Probe {
+    api: Api<DynamicObject>,
+    live: Result<Option<DynamicObject>, kube::Error>,
+    dry: Option<Result<DynamicObject, kube::Error>>,
+}
+
 fn is_immutable(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 422 && s.message.contains("immutable"))
 }
@@ -185,9 +200,9 @@ impl Applier {
         self
     }
 
-    /// The API of an object's kind, discovered once and cached; a kind the server does not
-    /// (yet) serve is looked up again next time, since a CRD applied in an earlier stage
-    /// makes it appear.
+    /// The API of an object's kind, discovered once and cached, and whether it came from the
+    /// cache; a kind the server does not (yet) serve is looked up again next time, since a CRD
+    /// applied in an earlier stage makes it appear.
     async fn api_for(
         &self,
         api_version: &str,
@@ -200,6 +215,7 @@ impl Applier {
             .lock()
             .ok()
             .and_then(|m| m.get(&gvk).cloned());
+        let from_cache = cached.is_some();
         let (ar, caps) = match cached {
             Some(found) => found,
             None => {
@@ -215,13 +231,50 @@ impl Applier {
                 found
             }
         };
-        let namespaced = caps.scope == Scope::Namespaced;
-        let api = match (namespaced, namespace) {
+        let api = match (caps.scope == Scope::Namespaced, namespace) {
             (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &ar),
             (true, None) => Api::default_namespaced_with(self.client.clone(), &ar),
             (false, _) => Api::all_with(self.client.clone(), &ar),
         };
-        Ok((api, namespaced))
+        Ok((api, from_cache))
+    }
+
+    /// Reads the live object and dry-runs `obj` over it; `dry` is None when the object exists
+    /// and asks to be applied only if absent. The discovery cache is shared by every
+    /// Kustomization for the life of the process, so a CRD deleted and created again (another
+    /// scope, plural or served version) leaves a stale entry: its requests meet a 404 without
+    /// object details. The kind is then discovered again and both requests sent once more.
+    async fn read_and_dry_run(&self, obj: &Value, id: &ObjectId) -> Result<Probe, ApplyError> {
+        let api_version = str_at(obj, &["apiVersion"]).unwrap_or("");
+        let namespace = str_at(obj, &["metadata", "namespace"]);
+        let params = PatchParams::apply(&self.field_manager).force().dry_run();
+        let mut rediscovered = false;
+        loop {
+            let (api, from_cache) = self.api_for(api_version, &id.kind, namespace).await?;
+            let live = api.get_opt(&id.name).await;
+            if matches!(live, Ok(Some(_)))
+                && meta_value(obj, "annotations", SSA_ANNOTATION) == Some("IfNotPresent")
+            {
+                return Ok(Probe {
+                    api,
+                    live,
+                    dry: None,
+                });
+            }
+            let dry = api.patch(&id.name, &params, &Patch::Apply(obj)).await;
+            if from_cache && !rediscovered && dry.as_ref().is_err_and(is_unserved) {
+                if let Ok(mut m) = self.resources.lock() {
+                    m.remove(&gvk_of(api_version, &id.kind));
+                }
+                rediscovered = true;
+                continue;
+            }
+            return Ok(Probe {
+                api,
+                live,
+                dry: Some(dry),
+            });
+        }
     }
 
     /// Applies `objects` stage by stage (CRDs, Namespaces and ClusterRoles first, then
@@ -279,17 +332,10 @@ impl Applier {
         {
             return Ok(Plan::done(id, Action::Skipped));
         }
-        let api_version = str_at(&obj, &["apiVersion"]).unwrap_or("");
-        let namespace = str_at(&obj, &["metadata", "namespace"]);
-        let (api, _) = self.api_for(api_version, &id.kind, namespace).await?;
-        let live = api.get_opt(&id.name).await;
-        if matches!(live, Ok(Some(_)))
-            && meta_value(&obj, "annotations", SSA_ANNOTATION) == Some("IfNotPresent")
-        {
+        let Probe { api, live, dry } = self.read_and_dry_run(&obj, &id).await?;
+        let Some(dry) = dry else {
             return Ok(Plan::done(id, Action::Skipped));
-        }
-        let params = PatchParams::apply(&self.field_manager).force().dry_run();
-        let dry = api.patch(&id.name, &params, &Patch::Apply(&obj)).await;
+        };
         // As in Flux, a failed read is reported only when the dry-run passes: the dry-run's
         // error (a patch that is forbidden, invalid, refused) is the one that says why.
         let live = match (live, &dry) {
@@ -306,6 +352,7 @@ impl Applier {
                         .is_some_and(|l| self.forced(&obj, Some(l), opts)) =>
             {
                 self.delete_and_wait(&api, &id).await?;
+                let params = PatchParams::apply(&self.field_manager).force().dry_run();
                 api.patch(&id.name, &params, &Patch::Apply(&obj))
                     .await
                     .map_err(|e| dry_run_error(&id, &e))?;
@@ -344,6 +391,7 @@ impl Applier {
             // The object changed between the dry-run and now.
             Err(e) if is_immutable(&e) && self.forced(&obj, live.as_ref(), opts) => {
                 self.delete_and_wait(&api, &id).await?;
+                let params = PatchParams::apply(&self.field_manager).force().dry_run();
                 api.patch(&id.name, &params, &Patch::Apply(&obj))
                     .await
                     .map_err(|e| ApplyError::Apply {
@@ -377,11 +425,10 @@ impl Applier {
         {
             return Ok(outcome(Action::Skipped, None, None));
         }
-        let api_version = str_at(obj, &["apiVersion"]).unwrap_or("");
-        let namespace = str_at(obj, &["metadata", "namespace"]);
-        let (api, _) = match self.api_for(api_version, &id.kind, namespace).await {
-            Ok(found) => found,
+        let probe = match self.read_and_dry_run(obj, &id).await {
+            Ok(probe) => probe,
             Err(ApplyError::Discovery { .. }) => {
+                let api_version = str_at(obj, &["apiVersion"]).unwrap_or("");
                 return Err(ApplyError::DryRun {
                     id: shown,
                     reason: format!(
@@ -392,16 +439,11 @@ impl Applier {
             }
             Err(e) => return Err(e),
         };
-        let live = api
-            .get_opt(&id.name)
-            .await
-            .map_err(|e| dry_run_error(&id, &e))?;
-        if live.is_some() && meta_value(obj, "annotations", SSA_ANNOTATION) == Some("IfNotPresent")
-        {
+        let live = probe.live.map_err(|e| dry_run_error(&id, &e))?;
+        let Some(dry) = probe.dry else {
             return Ok(outcome(Action::Skipped, None, None));
-        }
-        let params = PatchParams::apply(&self.field_manager).force().dry_run();
-        let dry = match api.patch(&id.name, &params, &Patch::Apply(obj)).await {
+        };
+        let dry = match dry {
             Ok(d) => d,
             Err(e) if is_immutable(&e) && self.forced(obj, live.as_ref(), opts) => {
                 return Ok(outcome(Action::Created, None, None));

@@ -1,9 +1,10 @@
 //! The Kustomization reconciler against a local cluster on the paths of issue 6 that decide
 //! what stays in a cluster: deletion under each `deletionPolicy`, immutable fields with and
-//! without force, CRDs before their custom resources (across `dependsOn` and inside one
-//! Kustomization), unset substitution variables and the source's quoting, and an object for
-//! a namespace that does not exist. Bad input is checked twice: the message a user reads, and
-//! that nothing was applied, changed or pruned. Every wait is on a status or an object.
+//! without force, CRDs before their custom resources (across `dependsOn`, inside one
+//! Kustomization, and a CRD recreated with another scope), unset substitution variables and
+//! the source's quoting, and an object for a namespace that does not exist. Bad input is
+//! checked twice: the message a user reads, and that nothing was applied, changed or pruned.
+//! Every wait is on a status or an object.
 
 mod common;
 
@@ -22,6 +23,7 @@ use serde_json::json;
 
 const C1: &str = "1111111111111111111111111111111111111111";
 const C2: &str = "2222222222222222222222222222222222222222";
+const C3: &str = "3333333333333333333333333333333333333333";
 
 fn configmap(name: &str, namespace: &str, data: &str) -> String {
     format!(
@@ -497,6 +499,75 @@ async fn custom_resources_wait_for_their_crd() {
         .await
         .unwrap();
     assert_eq!(dial.data["spec"]["size"], 3);
+}
+
+/// A CRD deleted and created again with another scope: the controller's discovery cache,
+/// shared by every Kustomization for the life of the process, still knows the old namespaced
+/// API; the custom resource must be applied through the new cluster-scoped one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crd_recreated_with_another_scope_is_discovered_again() {
+    let env = start("rescoped").await;
+    let client = env.client.clone();
+    let ks_api: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
+    let crds: Api<
+        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    > = Api::all(client.clone());
+    let server = serve_artifact(&[
+        ("gizmos/crd.yaml", WIDGET_CRD),
+        ("gizmos/knob.yaml", WIDGET),
+    ])
+    .await;
+    create_git_repository(&client).await;
+    publish(&client, &server, C1).await;
+    ks_api
+        .create(
+            &PostParams::default(),
+            &kustomization("gizmos", "repo", json!({"path": "./gizmos", "prune": true})),
+        )
+        .await
+        .unwrap();
+    ready_at(&ks_api, "gizmos", C1).await;
+    assert!(
+        widgets(&client, "Widget", "widgets")
+            .get_opt("dial")
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // The CRD leaves Git (pruned with its resource), then comes back cluster-scoped.
+    *server.content.lock().unwrap() = tarball(&[(
+        "gizmos/marker.yaml",
+        &configmap("marker", "flux-system", "1"),
+    )]);
+    publish(&client, &server, C2).await;
+    ready_at(&ks_api, "gizmos", C2).await;
+    gone(&crds, "widgets.example.com").await;
+
+    let cluster_scoped = WIDGET_CRD.replace("scope: Namespaced", "scope: Cluster");
+    let cluster_widget = WIDGET.replace("  namespace: flux-system\n", "");
+    *server.content.lock().unwrap() = tarball(&[
+        ("gizmos/crd.yaml", &cluster_scoped),
+        ("gizmos/knob.yaml", &cluster_widget),
+    ]);
+    publish(&client, &server, C3).await;
+    let applied = ready_at(&ks_api, "gizmos", C3).await;
+    assert_eq!(
+        inventory_ids(&applied),
+        [
+            "_widgets.example.com_apiextensions.k8s.io_CustomResourceDefinition",
+            "_dial_example.com_Widget"
+        ]
+    );
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    );
+    let cluster_widgets: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    assert_eq!(
+        cluster_widgets.get("dial").await.unwrap().data["spec"]["size"],
+        3
+    );
 }
 
 const VARS_CM: &str = r#"apiVersion: v1
