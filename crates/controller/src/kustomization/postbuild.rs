@@ -96,7 +96,8 @@ pub enum Strictness {
 /// style each scalar had in Git: `replicas: ${replicas}` turns into a number while
 /// `n: "${n}"` stays a string. Quoted values are therefore substituted first, in place, as
 /// strings (their `$` escaped as `$$` so the text pass gives them back unchanged); the text
-/// pass then does the rest, letting a plain value change type.
+/// pass then does the rest, letting a plain value change type, by YAML 1.1's rules as Flux
+/// re-reads the text with go-yaml v2 (`${flag}` set to `on` becomes `true`).
 pub fn substitute_all(
     objects: &mut [Value],
     quoted: &[Vec<String>],
@@ -130,7 +131,7 @@ pub fn substitute_all(
         if replaced == text {
             continue;
         }
-        let mut docs = ferroflux_kustomize::yaml::parse::parse_documents(&replaced)
+        let mut docs = ferroflux_kustomize::yaml::parse::parse_documents_yaml11(&replaced)
             .map_err(|e| format!("{id}: variable substitution produced invalid YAML: {e}"))?;
         if docs.len() != 1 {
             return Err(format!(
@@ -287,6 +288,30 @@ mod tests {
             container["env"],
             json!([{"name": "PORT", "value": "5"}]),
             "a patch keeps its own quoting"
+        );
+    }
+
+    #[test]
+    fn plain_values_are_read_with_yaml_1_1_booleans_as_flux_does() {
+        let mut objects = vec![json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "default"},
+            "data": {"plain": "${flag}", "quoted": "${flag}", "kept": "yes", "n": "${no}"},
+        })];
+        let quoted = vec![vec!["/data/quoted".to_string()]];
+        substitute_all(
+            &mut objects,
+            &quoted,
+            &vars(&[("flag", "on"), ("no", "n")]),
+            None,
+            Strictness::Strict,
+        )
+        .unwrap();
+        assert_eq!(
+            objects[0]["data"],
+            json!({"plain": true, "quoted": "on", "kept": "yes", "n": false}),
+            "go-yaml v2 reads plain on/n as booleans; strings already there stay strings"
         );
     }
 

@@ -69,6 +69,36 @@ pub struct Document {
 
 /// Like [`parse_documents`], keeping the source text of non-string annotation values.
 pub fn parse_documents_with_raw(text: &str) -> Result<Vec<Document>, YamlError> {
+    parse_with(text, Booleans::Yaml12)
+}
+
+/// Parses every document as `sigs.k8s.io/yaml` (go-yaml v2) reads it, which is how Flux
+/// re-reads an object after `postBuild` substitution: plain `yes`, `on`, `y` (and `no`,
+/// `off`, `n`, in their three cases) are booleans there, as in YAML 1.1.
+pub fn parse_documents_yaml11(text: &str) -> Result<Vec<Value>, YamlError> {
+    Ok(parse_with(text, Booleans::Yaml11)?
+        .into_iter()
+        .map(|d| d.value)
+        .collect())
+}
+
+/// Which plain scalars are booleans: `true`/`false` only (go-yaml v3, YAML 1.2), or also
+/// YAML 1.1's yes/no/on/off/y/n (go-yaml v2).
+#[derive(Clone, Copy, PartialEq)]
+enum Booleans {
+    Yaml12,
+    Yaml11,
+}
+
+fn yaml11_boolean(text: &str) -> Option<bool> {
+    match text {
+        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
+        _ => None,
+    }
+}
+
+fn parse_with(text: &str, booleans: Booleans) -> Result<Vec<Document>, YamlError> {
     let source = text;
     let mut raw_annotations: Vec<(String, String, Value)> = Vec::new();
     let mut quoted_placeholders: Vec<String> = Vec::new();
@@ -147,7 +177,16 @@ pub fn parse_documents_with_raw(text: &str) -> Result<Vec<Document>, YamlError> 
             },
             Event::Scalar(text, style, anchor, tag) => {
                 is_merge = style == ScalarStyle::Plain && tag.is_none() && text == "<<";
-                let v = scalar_value(&text, style, tag.as_deref()).map_err(&err)?;
+                let v = match yaml11_boolean(&text) {
+                    Some(b)
+                        if booleans == Booleans::Yaml11
+                            && style == ScalarStyle::Plain
+                            && tag.is_none() =>
+                    {
+                        Value::Bool(b)
+                    }
+                    _ => scalar_value(&text, style, tag.as_deref()).map_err(&err)?,
+                };
                 if style == ScalarStyle::Plain
                     && tag.is_none()
                     && !v.is_string()
