@@ -179,8 +179,22 @@ struct Probe {
     dry: Option<Result<DynamicObject, kube::Error>>,
 }
 
+/// Whether an apply error lets force recreate the object, by Flux's rule (kubectl's before
+/// it): any Conflict or Invalid answer, or a message saying a field is immutable, as
+/// admission webhooks and CEL rules word it.
 fn is_immutable(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 422 && s.message.contains("immutable"))
+    let kube::Error::Api(status) = e else {
+        return false;
+    };
+    let words = status
+        .message
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    status.reason == "Conflict"
+        || status.reason == "Invalid"
+        || words.contains("is immutable")
+        || words.contains("immutable field")
 }
 
 impl Applier {
@@ -391,7 +405,6 @@ impl Applier {
             // The object changed between the dry-run and now.
             Err(e) if is_immutable(&e) && self.forced(&obj, live.as_ref(), opts) => {
                 self.delete_and_wait(&api, &id).await?;
-                let params = PatchParams::apply(&self.field_manager).force().dry_run();
                 api.patch(&id.name, &params, &Patch::Apply(&obj))
                     .await
                     .map_err(|e| ApplyError::Apply {
@@ -718,4 +731,53 @@ fn drifted(live: &DynamicObject, dry_run: &DynamicObject) -> bool {
         v
     };
     strip(live) != strip(dry_run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_immutable;
+    use kube::core::Status;
+
+    fn api_error(code: u16, reason: &str, message: &str) -> kube::Error {
+        kube::Error::Api(Status::failure(message, reason).with_code(code).boxed())
+    }
+
+    #[test]
+    fn force_recreates_on_the_errors_flux_recreates_on() {
+        assert!(is_immutable(&api_error(
+            422,
+            "Invalid",
+            "spec.selector: field is immutable"
+        )));
+        assert!(is_immutable(&api_error(
+            422,
+            "Invalid",
+            "spec.ports[0].port: Invalid value"
+        )));
+        assert!(is_immutable(&api_error(
+            409,
+            "Conflict",
+            "the object has been modified"
+        )));
+        assert!(is_immutable(&api_error(
+            403,
+            "Forbidden",
+            "admission webhook \"guard\" denied the request: spec.size is\nimmutable"
+        )));
+        assert!(is_immutable(&api_error(
+            400,
+            "BadRequest",
+            "cannot change immutable field"
+        )));
+        assert!(!is_immutable(&api_error(
+            403,
+            "Forbidden",
+            "user cannot patch"
+        )));
+        assert!(!is_immutable(&api_error(
+            404,
+            "NotFound",
+            "namespaces \"x\" not found"
+        )));
+    }
 }
