@@ -294,13 +294,12 @@ pub fn render(mut events: Vec<Event>, show_namespace: bool, now: Timestamp) -> S
 /// One event as `flux events --watch` prints it: with the header when it is the first, else
 /// padded on its own (flux's table writer with no header).
 fn render_streamed(e: &Event, first: bool, show_namespace: bool, now: Timestamp) -> String {
-    let cells = row(e, show_namespace, now);
-    if first {
-        return flux_table(&headers(show_namespace), &[cells]);
-    }
-    let mut line = cells.join("\t");
-    line.push_str("\t\n");
-    line
+    let headers = if first {
+        headers(show_namespace)
+    } else {
+        Vec::new()
+    };
+    flux_table(&headers, &[row(e, show_namespace, now)])
 }
 
 pub fn run(args: EventsArgs) -> anyhow::Result<()> {

@@ -1,13 +1,23 @@
 //! Tables in the flux CLI's layout: cells padded to the column width and separated by tabs,
 //! every data row ending in a tab, the header's last cell padded one wider instead.
 
-/// Renders a table exactly as `flux get` prints it.
+/// Renders a table exactly as `flux get` prints it. A cell holding several lines (Flux's
+/// change-set messages) spans as many output lines, the other cells of its row continued by
+/// blank ones, as flux's table writer does; column widths count the longest line. With no
+/// headers (`flux events --watch` after its first event) no header line is printed.
 pub fn flux_table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let columns = headers.len();
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    let columns = if headers.is_empty() {
+        rows.iter().map(Vec::len).max().unwrap_or(0)
+    } else {
+        headers.len()
+    };
+    let mut widths: Vec<usize> = (0..columns)
+        .map(|i| headers.get(i).map_or(0, |h| h.chars().count()))
+        .collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate().take(columns) {
-            widths[i] = widths[i].max(cell.chars().count());
+            let longest = cell.split('\n').map(|l| l.chars().count()).max();
+            widths[i] = widths[i].max(longest.unwrap_or(0));
         }
     }
     let pad = |s: &str, width: usize| {
@@ -19,19 +29,28 @@ pub fn flux_table(headers: &[&str], rows: &[Vec<String>]) -> String {
         out
     };
     let mut out = String::new();
-    let mut header: Vec<String> = Vec::with_capacity(columns);
-    for (i, h) in headers.iter().enumerate() {
-        let extra = usize::from(i + 1 == columns);
-        header.push(pad(h, widths[i] + extra));
-    }
-    out.push_str(&header.join("\t"));
-    out.push('\n');
-    for row in rows {
-        for (i, width) in widths.iter().enumerate() {
-            out.push_str(&pad(row.get(i).map(String::as_str).unwrap_or(""), *width));
-            out.push('\t');
+    if !headers.is_empty() {
+        let mut header: Vec<String> = Vec::with_capacity(columns);
+        for (i, h) in headers.iter().enumerate() {
+            let extra = usize::from(i + 1 == columns);
+            header.push(pad(h, widths[i] + extra));
         }
+        out.push_str(&header.join("\t"));
         out.push('\n');
+    }
+    for row in rows {
+        let cells: Vec<Vec<&str>> = (0..columns)
+            .map(|i| row.get(i).map_or(vec![""], |c| c.split('\n').collect()))
+            .collect();
+        let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+        for line in 0..height {
+            for (cell, width) in cells.iter().zip(&widths) {
+                // The table writer fills a shorter cell with two-space lines.
+                out.push_str(&pad(cell.get(line).copied().unwrap_or("  "), *width));
+                out.push('\t');
+            }
+            out.push('\n');
+        }
     }
     out
 }
@@ -99,5 +118,35 @@ gr-unknown\t        \tFalse    \tUnknown\treconciliation in progress            
         let want = "NAME\tREVISION           \tSUSPENDED\tREADY\tMESSAGE                               \n\
 tkfg\t6.3.5@sha1:67e2c98a\tFalse    \tTrue \tApplied revision: 6.3.5@sha1:67e2c98a\t\n";
         assert_eq!(flux_table(&HEADERS, &rows), want);
+    }
+
+    /// A multi-line message (a change set) spans several lines, as flux's table writer
+    /// prints it: widths count the longest line, other cells continue blank.
+    #[test]
+    fn multi_line_cells_span_several_lines() {
+        let rows = vec![
+            row(&[
+                "2m",
+                "Normal",
+                "Progressing",
+                "Namespace/podinfo created\nService/podinfo/podinfo created",
+            ]),
+            row(&[
+                "1m",
+                "Normal",
+                "ReconciliationSucceeded",
+                "Reconciliation finished",
+            ]),
+        ];
+        let want = concat!(
+            "LAST SEEN\tTYPE  \tREASON                 \tMESSAGE                         \n",
+            "2m       \tNormal\tProgressing            \tNamespace/podinfo created      \t\n",
+            "         \t      \t                       \tService/podinfo/podinfo created\t\n",
+            "1m       \tNormal\tReconciliationSucceeded\tReconciliation finished        \t\n",
+        );
+        assert_eq!(
+            flux_table(&["LAST SEEN", "TYPE", "REASON", "MESSAGE"], &rows),
+            want
+        );
     }
 }
