@@ -76,7 +76,7 @@ fn inventory_ids(ks: &Kustomization) -> Vec<String> {
 
 /// Each deletion policy, on one cluster: what deleting the Kustomization leaves behind, and
 /// that WaitForTermination holds the Kustomization while an applied object is held by a
-/// finalizer that is not ours.
+/// finalizer that is not ours, until its spec.timeout passes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deletion_policies_decide_what_stays() {
     let env = start("hub").await;
@@ -106,6 +106,10 @@ async fn deletion_policies_decide_what_stays() {
     files.push((
         "wait/plain.yaml".into(),
         configmap("plain", "flux-system", "y"),
+    ));
+    files.push((
+        "brief/stuck.yaml".into(),
+        configmap("stuck", "flux-system", "z"),
     ));
     let refs: Vec<(&str, &str)> = files
         .iter()
@@ -140,23 +144,37 @@ async fn deletion_policies_decide_what_stays() {
         ready_at(&ks_api, name, C1).await;
     }
     ready_at(&ks_api, "wait", C1).await;
+    // WaitForTermination waits within spec.timeout, then lets the Kustomization go.
+    ks_api
+        .create(
+            &PostParams::default(),
+            &kustomization(
+                "brief",
+                "repo",
+                json!({"path": "./brief", "deletionPolicy": "WaitForTermination", "timeout": "1s"}),
+            ),
+        )
+        .await
+        .unwrap();
+    ready_at(&ks_api, "brief", C1).await;
 
-    // A finalizer of someone else's holds `held` once it is deleted.
-    cms.patch(
-        "held",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold"]}})),
-    )
-    .await
-    .unwrap();
+    // A finalizer of someone else's holds `held` and `stuck` once they are deleted.
+    for held in ["held", "stuck"] {
+        cms.patch(
+            held,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold"]}})),
+        )
+        .await
+        .unwrap();
+    }
 
     for (name, ..) in cases {
         ks_api.delete(name, &DeleteParams::default()).await.unwrap();
     }
-    ks_api
-        .delete("wait", &DeleteParams::default())
-        .await
-        .unwrap();
+    for name in ["wait", "brief"] {
+        ks_api.delete(name, &DeleteParams::default()).await.unwrap();
+    }
     for (name, _, policy, deleted) in cases {
         gone(&ks_api, name).await;
         let left = cms.get_opt(&format!("{name}-cm")).await.unwrap();
@@ -201,6 +219,33 @@ async fn deletion_policies_decide_what_stays() {
     .unwrap();
     gone(&cms, "held").await;
     gone(&ks_api, "wait").await;
+
+    // `brief` gave up after its timeout, as Flux does, saying so; `stuck` still terminates.
+    gone(&ks_api, "brief").await;
+    let stuck = cms.get("stuck").await.unwrap();
+    assert!(stuck.metadata.deletion_timestamp.is_some());
+    let events: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(client.clone(), "flux-system");
+    let gave_up = events
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|e| {
+            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("brief")
+                && e.note.as_deref() == Some("failed to wait for resources termination")
+        })
+        .expect("a Warning event says the wait was given up");
+    assert_eq!(gave_up.type_.as_deref(), Some("Warning"));
+    assert_eq!(gave_up.reason.as_deref(), Some("ReconciliationSucceeded"));
+    cms.patch(
+        "stuck",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
 }
 
 const SELECTOR_V1: &str = "web";

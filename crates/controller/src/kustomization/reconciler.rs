@@ -767,6 +767,18 @@ fn new_applier(client: kube::Client, options: &Options) -> Applier {
 }
 
 /// Deletion: prune what the deletion policy says, then let the object go.
+/// The reason Flux gives the Events of a deletion: the Ready condition's, or the event's
+/// severity (`info`, `error`) when there is none.
+fn finalize_event_reason(ks: &Kustomization, severity: &str) -> String {
+    ks.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .and_then(|c| ferroflux_api::conditions::find_condition(c, READY))
+        .map(|c| c.reason.clone())
+        .filter(|r| !r.is_empty())
+        .unwrap_or_else(|| severity.to_string())
+}
+
 async fn finalize(
     ks: &Kustomization,
     ctx: &Context,
@@ -806,11 +818,12 @@ async fn finalize(
                 .await
                 .map_err(|e| e.to_string())?;
             if deleted.has_changes() {
+                let reason = finalize_event_reason(ks, "info");
                 publish(
                     ctx,
                     ks,
                     EventType::Normal,
-                    reason::PROGRESSING,
+                    &reason,
                     deleted.changes_message(),
                 )
                 .await;
@@ -834,10 +847,15 @@ async fn finalize(
                 let timeout = timing(ks)
                     .map(|t| t.timeout)
                     .unwrap_or(Duration::from_secs(300));
-                applier
-                    .wait_deleted(&gone, timeout)
-                    .await
-                    .map_err(|e| format!("waiting for termination of resources failed: {e}"))?;
+                // As in Flux, the wait is bounded by spec.timeout and then given up: the
+                // Kustomization goes, and what still terminates is left to its finalizers.
+                if let Err(e) = applier.wait_deleted(&gone, timeout).await {
+                    tracing::warn!(kustomization = %name, namespace = %ns, error = %e,
+                        "failed to wait for resources termination");
+                    let reason = finalize_event_reason(ks, "error");
+                    let message = "failed to wait for resources termination".to_string();
+                    publish(ctx, ks, EventType::Warning, &reason, message).await;
+                }
             }
             Ok::<(), String>(())
         }
