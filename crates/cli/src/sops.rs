@@ -48,6 +48,14 @@ struct EncryptArgs {
     /// Leave values under keys ending with this suffix in clear (default: _unencrypted).
     #[arg(long, value_name = "SUFFIX")]
     unencrypted_suffix: Option<String>,
+    /// Encrypt only what follows a comment matching this regex (YAML, dotenv), up to the end
+    /// of its mapping or list item; the matching comment stays readable.
+    #[arg(long, value_name = "REGEX")]
+    encrypted_comment_regex: Option<String>,
+    /// Leave in clear what follows a comment matching this regex (YAML, dotenv), up to the
+    /// end of its mapping or list item; everything else is encrypted.
+    #[arg(long, value_name = "REGEX")]
+    unencrypted_comment_regex: Option<String>,
     /// Hash only the encrypted values into the MAC.
     #[arg(long)]
     mac_only_encrypted: bool,
@@ -113,7 +121,7 @@ fn encrypt(a: EncryptArgs) -> anyhow::Result<Vec<u8>> {
         warn_unkept_comments(
             &a.file,
             &data,
-            "not kept in the encrypted file (comments elsewhere are kept and encrypted)",
+            "not kept in the encrypted file (the others are kept where sops keeps them)",
         );
     }
     let options = EncryptOptions {
@@ -122,6 +130,8 @@ fn encrypt(a: EncryptArgs) -> anyhow::Result<Vec<u8>> {
             encrypted_suffix: a.encrypted_suffix,
             unencrypted_regex: a.unencrypted_regex,
             encrypted_regex: a.encrypted_regex,
+            unencrypted_comment_regex: a.unencrypted_comment_regex,
+            encrypted_comment_regex: a.encrypted_comment_regex,
             mac_only_encrypted: a.mac_only_encrypted,
         },
         ..EncryptOptions::for_recipients(a.age)
@@ -183,7 +193,7 @@ fn decrypt(a: DecryptArgs) -> anyhow::Result<Vec<u8>> {
         warn_unkept_comments(
             &a.file,
             &data,
-            "left out of the output (the values are all there)",
+            "left out of the output (the values and other comments are all there)",
         );
     }
     let result = decryptor.decrypt_as(&a.file.display().to_string(), &data, input, output);
@@ -201,7 +211,7 @@ fn warn_unkept_comments(file: &Path, data: &[u8], fate: &str) {
     let comments = ferroflux_sops::unkept_yaml_comments(data);
     if comments > 0 {
         eprintln!(
-            "warning: {}: {comments} YAML comment(s) between the plain items of a list are {fate}",
+            "warning: {}: {comments} YAML comment(s) have no mapping or list to hold them (inside a flow collection written over several lines) and are {fate}",
             file.display()
         );
     }

@@ -266,7 +266,8 @@ fn truncated_armored_stanza() {
     let text = std::fs::read_to_string(&enc).unwrap();
     // Keep the armor's first two lines and its end marker: the header is cut short.
     let begin = text.find("-----BEGIN AGE ENCRYPTED FILE-----").unwrap();
-    let end = text.find("      -----END AGE ENCRYPTED FILE-----").unwrap();
+    let end_marker = text.find("-----END AGE ENCRYPTED FILE-----").unwrap();
+    let end = text[..end_marker].rfind('\n').unwrap() + 1;
     let first_lines: Vec<&str> = text[begin..end].lines().take(2).collect();
     let truncated = format!(
         "{}{}\n{}",
@@ -447,8 +448,9 @@ fn binary_input_that_is_not_text_is_refused() {
     fails_with(&out, &[s(&plain), "binary: the file is not UTF-8"]);
 }
 
-/// YAML comments are kept as sops keeps them; the ones it cannot keep (between the plain
-/// items of a list) are reported on stderr instead of disappearing silently.
+/// YAML comments are kept as sops keeps them, in mappings and between list items; the ones
+/// it cannot keep (inside a flow collection over several lines) are reported on stderr
+/// instead of disappearing silently.
 #[test]
 fn yaml_comments_are_kept_or_reported() {
     // Written by the real sops: two encrypted comments, both come back in place.
@@ -480,18 +482,184 @@ fn yaml_comments_are_kept_or_reported() {
 
     let dir = tempfile::tempdir().unwrap();
     let with_comments = dir.path().join("c.yaml");
-    std::fs::write(
-        &with_comments,
-        "# who owns this\nlist:\n- a\n# between items\n- b\nscript: |\n  # not a comment\n",
-    )
-    .unwrap();
+    let text =
+        "# who owns this\nlist:\n  - a\n  # between items\n  - b\nscript: |\n  # not a comment\n";
+    std::fs::write(&with_comments, text).unwrap();
     let out = ferroflux(&["sops", "encrypt", "--age", A, s(&with_comments)], &[]);
     let encrypted = ok(&out);
     assert!(!encrypted.contains("who owns"), "{encrypted}");
+    assert!(!encrypted.contains("between items"), "{encrypted}");
     assert!(encrypted.starts_with("#ENC[AES256_GCM,"), "{encrypted}");
+    assert!(encrypted.contains("  - ENC[AES256_GCM,"), "{encrypted}");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let enc_path = dir.path().join("c.enc.yaml");
+    std::fs::write(&enc_path, &encrypted).unwrap();
+    let back = ok(&ferroflux(
+        &[
+            "sops",
+            "decrypt",
+            "--age-key-file",
+            s(&key("age.txt")),
+            s(&enc_path),
+        ],
+        &[],
+    ));
+    assert_eq!(back, text);
+
+    let flow = dir.path().join("flow.yaml");
+    std::fs::write(&flow, "a: [1,\n  # inside the list\n  2]\nb: 1\n").unwrap();
+    let out = ferroflux(&["sops", "encrypt", "--age", A, s(&flow)], &[]);
+    ok(&out);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("c.yaml: 1 YAML comment(s) between the plain items of a list are not kept"),
+        err.contains("flow.yaml: 1 YAML comment(s) have no mapping or list to hold them (inside a flow collection written over several lines) and are not kept in the encrypted file"),
         "{err}"
     );
+}
+
+/// `--encrypted-comment-regex` / `--unencrypted-comment-regex`: comments choose what is
+/// encrypted, and the file decrypts back as it was.
+#[test]
+fn comment_regex_options() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, text, secret, clear) in [
+        (
+            "--encrypted-comment-regex",
+            "s:\n  # sops:enc\n  password: hunter2\n  user: admin\nl:\n  - a\n  # sops:enc\n  - b-secret\n",
+            ["hunter2", "b-secret"],
+            ["# sops:enc", "user: admin", "- a"],
+        ),
+        (
+            "--unencrypted-comment-regex",
+            "s:\n  password: hunter2\n  # sops:enc\n  user: admin\nl:\n  - b-secret\n  # sops:enc\n  - a\n",
+            ["hunter2", "b-secret"],
+            ["# sops:enc", "user: admin", "- a"],
+        ),
+    ] {
+        let plain = dir.path().join("m.yaml");
+        std::fs::write(&plain, text).unwrap();
+        let enc = ok(&ferroflux(
+            &["sops", "encrypt", "--age", A, flag, "sops:enc", s(&plain)],
+            &[],
+        ));
+        for v in secret {
+            assert!(!enc.contains(v), "{flag}: {v} in clear:\n{enc}");
+        }
+        for v in clear {
+            assert!(enc.contains(v), "{flag}: {v} not clear:\n{enc}");
+        }
+        let enc_path = dir.path().join("m.enc.yaml");
+        std::fs::write(&enc_path, &enc).unwrap();
+        let back = ok(&ferroflux(
+            &[
+                "sops",
+                "decrypt",
+                "--age-key-file",
+                s(&key("age.txt")),
+                s(&enc_path),
+            ],
+            &[],
+        ));
+        assert_eq!(back, text, "{flag}");
+    }
+}
+
+#[test]
+fn bad_comment_regex_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("m.yaml");
+    std::fs::write(&plain, "a: 1\n").unwrap();
+    for flag in ["--encrypted-comment-regex", "--unencrypted-comment-regex"] {
+        let out = ferroflux(
+            &["sops", "encrypt", "--age", A, flag, "sops:(", s(&plain)],
+            &[],
+        );
+        let name = flag.trim_start_matches("--").replace('-', "_");
+        fails_with(
+            &out,
+            &[&format!(
+                "{}: encryption failed: {name}: regex parse error",
+                s(&plain)
+            )],
+        );
+        assert!(out.stdout.is_empty());
+    }
+    for other in [
+        ["--unencrypted-comment-regex", "sops:clear"],
+        ["--encrypted-regex", "^data$"],
+        ["--unencrypted-suffix", "_clear"],
+    ] {
+        let out = ferroflux(
+            &[
+                "sops",
+                "encrypt",
+                "--age",
+                A,
+                "--encrypted-comment-regex",
+                "sops:enc",
+                other[0],
+                other[1],
+                s(&plain),
+            ],
+            &[],
+        );
+        fails_with(
+            &out,
+            &[
+                "encryption failed: use at most one of encrypted_suffix, unencrypted_suffix, encrypted_regex, unencrypted_regex, encrypted_comment_regex, unencrypted_comment_regex",
+            ],
+        );
+        assert!(out.stdout.is_empty());
+    }
+}
+
+/// A marker comment removed after encryption: the value it marked is read as clear, the MAC
+/// does not match, and nothing decrypted is written.
+#[test]
+fn tampered_marker_comment_fails_the_mac() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("m.yaml");
+    std::fs::write(
+        &plain,
+        "s:\n  # sops:enc\n  password: hunter2\n  user: admin\n",
+    )
+    .unwrap();
+    let enc = ok(&ferroflux(
+        &[
+            "sops",
+            "encrypt",
+            "--age",
+            A,
+            "--encrypted-comment-regex",
+            "sops:enc",
+            s(&plain),
+        ],
+        &[],
+    ));
+    let tampered = enc.replace("  # sops:enc\n", "  # (marker removed)\n");
+    assert_ne!(tampered, enc);
+    let path = dir.path().join("m.enc.yaml");
+    std::fs::write(&path, tampered).unwrap();
+    let out = ferroflux(
+        &[
+            "sops",
+            "decrypt",
+            "--age-key-file",
+            s(&key("age.txt")),
+            s(&path),
+        ],
+        &[],
+    );
+    fails_with(
+        &out,
+        &[&format!(
+            "{}: MAC mismatch: the file's content was changed after it was encrypted",
+            s(&path)
+        )],
+    );
+    assert!(out.stdout.is_empty());
 }

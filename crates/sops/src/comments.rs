@@ -1,31 +1,45 @@
 //! YAML comments, which the YAML reader drops. sops keeps every comment as an item of the
-//! mapping that holds it, placed before the key it precedes (a comment at the end of a key's
-//! line moves before that key) or at the end of the mapping, and encrypts it with that
-//! mapping's path. This module finds comments with a line scan of block-style YAML, attaches
-//! them to the loaded tree in the same places, and writes them back into emitted YAML.
+//! mapping or sequence that holds it: in a mapping, before the key it precedes (a comment at
+//! the end of a key's line moves before that key) or at the mapping's end; in a sequence,
+//! before the item it precedes (a comment at the end of a plain item's line moves before that
+//! item) or at the sequence's end. It encrypts them with the holder's path. This module finds
+//! comments with a line scan of block-style YAML, attaches them to the loaded tree in the same
+//! places (as go-yaml v3, which sops uses, assigns them), and writes them back into emitted
+//! YAML.
 //!
 //! The scan follows block structure by indentation only: it recognises keys, sequence items,
 //! block scalars, quoted scalars spanning lines and flow collections spanning lines, and
-//! never needs to understand values. Comments it cannot place in a mapping (between the
-//! items of a sequence of plain values) are counted, so callers can say they were left out.
+//! never needs to understand values. The few comments it cannot place (inside a flow
+//! collection written over several lines) are counted, so callers can say they were left out.
 
 use std::collections::HashMap;
 
 use crate::tree::{Item, Node};
 
-/// One step from a document's root to a mapping.
+/// One step from a document's root to a mapping or sequence.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum Step {
     Key(String),
     Index(usize),
 }
 
-/// Where a comment goes: before `key` in the mapping at `path`, or at that mapping's end.
+/// Where in its holder (a mapping or a sequence) a comment goes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Anchor {
+    /// Before this key of a mapping.
+    Key(String),
+    /// Before this item of a sequence (counting data items only, not comments).
+    Item(usize),
+    /// At the end of the mapping or sequence.
+    End,
+}
+
+/// Where a comment goes: at `anchor` in the mapping or sequence at `path`.
 #[derive(Debug, Clone, PartialEq)]
 struct Placement {
     doc: usize,
     path: Vec<Step>,
-    before: Option<String>,
+    anchor: Anchor,
     text: String,
 }
 
@@ -56,6 +70,12 @@ impl Frame {
             Frame::Map { col, .. } | Frame::Seq { col, .. } => *col,
         }
     }
+
+    fn path(&self) -> &Vec<Step> {
+        match self {
+            Frame::Map { path, .. } | Frame::Seq { path, .. } => path,
+        }
+    }
 }
 
 /// A structural line: what it opens, where, and any comment at its end.
@@ -68,14 +88,20 @@ enum Event {
         col: usize,
         inline: Option<String>,
     },
-    /// The end of a quoted or flow value that began on an earlier key's line, with a comment
-    /// after it (sops moves it before that key).
+    /// A value that is no key: a plain sequence item, or a value on the line after its key.
+    /// `anchor` is where a comment before it or at its end goes.
+    Value {
+        anchor: Option<(Vec<Step>, Anchor)>,
+        inline: Option<String>,
+    },
+    /// The end of a quoted or flow value that began on an earlier line, with a comment after
+    /// it (sops moves it before the value's key or item).
     LateInline {
         path: Vec<Step>,
-        key: String,
+        anchor: Anchor,
         text: String,
     },
-    /// A sequence item holding a plain value, or a value continuing over lines.
+    /// A value continuing over lines, or a bare `-`.
     Other,
 }
 
@@ -88,10 +114,14 @@ struct Walker {
     value_deeper_than: Option<usize>,
     /// Inside a quoted scalar or a flow collection that continues on the next line.
     open: Option<Open>,
-    /// Mappings closed by the last line, innermost first: (path, column).
+    /// Mappings and sequences closed by the last line, innermost first: (path, column).
     closed: Vec<(Vec<Step>, usize)>,
-    /// The key whose value is `open`, if it began on a key's line.
-    open_key: Option<(Vec<Step>, String)>,
+    /// Sequence items the last line began, outermost first: (sequence path, index, column).
+    items: Vec<(Vec<Step>, usize, usize)>,
+    /// A comment right after a bare `-` on the last line: (column, text).
+    after_dash: Option<(usize, String)>,
+    /// Where a comment goes that ends the value in `open`.
+    open_anchor: Option<(Vec<Step>, Anchor)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -121,26 +151,25 @@ impl Walker {
         *self = Walker::default();
     }
 
-    /// The mapping frames from innermost out, for placing a comment at a mapping's end.
-    fn open_maps(&self) -> impl Iterator<Item = (&Vec<Step>, usize)> {
-        self.stack.iter().rev().filter_map(|f| match f {
-            Frame::Map { col, path, .. } => Some((path, *col)),
-            Frame::Seq { .. } => None,
-        })
+    /// The open mappings and sequences from innermost out: (path, column).
+    fn open_containers(&self) -> impl Iterator<Item = (&Vec<Step>, usize)> {
+        self.stack.iter().rev().map(|f| (f.path(), f.col()))
     }
 
     /// Reads one line that is neither blank nor a whole-line comment nor a document marker
     /// (callers check those first, except inside values, see [`Walker::in_value`]).
     fn line(&mut self, line: &str) -> Event {
         self.closed.clear();
+        self.items.clear();
+        self.after_dash = None;
         if let Some(open) = self.open {
             let (still, rest) = continue_open(line, open);
             self.open = still;
             if still.is_none()
-                && let Some((path, key)) = self.open_key.take()
+                && let Some((path, anchor)) = self.open_anchor.take()
                 && let Some(text) = rest.and_then(trailing_comment)
             {
-                return Event::LateInline { path, key, text };
+                return Event::LateInline { path, anchor, text };
             }
             return Event::Other;
         }
@@ -166,13 +195,21 @@ impl Walker {
         }
     }
 
+    fn close_top(&mut self) {
+        if let Some(frame) = self.stack.pop() {
+            let col = frame.col();
+            let path = match frame {
+                Frame::Map { path, .. } | Frame::Seq { path, .. } => path,
+            };
+            self.closed.push((path, col));
+        }
+    }
+
     fn pop_to(&mut self, col: usize, keep_equal: bool) {
         while let Some(top) = self.stack.last() {
             let c = top.col();
             if c > col || (c == col && !keep_equal) {
-                if let Some(Frame::Map { path, col, .. }) = self.stack.pop() {
-                    self.closed.push((path, col));
-                }
+                self.close_top();
             } else {
                 break;
             }
@@ -198,6 +235,25 @@ impl Walker {
         }
     }
 
+    /// Where a comment before (or ending) a value that is no key goes: before the item this
+    /// line began, or before the key whose value it is.
+    fn value_anchor(&self) -> Option<(Vec<Step>, Anchor)> {
+        if let Some((path, index, _)) = self.items.last() {
+            return Some((path.clone(), Anchor::Item(*index)));
+        }
+        match self.stack.last()? {
+            Frame::Map {
+                path,
+                last: Some(key),
+                ..
+            } => Some((path.clone(), Anchor::Key(key.clone()))),
+            Frame::Seq { path, next, .. } if *next > 0 => {
+                Some((path.clone(), Anchor::Item(next - 1)))
+            }
+            _ => None,
+        }
+    }
+
     fn structural(&mut self, line: &str, col: usize) -> Event {
         let content = &line[col..];
         if is_dash(content) {
@@ -210,16 +266,21 @@ impl Walker {
                 let path = self.child_path();
                 self.stack.push(Frame::Seq { col, path, next: 0 });
             }
-            let Some(Frame::Seq { next, .. }) = self.stack.last_mut() else {
+            let Some(Frame::Seq { next, path, .. }) = self.stack.last_mut() else {
                 return Event::Other;
             };
             *next += 1;
+            self.items.push((path.clone(), *next - 1, col));
             let after = &content[1..];
             let rest = after.trim_start_matches(' ');
-            if rest.is_empty() || rest.starts_with('#') {
+            let rest_col = col + 1 + (after.len() - rest.len());
+            if let Some(text) = rest.strip_prefix('#') {
+                self.after_dash = Some((rest_col, text.to_string()));
                 return Event::Other;
             }
-            let rest_col = col + 1 + (after.len() - rest.len());
+            if rest.is_empty() {
+                return Event::Other;
+            }
             let nested = format!("{}{}", " ".repeat(rest_col), rest);
             return self.structural(&nested, rest_col);
         }
@@ -228,13 +289,17 @@ impl Walker {
             // A plain scalar under a key or dash (e.g. `- a` handled above; here a value on
             // its own line): everything deeper continues it.
             self.value_deeper_than = Some(col.saturating_sub(1));
-            self.scan_value(content.trim_start(), col);
-            return Event::Other;
+            let inline = self.scan_value(content.trim_start(), col);
+            let anchor = self.value_anchor();
+            if self.open.is_some() {
+                self.open_anchor = anchor.clone();
+            }
+            return Event::Value { anchor, inline };
         };
         // A sequence at this column ends where a key of the enclosing map appears.
         self.pop_to(col, true);
         if matches!(self.stack.last(), Some(Frame::Seq { col: c, .. }) if *c == col) {
-            self.stack.pop();
+            self.close_top();
         }
         let same_map = matches!(self.stack.last(), Some(Frame::Map { col: c, .. }) if *c == col);
         if !same_map {
@@ -251,7 +316,7 @@ impl Walker {
         *last = Some(key.clone());
         let path = path.clone();
         let inline = self.scan_value(after_colon.trim_start_matches(' '), col);
-        self.open_key = self.open.map(|_| (path.clone(), key.clone()));
+        self.open_anchor = self.open.map(|_| (path.clone(), Anchor::Key(key.clone())));
         Event::Key {
             path,
             key,
@@ -446,37 +511,40 @@ pub(crate) fn scan(text: &str) -> Found {
     let mut walker = Walker::default();
     let mut doc = 0;
     let mut doc_has_content = false;
-    // Whole-line comments waiting for the key they precede: (column, text).
+    // Whole-line comments waiting for what they precede: (column, text).
     let mut pending: Vec<(usize, String)> = Vec::new();
+    let place = |found: &mut Found, doc, path: Vec<Step>, anchor: Anchor, text: String| {
+        found.placed.push(Placement {
+            doc,
+            path,
+            anchor,
+            text,
+        })
+    };
     let flush_end =
         |walker: &Walker, pending: &mut Vec<(usize, String)>, found: &mut Found, doc| {
             for (col, text) in pending.drain(..) {
-                // At the end of the innermost mapping not deeper than the comment.
-                let target = walker
-                    .open_maps()
+                // At the end of the innermost mapping or sequence not deeper than the comment.
+                // A document of comments only: they belong to its (empty) root mapping.
+                let path = walker
+                    .open_containers()
                     .find(|(_, c)| *c <= col)
+                    .or_else(|| walker.open_containers().last())
                     .map(|(p, _)| p.clone())
-                    .or_else(|| walker.open_maps().last().map(|(p, _)| p.clone()));
-                match target {
-                    Some(path) => found.placed.push(Placement {
-                        doc,
-                        path,
-                        before: None,
-                        text,
-                    }),
-                    None => found.unplaced += 1,
-                }
+                    .unwrap_or_default();
+                place(found, doc, path, Anchor::End, text);
             }
         };
     for line in text.lines() {
         if walker.in_value(line) {
-            if let Event::LateInline { path, key, text } = walker.line(line) {
-                found.placed.push(Placement {
-                    doc,
-                    path,
-                    before: Some(key),
-                    text,
-                });
+            // go-yaml keeps a comment inside a flow collection as an item of it; this scan
+            // does not follow flow items, so it says it cannot keep it.
+            if matches!(walker.open, Some(Open::Flow(_))) && whole_line_comment(line).is_some() {
+                found.unplaced += 1;
+                continue;
+            }
+            if let Event::LateInline { path, anchor, text } = walker.line(line) {
+                place(&mut found, doc, path, anchor, text);
             }
             continue;
         }
@@ -497,48 +565,61 @@ pub(crate) fn scan(text: &str) -> Found {
             continue;
         }
         doc_has_content = true;
-        // Comments deeper than this line end the mappings it closes. Like go-yaml (whose
+        // Comments deeper than this line end the containers it closes. Like go-yaml (whose
         // placement sops keeps), they go to the end of the innermost one, whatever their own
-        // column; only at the end of a document does the column choose the mapping.
+        // column; only at the end of a document does the column choose the container.
         let col = indent(line);
         let (deeper, before): (Vec<_>, Vec<_>) = pending
             .drain(..)
-            .partition(|(c, _)| *c > col && walker.open_maps().any(|(_, m)| m > col));
-        if let Some((path, _)) = walker.open_maps().next() {
+            .partition(|(c, _)| *c > col && walker.open_containers().any(|(_, m)| m > col));
+        if let Some((path, _)) = walker.open_containers().next() {
             for (_, text) in deeper {
-                found.placed.push(Placement {
-                    doc,
-                    path: path.clone(),
-                    before: None,
-                    text,
-                });
+                place(&mut found, doc, path.clone(), Anchor::End, text);
             }
         }
         pending = before;
-        match walker.line(line) {
+        let event = walker.line(line);
+        // Before a line beginning a sequence item, they are items of that sequence.
+        if let Some((path, index, _)) = walker.items.first() {
+            for (_, text) in pending.drain(..) {
+                place(&mut found, doc, path.clone(), Anchor::Item(*index), text);
+            }
+        }
+        match event {
             Event::Key {
                 path, key, inline, ..
             } => {
                 for (_, text) in pending.drain(..) {
-                    found.placed.push(Placement {
+                    place(
+                        &mut found,
                         doc,
-                        path: path.clone(),
-                        before: Some(key.clone()),
+                        path.clone(),
+                        Anchor::Key(key.clone()),
                         text,
-                    });
+                    );
                 }
                 if let Some(text) = inline {
-                    found.placed.push(Placement {
-                        doc,
-                        path,
-                        before: Some(key),
-                        text,
-                    });
+                    place(&mut found, doc, path, Anchor::Key(key), text);
                 }
             }
-            Event::Other | Event::LateInline { .. } => {
+            Event::Value { anchor, inline } => {
+                let texts = pending.drain(..).map(|(_, t)| t).chain(inline);
+                match anchor {
+                    Some((path, anchor)) => {
+                        for text in texts {
+                            place(&mut found, doc, path.clone(), anchor.clone(), text);
+                        }
+                    }
+                    None => found.unplaced += texts.count(),
+                }
+            }
+            Event::LateInline { .. } | Event::Other => {
                 found.unplaced += std::mem::take(&mut pending).len()
             }
+        }
+        // `- # text`: placed by what the next line holds, like a whole-line comment.
+        if let Some(dangling) = walker.after_dash.take() {
+            pending.push(dangling);
         }
     }
     flush_end(&walker, &mut pending, &mut found, doc);
@@ -546,28 +627,47 @@ pub(crate) fn scan(text: &str) -> Found {
 }
 
 /// Puts scanned comments into the loaded documents; returns how many found no place (their
-/// mapping or key was not in the tree).
+/// container, key or item was not in the tree).
 pub(crate) fn attach(docs: &mut [Node], found: Found) -> usize {
     let mut missed = found.unplaced;
     for p in found.placed {
-        let Some(Node::Map(items)) = docs.get_mut(p.doc).and_then(|d| walk_mut(d, &p.path)) else {
+        let Some(node) = docs.get_mut(p.doc).and_then(|d| walk_mut(d, &p.path)) else {
             missed += 1;
             continue;
         };
-        match &p.before {
-            Some(key) => {
-                match items
-                    .iter()
-                    .position(|i| matches!(i, Item::Entry(k, _) if k == key))
-                {
-                    Some(pos) => items.insert(pos, Item::Comment(p.text)),
-                    None => missed += 1,
-                }
+        let placed = match (node, p.anchor) {
+            (Node::Map(items), Anchor::Key(key)) => items
+                .iter()
+                .position(|i| matches!(i, Item::Entry(k, _) if *k == key))
+                .map(|pos| items.insert(pos, Item::Comment(p.text))),
+            (Node::Map(items), Anchor::End) => {
+                items.push(Item::Comment(p.text));
+                Some(())
             }
-            None => items.push(Item::Comment(p.text)),
+            (Node::Seq(items), Anchor::Item(index)) => {
+                data_position(items, index).map(|pos| items.insert(pos, Node::Comment(p.text)))
+            }
+            (Node::Seq(items), Anchor::End) => {
+                items.push(Node::Comment(p.text));
+                Some(())
+            }
+            _ => None,
+        };
+        if placed.is_none() {
+            missed += 1;
         }
     }
     missed
+}
+
+/// Where the `index`-th data item (comments not counted) of a sequence is.
+fn data_position(items: &[Node], index: usize) -> Option<usize> {
+    items
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !matches!(n, Node::Comment(_)))
+        .nth(index)
+        .map(|(pos, _)| pos)
 }
 
 fn walk_mut<'a>(node: &'a mut Node, path: &[Step]) -> Option<&'a mut Node> {
@@ -579,15 +679,17 @@ fn walk_mut<'a>(node: &'a mut Node, path: &[Step]) -> Option<&'a mut Node> {
             Item::Entry(k, v) if k == key => Some(v),
             _ => None,
         })?,
-        (Node::Seq(items), Step::Index(i)) => items.get_mut(*i)?,
+        (Node::Seq(items), Step::Index(i)) => {
+            let pos = data_position(items, *i)?;
+            items.get_mut(pos)?
+        }
         _ => return None,
     };
     walk_mut(next, rest)
 }
 
-/// The comments held in a document's mappings, by (mapping path, key they precede; `None`
-/// for the mapping's end).
-type Held = HashMap<(Vec<Step>, Option<String>), Vec<String>>;
+/// The comments held in a document's mappings and sequences, by (holder path, anchor).
+type Held = HashMap<(Vec<Step>, Anchor), Vec<String>>;
 
 fn collect(node: &Node, path: &mut Vec<Step>, out: &mut Held) {
     match node {
@@ -599,7 +701,7 @@ fn collect(node: &Node, path: &mut Vec<Step>, out: &mut Held) {
                     Item::Entry(key, value) => {
                         if !waiting.is_empty() {
                             out.insert(
-                                (path.clone(), Some(key.clone())),
+                                (path.clone(), Anchor::Key(key.clone())),
                                 std::mem::take(&mut waiting),
                             );
                         }
@@ -610,14 +712,30 @@ fn collect(node: &Node, path: &mut Vec<Step>, out: &mut Held) {
                 }
             }
             if !waiting.is_empty() {
-                out.insert((path.clone(), None), waiting);
+                out.insert((path.clone(), Anchor::End), waiting);
             }
         }
         Node::Seq(items) => {
-            for (i, item) in items.iter().enumerate() {
-                path.push(Step::Index(i));
+            let mut waiting = Vec::new();
+            let mut index = 0;
+            for item in items {
+                if let Node::Comment(text) = item {
+                    waiting.push(text.clone());
+                    continue;
+                }
+                if !waiting.is_empty() {
+                    out.insert(
+                        (path.clone(), Anchor::Item(index)),
+                        std::mem::take(&mut waiting),
+                    );
+                }
+                path.push(Step::Index(index));
                 collect(item, path, out);
                 path.pop();
+                index += 1;
+            }
+            if !waiting.is_empty() {
+                out.insert((path.clone(), Anchor::End), waiting);
             }
         }
         _ => {}
@@ -640,7 +758,9 @@ impl Comments {
     }
 }
 
-/// Writes a document's comments into its YAML text (emitted without them, block style).
+/// Writes a document's comments into its YAML text (emitted without them, block style, with
+/// sequences indented under their keys so that a comment ending a sequence reads back as
+/// part of it).
 pub(crate) fn render(text: &str, comments: Comments) -> String {
     let mut held = comments.0;
     let mut out = String::with_capacity(text.len() + 64 * held.len());
@@ -665,12 +785,17 @@ pub(crate) fn render(text: &str, comments: Comments) -> String {
         }
         let event = walker.line(line);
         for (path, col) in std::mem::take(&mut walker.closed) {
-            if let Some(lines) = held.remove(&(path, None)) {
+            if let Some(lines) = held.remove(&(path, Anchor::End)) {
+                put(&mut out, col, lines);
+            }
+        }
+        for (path, index, col) in std::mem::take(&mut walker.items) {
+            if let Some(lines) = held.remove(&(path, Anchor::Item(index))) {
                 put(&mut out, col, lines);
             }
         }
         if let Event::Key { path, key, col, .. } = event
-            && let Some(lines) = held.remove(&(path, Some(key)))
+            && let Some(lines) = held.remove(&(path, Anchor::Key(key)))
         {
             // Before the whole line, so a comment before a sequence item's first key stays
             // before its dash.
@@ -680,10 +805,13 @@ pub(crate) fn render(text: &str, comments: Comments) -> String {
         out.push_str(line);
         out.push('\n');
     }
-    // Mappings still open at the end, innermost first; then anything left (kept, not lost).
-    let open: Vec<(Vec<Step>, usize)> = walker.open_maps().map(|(p, c)| (p.clone(), c)).collect();
+    // Containers still open at the end, innermost first; then anything left (kept, not lost).
+    let open: Vec<(Vec<Step>, usize)> = walker
+        .open_containers()
+        .map(|(p, c)| (p.clone(), c))
+        .collect();
     for (path, col) in open {
-        if let Some(lines) = held.remove(&(path, None)) {
+        if let Some(lines) = held.remove(&(path, Anchor::End)) {
             put(&mut out, col, lines);
         }
     }
@@ -699,7 +827,10 @@ pub(crate) fn render(text: &str, comments: Comments) -> String {
 mod tests {
     use super::*;
 
-    fn placements(text: &str) -> Vec<(usize, String, Option<String>, String)> {
+    /// (document, holder path, key or `[index]` it precedes or `None` for the end, text).
+    type Shown = (usize, String, Option<String>, String);
+
+    fn placements(text: &str) -> Vec<Shown> {
         let show = |path: &[Step]| {
             path.iter()
                 .map(|s| match s {
@@ -712,16 +843,18 @@ mod tests {
         scan(text)
             .placed
             .into_iter()
-            .map(|p| (p.doc, show(&p.path), p.before, p.text))
+            .map(|p| {
+                let anchor = match p.anchor {
+                    Anchor::Key(k) => Some(k),
+                    Anchor::Item(i) => Some(format!("[{i}]")),
+                    Anchor::End => None,
+                };
+                (p.doc, show(&p.path), anchor, p.text)
+            })
             .collect()
     }
 
-    fn at(
-        doc: usize,
-        path: &str,
-        before: Option<&str>,
-        text: &str,
-    ) -> (usize, String, Option<String>, String) {
+    fn at(doc: usize, path: &str, before: Option<&str>, text: &str) -> Shown {
         (
             doc,
             path.to_string(),
@@ -755,15 +888,109 @@ mod tests {
                 placements(text),
                 vec![
                     at(0, "list.[1]", Some("port"), " before port"),
-                    at(0, "list.[2]", Some("name"), " before second"),
+                    // Before a dash, a comment is an item of the sequence, even when the
+                    // item is a mapping.
+                    at(0, "list", Some("[2]"), " before second"),
                 ],
                 "{text}"
             );
             assert_eq!(found.unplaced, 0);
         }
-        // Between plain items there is no mapping to hold it.
-        let found = scan("list:\n  - a\n  # lost\n  - b\n");
-        assert_eq!(found.unplaced, 1);
+    }
+
+    /// Each case as sops 3.11 (go-yaml v3) places it, checked by hand with the real sops:
+    /// `- E<comment>` items in what it encrypts are sequence comments, `#E<comment>` lines
+    /// mapping comments.
+    #[test]
+    fn sequence_comments_where_sops_keeps_them() {
+        let cases: &[(&str, Vec<Shown>)] = &[
+            ("a:\n  - x\n  # end\nb: 1\n", vec![at(0, "a", None, " end")]),
+            ("a:\n- x\n# end\nb: 1\n", vec![at(0, "", Some("b"), " end")]),
+            (
+                "a:\n- x\n  # end\nb: 1\n",
+                vec![at(0, "", Some("b"), " end")],
+            ),
+            ("a:\n- x\n# tail\n", vec![at(0, "a", None, " tail")]),
+            ("a:\n  - x\n  - y\n# tail\n", vec![at(0, "", None, " tail")]),
+            (
+                "a:\n  - x\n    # deeper\n  - y\n",
+                vec![at(0, "a", Some("[1]"), " deeper")],
+            ),
+            (
+                "a:\n  - x # inline\n  - y\n",
+                vec![at(0, "a", Some("[0]"), " inline")],
+            ),
+            (
+                "a:\n  # first\n  - x\n",
+                vec![at(0, "a", Some("[0]"), " first")],
+            ),
+            (
+                "a: # on key\n  - x\n",
+                vec![at(0, "", Some("a"), " on key")],
+            ),
+            (
+                "a:\n  - - x\n    # nested\n    - y\n",
+                vec![at(0, "a.[0]", Some("[1]"), " nested")],
+            ),
+            (
+                "a:\n  - name: x\n    # end of x\n  - name: y\n",
+                vec![at(0, "a.[0]", None, " end of x")],
+            ),
+            (
+                "a:\n  - name: x\n  # between\n  - name: y\n",
+                vec![at(0, "a", Some("[1]"), " between")],
+            ),
+            (
+                "a:\n  - name: x\n    l:\n      - 1\n      # in l\n  - 2\n",
+                vec![at(0, "a.[0].l", None, " in l")],
+            ),
+            (
+                "a:\n  - name: x\n  - name: y\n  # tail\nb: 1\n",
+                vec![at(0, "a.[1]", None, " tail")],
+            ),
+            (
+                "a:\n  - name: x # inl\n  - y\n",
+                vec![at(0, "a.[0]", Some("name"), " inl")],
+            ),
+            (
+                "a:\n  - # on dash\n    name: x\n",
+                vec![at(0, "a.[0]", Some("name"), " on dash")],
+            ),
+            (
+                "a:\n  b:\n  - x\n  # end\nc: 1\n",
+                vec![at(0, "a.b", None, " end")],
+            ),
+            (
+                "a:\n  # c\n  value\nb: 1\n",
+                vec![at(0, "", Some("a"), " c")],
+            ),
+            ("a:\n  value # c\nb: 1\n", vec![at(0, "", Some("a"), " c")]),
+            (
+                "a:\n  - \"multi\n    line\" # late\n  - y\n",
+                vec![at(0, "a", Some("[0]"), " late")],
+            ),
+            (
+                "a:\n  - x\n  - - y\n    # end inner\n  - z\n",
+                vec![at(0, "a.[1]", None, " end inner")],
+            ),
+            (
+                "a:\n  - x\n  # c1\n  # c2\n  - y # c3\n",
+                vec![
+                    at(0, "a", Some("[1]"), " c1"),
+                    at(0, "a", Some("[1]"), " c2"),
+                    at(0, "a", Some("[1]"), " c3"),
+                ],
+            ),
+            (
+                "a:\n  - |\n    text\n  # after block\n  - y\n",
+                vec![at(0, "a", Some("[1]"), " after block")],
+            ),
+        ];
+        for (text, want) in cases {
+            let found = scan(text);
+            assert_eq!(found.unplaced, 0, "{text}");
+            assert_eq!(&placements(text), want, "{text}");
+        }
     }
 
     #[test]
@@ -821,6 +1048,25 @@ mod tests {
         let mut docs2 = vec![Node::from_json(serde_saphyr::from_str(text).unwrap())];
         assert_eq!(attach(&mut docs2, again), 0);
         assert_eq!(docs, docs2);
+    }
+
+    #[test]
+    fn render_puts_sequence_comments_back() {
+        let text = "l:\n  # first\n  - a # on a\n  # between\n  - b\n  # end of l\nm:\n  - name: x\n  # before y\n  - name: y\nz: 1\n";
+        let mut docs = vec![Node::from_json(serde_saphyr::from_str(text).unwrap())];
+        assert_eq!(attach(&mut docs, scan(text)), 0);
+        let plain = "l:\n  - a\n  - b\nm:\n  - name: x\n  - name: y\nz: 1\n";
+        let expected = text.replace("  - a # on a\n", "  # on a\n  - a\n");
+        assert_eq!(render(plain, Comments::of(&docs[0])), expected);
+        let mut again = vec![Node::from_json(serde_saphyr::from_str(text).unwrap())];
+        assert_eq!(attach(&mut again, scan(&expected)), 0);
+        assert_eq!(docs, again);
+        // The data is untouched by the comments.
+        let json = docs.pop().unwrap().into_json();
+        assert_eq!(
+            json,
+            serde_saphyr::from_str::<serde_json::Value>(text).unwrap()
+        );
     }
 
     /// Every slice of these pieces, in many orders, scans and renders without panicking (the

@@ -6,11 +6,11 @@ use crate::cipher::{self, ValueType};
 use crate::error::{Error, ErrorKind};
 use crate::format::{self, Format};
 use crate::keys;
-use crate::metadata::{AgeKey, KeyGroup, Metadata, WRITTEN_VERSION, now_rfc3339};
+use crate::metadata::{AgeKey, KeyGroup, Metadata, SELECTORS, WRITTEN_VERSION, now_rfc3339};
 use crate::shamir;
 use crate::tree::{self, Rules};
 
-/// Which values to encrypt: at most one of sops' four selectors (none means sops' default,
+/// Which values to encrypt: at most one of sops' six selectors (none means sops' default,
 /// keys ending in `_unencrypted` stay clear).
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
@@ -18,24 +18,44 @@ pub struct Selection {
     pub encrypted_suffix: Option<String>,
     pub unencrypted_regex: Option<String>,
     pub encrypted_regex: Option<String>,
+    /// Leave clear every value (and comment) after a comment matching this regex, up to the
+    /// end of the enclosing mapping or list item; the matching comment stays clear too.
+    pub unencrypted_comment_regex: Option<String>,
+    /// Encrypt only the values (and comments) after a comment matching this regex, up to the
+    /// end of the enclosing mapping or list item; the matching comment stays clear.
+    pub encrypted_comment_regex: Option<String>,
     /// Hash only the encrypted values into the MAC (sops' `mac_only_encrypted`).
     pub mac_only_encrypted: bool,
 }
 
 impl Selection {
-    fn rules(&self) -> Result<Rules, ErrorKind> {
+    fn rules(&self, format: Format) -> Result<Rules, ErrorKind> {
         let set = [
             self.unencrypted_suffix.is_some(),
             self.encrypted_suffix.is_some(),
             self.unencrypted_regex.is_some(),
             self.encrypted_regex.is_some(),
+            self.unencrypted_comment_regex.is_some(),
+            self.encrypted_comment_regex.is_some(),
         ]
         .iter()
         .filter(|b| **b)
         .count();
         if set > 1 {
+            return Err(ErrorKind::Encrypt(format!(
+                "use at most one of {SELECTORS}"
+            )));
+        }
+        // sops ignores the selectors for binary files (their one value is always encrypted);
+        // refusing says so instead of writing a file that is not what was asked for.
+        if format == Format::Binary && (set > 0 || self.mac_only_encrypted) {
             return Err(ErrorKind::Encrypt(
-                "use at most one of unencrypted_suffix, encrypted_suffix, unencrypted_regex, encrypted_regex".into(),
+                "a binary file is encrypted whole: the options choosing which values are encrypted (and mac_only_encrypted) do not apply to it".into(),
+            ));
+        }
+        if format == Format::Json && self.encrypted_comment_regex.is_some() {
+            return Err(ErrorKind::Encrypt(
+                "encrypted_comment_regex with a JSON file would leave every value in clear: JSON has no comments to mark values with".into(),
             ));
         }
         let compile = |name: &str, p: &Option<String>| -> Result<Option<Regex>, ErrorKind> {
@@ -48,6 +68,14 @@ impl Selection {
             encrypted_suffix: self.encrypted_suffix.clone(),
             unencrypted_regex: compile("unencrypted_regex", &self.unencrypted_regex)?,
             encrypted_regex: compile("encrypted_regex", &self.encrypted_regex)?,
+            unencrypted_comment_regex: compile(
+                "unencrypted_comment_regex",
+                &self.unencrypted_comment_regex,
+            )?,
+            encrypted_comment_regex: compile(
+                "encrypted_comment_regex",
+                &self.encrypted_comment_regex,
+            )?,
             mac_only_encrypted: self.mac_only_encrypted,
         };
         if set == 0 {
@@ -94,7 +122,7 @@ fn encrypt_inner(
     format: Format,
     options: &EncryptOptions,
 ) -> Result<Vec<u8>, ErrorKind> {
-    let rules = options.selection.rules()?;
+    let rules = options.selection.rules(format)?;
     let groups: Vec<Vec<age::x25519::Recipient>> = options
         .key_groups
         .iter()

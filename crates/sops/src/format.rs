@@ -4,8 +4,8 @@
 //! - binary: the whole file as the string `"data"` of a JSON envelope;
 //! - dotenv: `KEY=value` lines, newlines escaped as `\n`, metadata flattened into `sops_…` keys.
 //!
-//! YAML comments are kept as sops keeps them (see `comments`): encrypted as `#ENC[…]` lines,
-//! never counted in the MAC.
+//! YAML comments are kept as sops keeps them (see `comments`): encrypted as `#ENC[…]` lines
+//! in mappings and `- ENC[…,type:comment]` items in sequences, never counted in the MAC.
 
 use serde_json::Value;
 
@@ -112,6 +112,11 @@ fn yaml_options() -> serde_saphyr::Options {
 }
 
 fn load_yaml(text: &str) -> Result<Vec<Node>, ErrorKind> {
+    Ok(load_yaml_counting(text)?.0)
+}
+
+/// The documents, with their comments attached, and how many comments found no place.
+fn load_yaml_counting(text: &str) -> Result<(Vec<Node>, usize), ErrorKind> {
     let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, yaml_options())
         .map_err(|e| format_error(Format::Yaml, e.to_string()))?;
     let mut docs = docs
@@ -125,24 +130,19 @@ fn load_yaml(text: &str) -> Result<Vec<Node>, ErrorKind> {
             )),
         })
         .collect::<Result<Vec<Node>, ErrorKind>>()?;
-    comments::attach(&mut docs, comments::scan(text));
-    Ok(docs)
+    let unkept = comments::attach(&mut docs, comments::scan(text));
+    Ok((docs, unkept))
 }
 
-/// How many whole-line or end-of-line comments of a YAML file cannot be kept: those between
-/// the plain items of a sequence, which no mapping holds (in a file sops encrypted, the list
-/// items it made of them). The others are kept (and encrypted) as sops keeps them.
+/// How many whole-line or end-of-line comments of a YAML file cannot be kept: the few this
+/// crate finds no mapping or sequence for (those inside a flow collection written over several
+/// lines). Every other comment is kept (and encrypted) where sops keeps it. A file that does not
+/// parse counts none (reading it fails with its own error).
 pub fn unkept_yaml_comments(data: &[u8]) -> usize {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return 0;
-    };
-    // In an encrypted file, sops' own list-item comments (which decryption leaves out).
-    let list_comments = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("- "))
-        .filter(|item| crate::tree::is_comment_value(item))
-        .count();
-    comments::scan(text).unplaced + list_comments
+    std::str::from_utf8(data)
+        .ok()
+        .and_then(|text| load_yaml_counting(text).ok())
+        .map_or(0, |(_, unkept)| unkept)
 }
 
 fn load_json(text: &str) -> Result<Vec<Node>, ErrorKind> {
@@ -250,10 +250,14 @@ fn json_text(value: &Value) -> Result<String, ErrorKind> {
 }
 
 /// Long single-line strings (every `ENC[...]` value) stay on one line, as sops writes them;
-/// multi-line strings use literal blocks.
+/// multi-line strings use literal blocks. Sequences are indented under their key, as sops
+/// writes them: a comment ending a sequence then reads back as part of it (with `key:` and
+/// `- item` in one column, go-yaml gives it to the next key, whose active comments it would
+/// join).
 fn yaml_writer() -> serde_saphyr::SerializerOptions {
     let mut options = serde_saphyr::SerializerOptions::default();
     options.folded_wrap_chars = usize::MAX;
+    options.compact_list_indent = false;
     options
 }
 
@@ -278,7 +282,9 @@ fn expand_merge_keys(node: &mut Node) {
             let sources = match &items[pos] {
                 Item::Entry(_, Node::Map(m)) => vec![m.clone()],
                 Item::Entry(_, Node::Seq(list))
-                    if list.iter().all(|n| matches!(n, Node::Map(_))) =>
+                    if list
+                        .iter()
+                        .all(|n| matches!(n, Node::Map(_) | Node::Comment(_))) =>
                 {
                     list.iter()
                         .filter_map(|n| match n {
@@ -359,7 +365,7 @@ fn dotenv_text(doc: &Node) -> Result<String, ErrorKind> {
                     Node::Float(f) => crate::tree::format_float(*f),
                     Node::Bool(b) => b.to_string(),
                     Node::Null => String::new(),
-                    Node::Seq(_) | Node::Map(_) => {
+                    Node::Seq(_) | Node::Map(_) | Node::Comment(_) => {
                         return Err(format_error(
                             Format::Dotenv,
                             format!("key {key} has a nested value, which dotenv cannot hold"),

@@ -4,8 +4,9 @@
 //! This crate owns the sops file formats (YAML, JSON, dotenv, binary), the `ENC[AES256_GCM,…]`
 //! value envelope, the MAC, key groups with Shamir's secret sharing, the encryption rules
 //! (`encrypted_regex`, `encrypted_suffix`, `unencrypted_suffix`, `unencrypted_regex`,
-//! `mac_only_encrypted`) and the decryption of Kubernetes objects held as `serde_json::Value`
-//! (whole sops documents, and sops files inside Secret `data`).
+//! `encrypted_comment_regex`, `unencrypted_comment_regex`, `mac_only_encrypted`) and the
+//! decryption of Kubernetes objects held as `serde_json::Value` (whole sops documents, and sops
+//! files inside Secret `data`).
 //!
 //! It must not touch the filesystem, the network, the Kubernetes API or any logging: callers
 //! read files and key Secrets and pass bytes in. No error message ever contains a decrypted
@@ -32,14 +33,35 @@
 //! Decryption keeps every document's key order and value types. Dotenv and binary plaintext comes
 //! back byte for byte. JSON comes back as JSON indented with tabs (like sops). YAML comes back as
 //! equivalent YAML with this crate's own quoting and indentation, so it is not byte-identical to
-//! the file that was encrypted. YAML comments are kept where sops keeps them (before the key they
-//! precede, an end-of-line comment moved before its key, or at the end of their mapping) and
-//! encrypted with their mapping's path; comments between the plain items of a sequence are not
-//! kept ([`unkept_yaml_comments`] counts them so callers can say so).
+//! the file that was encrypted. YAML comments are kept where sops keeps them (go-yaml v3's
+//! placement): in a mapping before the key they precede (an end-of-line comment moved before
+//! its key) or at its end; in a sequence before the item they precede or at its end, as
+//! items of the sequence. They are encrypted with their holder's path and never hashed into
+//! the MAC; encrypted, a sequence comment becomes a string item typed `comment` (as sops writes
+//! it) and decrypts back into a comment. Only comments inside a flow collection written over
+//! several lines are not kept ([`unkept_yaml_comments`] counts them so callers can say so).
+//!
+//! # Comment markers
+//!
+//! With `encrypted_comment_regex` a value is encrypted only when an *active comment* matches
+//! it; with `unencrypted_comment_regex` it is left clear when one does. The active comments of
+//! a value are, for each mapping or sequence from the root down to it, those written since
+//! that container's last non-comment item (a marker before a key covers its whole value). A
+//! marker matching `encrypted_comment_regex` stays clear (comments after it are encrypted);
+//! one matching `unencrypted_comment_regex` stays clear with what follows it, and that regex
+//! must never match an encrypted comment (encryption refuses it, as sops does). Decryption
+//! decides with the comments as written in the file (ciphertext once encrypted), as sops
+//! does, so a removed or added marker changes what is read as encrypted and fails the MAC or
+//! the value's decryption. One sops 3.11 defect is not reproduced: when it decrypts, an
+//! encrypted sequence comment ends that sequence's active comments, so it cannot decrypt a
+//! file where a marker between two list items is followed by another comment. Such files
+//! decrypt here (by the rule they were encrypted with), and encryption refuses to write one.
 //!
 //! Not supported yet (each a clear `not supported yet: <method>` error): PGP, AWS/GCP/Azure/
-//! Huawei KMS, HashiCorp Vault, age post-quantum and plugin recipients, ssh recipients, the INI
-//! format, and `encrypted_comment_regex` / `unencrypted_comment_regex`.
+//! Huawei KMS, HashiCorp Vault, age post-quantum and plugin recipients, ssh recipients and the
+//! INI format. Encryption refuses what sops would silently turn into a file other than the one
+//! asked for: any selector on a binary file (sops ignores them) and `encrypted_comment_regex` on
+//! JSON (no comments, so nothing would be encrypted).
 
 mod cipher;
 mod comments;

@@ -12,6 +12,9 @@ use crate::tree::Rules;
 /// The sops file-format version this crate writes into files it encrypts.
 pub const WRITTEN_VERSION: &str = "3.10.2";
 
+/// The six options that choose which values are encrypted; a file uses at most one.
+pub(crate) const SELECTORS: &str = "encrypted_suffix, unencrypted_suffix, encrypted_regex, unencrypted_regex, encrypted_comment_regex, unencrypted_comment_regex";
+
 /// One age master key: the recipient and the armored age file holding the data key (or this
 /// group's Shamir share of it).
 #[derive(Debug, Clone)]
@@ -171,32 +174,28 @@ impl Metadata {
             })?,
         };
 
-        for unsupported in ["unencrypted_comment_regex", "encrypted_comment_regex"] {
-            if opt_string(map, unsupported).is_some() {
-                return Err(ErrorKind::NotSupported(unsupported.to_string()));
-            }
-        }
         let unencrypted_suffix = opt_string(map, "unencrypted_suffix");
         let encrypted_suffix = opt_string(map, "encrypted_suffix");
-        let unencrypted_regex = opt_string(map, "unencrypted_regex")
-            .map(|p| compile("unencrypted_regex", p))
-            .transpose()?;
-        let encrypted_regex = opt_string(map, "encrypted_regex")
-            .map(|p| compile("encrypted_regex", p))
-            .transpose()?;
+        let regex = |name: &str| opt_string(map, name).map(|p| compile(name, p)).transpose();
+        let unencrypted_regex = regex("unencrypted_regex")?;
+        let encrypted_regex = regex("encrypted_regex")?;
+        let unencrypted_comment_regex = regex("unencrypted_comment_regex")?;
+        let encrypted_comment_regex = regex("encrypted_comment_regex")?;
         let count = [
             unencrypted_suffix.is_some(),
             encrypted_suffix.is_some(),
             unencrypted_regex.is_some(),
             encrypted_regex.is_some(),
+            unencrypted_comment_regex.is_some(),
+            encrypted_comment_regex.is_some(),
         ]
         .iter()
         .filter(|b| **b)
         .count();
         if count > 1 {
-            return Err(ErrorKind::InvalidMetadata(
-                "more than one of encrypted_suffix, unencrypted_suffix, encrypted_regex, unencrypted_regex is set".into(),
-            ));
+            return Err(ErrorKind::InvalidMetadata(format!(
+                "more than one of {SELECTORS} is set"
+            )));
         }
         let mac_only_encrypted = map
             .get("mac_only_encrypted")
@@ -207,6 +206,8 @@ impl Metadata {
             encrypted_suffix,
             unencrypted_regex,
             encrypted_regex,
+            unencrypted_comment_regex,
+            encrypted_comment_regex,
             mac_only_encrypted,
         };
         if count == 0 {
@@ -276,6 +277,18 @@ impl Metadata {
         }
         if let Some(r) = &rules.encrypted_regex {
             m.insert("encrypted_regex".into(), Value::String(r.as_str().into()));
+        }
+        if let Some(r) = &rules.unencrypted_comment_regex {
+            m.insert(
+                "unencrypted_comment_regex".into(),
+                Value::String(r.as_str().into()),
+            );
+        }
+        if let Some(r) = &rules.encrypted_comment_regex {
+            m.insert(
+                "encrypted_comment_regex".into(),
+                Value::String(r.as_str().into()),
+            );
         }
         if rules.mac_only_encrypted {
             m.insert("mac_only_encrypted".into(), Value::Bool(true));

@@ -9,7 +9,15 @@
 //!   (strings as is, integers in decimal, floats in shortest form without exponent, booleans as
 //!   `True`/`False`), upper-case hex; with `mac_only_encrypted` only encrypted leaves count and
 //!   the hash is seeded with SHA-256("sops");
-//! - empty strings are never encrypted; nulls are neither encrypted nor hashed.
+//! - empty strings are never encrypted; nulls are neither encrypted nor hashed;
+//! - a comment between the items of a sequence is an item of that sequence; once encrypted it is
+//!   an ordinary string item typed `comment` (sops writes it so), still outside the MAC;
+//! - `encrypted_comment_regex` / `unencrypted_comment_regex` decide by the *active comments*:
+//!   for each mapping or sequence from the root down to a value, the comments written since that
+//!   container's last non-comment item (as they stand in the file: ciphertext once encrypted).
+//!   A value is encrypted when one of them matches `encrypted_comment_regex` (a comment never
+//!   counts itself, so the marker comment stays readable), and left clear when one matches
+//!   `unencrypted_comment_regex` (the marker itself included).
 
 use regex::Regex;
 use sha2::{Digest, Sha512};
@@ -28,6 +36,8 @@ pub(crate) enum Node {
     Str(String),
     Seq(Vec<Node>),
     Map(Vec<Item>),
+    /// A comment between the items of a sequence (only ever an item of a `Seq`).
+    Comment(String),
 }
 
 /// One entry of a mapping: a key and its value, or a comment line (dotenv keeps comments).
@@ -70,7 +80,15 @@ impl Node {
                 None => Value::String(format_float(f)),
             },
             Node::Str(s) => Value::String(s),
-            Node::Seq(items) => Value::Array(items.into_iter().map(Node::into_json).collect()),
+            Node::Seq(items) => Value::Array(
+                items
+                    .into_iter()
+                    .filter(|n| !matches!(n, Node::Comment(_)))
+                    .map(Node::into_json)
+                    .collect(),
+            ),
+            // Only reached for a comment outside a sequence, which nothing builds.
+            Node::Comment(_) => Value::Null,
             Node::Map(items) => {
                 let mut map = serde_json::Map::new();
                 for item in items {
@@ -107,6 +125,8 @@ pub struct Rules {
     pub encrypted_suffix: Option<String>,
     pub unencrypted_regex: Option<Regex>,
     pub encrypted_regex: Option<Regex>,
+    pub unencrypted_comment_regex: Option<Regex>,
+    pub encrypted_comment_regex: Option<Regex>,
     pub mac_only_encrypted: bool,
 }
 
@@ -119,7 +139,15 @@ impl Rules {
         }
     }
 
-    fn should_encrypt(&self, path: &[&str]) -> bool {
+    /// Whether comments take part in the decision (the walk then keeps the active comments).
+    fn uses_comments(&self) -> bool {
+        self.unencrypted_comment_regex.is_some() || self.encrypted_comment_regex.is_some()
+    }
+
+    /// sops' decision for a value or comment at `path`, given the active comments of every
+    /// container from the root down (`comments`, innermost last); `is_comment`: the item
+    /// decided is itself the last active comment.
+    fn should_encrypt(&self, path: &[&str], comments: &[Vec<String>], is_comment: bool) -> bool {
         let mut encrypted = true;
         if let Some(suffix) = &self.unencrypted_suffix
             && path.iter().any(|p| p.ends_with(suffix.as_str()))
@@ -136,6 +164,19 @@ impl Rules {
         }
         if let Some(re) = &self.encrypted_regex {
             encrypted = path.iter().any(|p| re.is_match(p));
+        }
+        if let Some(re) = &self.unencrypted_comment_regex
+            && comments.iter().flatten().any(|c| re.is_match(c))
+        {
+            encrypted = false;
+        }
+        if let Some(re) = &self.encrypted_comment_regex {
+            // The marker comment stays clear: a comment is decided by the others only.
+            let mut active: Vec<&String> = comments.iter().flatten().collect();
+            if is_comment {
+                active.pop();
+            }
+            encrypted = active.iter().any(|c| re.is_match(c));
         }
         encrypted
     }
@@ -159,6 +200,9 @@ struct Walker<'a> {
     key: &'a [u8],
     mode: Mode,
     hash: Sha512,
+    /// The active comments of each container being walked, outermost first (kept only when
+    /// the rules look at comments).
+    comments: Vec<Vec<String>>,
 }
 
 fn path_string(path: &[&str]) -> String {
@@ -218,19 +262,42 @@ fn typed(plain: Vec<u8>, ty: ValueType) -> Result<Node, String> {
 
 impl Walker<'_> {
     fn value_error(path: &[&str], reason: String) -> ErrorKind {
-        let shown = if path.is_empty() {
-            "the top level".to_string()
-        } else {
-            path.join(".")
-        };
         ErrorKind::Value {
-            path: shown,
+            path: Self::shown(path),
             reason,
         }
     }
 
+    fn decide(&self, path: &[&str], is_comment: bool) -> bool {
+        self.rules.should_encrypt(path, &self.comments, is_comment)
+    }
+
+    /// Makes `text`, as written in the file, an active comment of the innermost container.
+    fn note(&mut self, text: &str) {
+        if self.rules.uses_comments()
+            && let Some(top) = self.comments.last_mut()
+        {
+            top.push(text.to_string());
+        }
+    }
+
+    fn unnote(&mut self) {
+        if self.rules.uses_comments()
+            && let Some(top) = self.comments.last_mut()
+        {
+            top.pop();
+        }
+    }
+
+    /// A non-comment item ends the innermost container's active comments.
+    fn clear_active(&mut self) {
+        if let Some(top) = self.comments.last_mut() {
+            top.clear();
+        }
+    }
+
     fn leaf(&mut self, node: &mut Node, path: &[&str]) -> Result<(), ErrorKind> {
-        let encrypted = self.rules.should_encrypt(path);
+        let encrypted = self.decide(path, false);
         let hashed = !self.rules.mac_only_encrypted || encrypted;
         match self.mode {
             Mode::Encrypt => {
@@ -273,64 +340,167 @@ impl Walker<'_> {
         Ok(())
     }
 
-    fn comment(&mut self, text: &mut String, path: &[&str]) -> Result<(), ErrorKind> {
-        // Comments are encrypted like values but never hashed; a comment that does not decrypt is
-        // kept as written, since files from older sops versions hold clear comments.
-        if !self.rules.should_encrypt(path) || text.is_empty() {
-            return Ok(());
+    /// The encrypted form of an active comment, or `None` when it stays clear. Comments are
+    /// encrypted like values but never hashed.
+    fn encrypt_comment(&self, text: &str, path: &[&str]) -> Result<Option<String>, ErrorKind> {
+        if text.is_empty() || !self.decide(path, true) {
+            return Ok(None);
         }
-        match self.mode {
-            Mode::Encrypt => {
-                *text = cipher::encrypt(
-                    text.as_bytes(),
-                    ValueType::Comment,
-                    self.key,
-                    &path_string(path),
-                )
-                .map_err(|e| Self::value_error(path, e))?;
-            }
-            Mode::Decrypt => {
-                if let Ok((plain, _)) = cipher::decrypt(text, self.key, &path_string(path))
-                    && let Ok(plain) = String::from_utf8(plain)
-                {
-                    *text = plain;
-                }
-            }
+        let enc = cipher::encrypt(
+            text.as_bytes(),
+            ValueType::Comment,
+            self.key,
+            &path_string(path),
+        )
+        .map_err(|e| Self::value_error(path, e))?;
+        // Decryption sees the encrypted text among the active comments: if the regex matched
+        // it, everything after it would be read as clear (sops refuses this too).
+        if let Some(re) = &self.rules.unencrypted_comment_regex
+            && re.is_match(&enc)
+        {
+            return Err(ErrorKind::Encrypt(format!(
+                "unencrypted_comment_regex {:?} matches the encrypted form of a comment at {} ({}…): decryption would take it for a clear comment and leave what follows it in clear; use a regex that cannot match an encrypted comment",
+                re.as_str(),
+                Self::shown(path),
+                &enc[..enc.len().min(24)],
+            )));
+        }
+        Ok(Some(enc))
+    }
+
+    /// A comment that does not decrypt is kept as written (sops does the same: files from older
+    /// sops versions hold clear comments).
+    fn decrypt_comment(&self, text: &str, path: &[&str]) -> Option<String> {
+        if text.is_empty() || !self.decide(path, true) {
+            return None;
+        }
+        let (plain, _) = cipher::decrypt(text, self.key, &path_string(path)).ok()?;
+        String::from_utf8(plain).ok()
+    }
+
+    fn shown(path: &[&str]) -> String {
+        if path.is_empty() {
+            "the top level".to_string()
+        } else {
+            path.join(".")
+        }
+    }
+
+    /// Encrypting a comment between list items makes it a string item, and sops (3.11) ends a
+    /// list's active comments at any non-comment item when it decrypts: a marker comment
+    /// earlier in the same list would be forgotten for everything after it.
+    fn check_list_marker(&self, path: &[&str], more_items: bool) -> Result<(), ErrorKind> {
+        let Some(re) = &self.rules.encrypted_comment_regex else {
+            return Ok(());
+        };
+        let outer = self.comments.len().saturating_sub(1);
+        let marker_outside = self.comments[..outer]
+            .iter()
+            .flatten()
+            .any(|c| re.is_match(c));
+        if more_items && !marker_outside {
+            return Err(ErrorKind::Encrypt(format!(
+                "in the list at {}, a comment follows a comment matching encrypted_comment_regex {:?} between the same items, so it would be encrypted into a list item after which sops forgets the marker and could not decrypt the rest of the list; put the marker comment last, directly above the item, or above the list's key",
+                Self::shown(path),
+                re.as_str()
+            )));
         }
         Ok(())
     }
 
     fn walk<'p>(&mut self, node: &'p mut Node, path: &mut Vec<&'p str>) -> Result<(), ErrorKind> {
         match node {
-            Node::Null => Ok(()),
+            Node::Null | Node::Comment(_) => Ok(()),
             Node::Map(items) => {
+                self.comments.push(Vec::new());
                 for item in items.iter_mut() {
                     match item {
-                        Item::Comment(text) => self.comment(text, path)?,
+                        Item::Comment(text) => {
+                            self.note(text);
+                            let done = match self.mode {
+                                Mode::Encrypt => self.encrypt_comment(text, path)?,
+                                Mode::Decrypt => self.decrypt_comment(text, path),
+                            };
+                            if let Some(done) = done {
+                                *text = done;
+                            }
+                        }
                         Item::Entry(key, value) => {
                             let key: &'p String = key;
                             path.push(key.as_str());
                             let res = self.walk(value, path);
                             path.pop();
                             res?;
+                            self.clear_active();
                         }
                     }
                 }
+                self.comments.pop();
                 Ok(())
             }
             Node::Seq(items) => {
-                if matches!(self.mode, Mode::Decrypt) {
-                    // sops keeps a comment written between list items as an item of its own,
-                    // typed `comment` and left out of the MAC. It is not data: it must not
-                    // come back as an extra list element.
-                    items.retain(|item| !is_list_comment(item));
-                }
-                for item in items.iter_mut() {
+                self.comments.push(Vec::new());
+                let count = items.len();
+                for (i, item) in items.iter_mut().enumerate() {
+                    if self.seq_comment(item, path, i + 1 < count)? {
+                        continue;
+                    }
                     self.walk(item, path)?;
+                    self.clear_active();
                 }
+                self.comments.pop();
                 Ok(())
             }
             leaf => self.leaf(leaf, path),
+        }
+    }
+
+    /// Handles a sequence item that is a comment: a clear one, or on decryption one sops
+    /// encrypted into a string typed `comment`. Returns false for any other item.
+    fn seq_comment(
+        &mut self,
+        item: &mut Node,
+        path: &[&str],
+        more_items: bool,
+    ) -> Result<bool, ErrorKind> {
+        match (self.mode, &*item) {
+            (Mode::Encrypt, Node::Comment(text)) => {
+                let text = text.clone();
+                self.note(&text);
+                if let Some(enc) = self.encrypt_comment(&text, path)? {
+                    self.check_list_marker(path, more_items)?;
+                    *item = Node::Str(enc);
+                }
+                Ok(true)
+            }
+            (Mode::Decrypt, Node::Comment(text)) => {
+                let text = text.clone();
+                self.note(&text);
+                if let Some(plain) = self.decrypt_comment(&text, path) {
+                    *item = Node::Comment(plain);
+                }
+                Ok(true)
+            }
+            (Mode::Decrypt, Node::Str(s)) if is_comment_value(s) => {
+                let s = s.clone();
+                self.note(&s);
+                if !self.decide(path, true) {
+                    // The rules say this is no comment of ours (its marker was changed): a
+                    // string value, as sops reads it.
+                    self.unnote();
+                    return Ok(false);
+                }
+                // Unlike a comment line, an item typed `comment` is one sops wrote encrypted:
+                // failing to decrypt it is damage, not an old clear comment.
+                let (plain, _) = cipher::decrypt(&s, self.key, &path_string(path))
+                    .map_err(|e| Self::value_error(path, e))?;
+                let plain = String::from_utf8(plain).map_err(|_| {
+                    Self::value_error(path, "decrypted comment is not UTF-8 text".into())
+                })?;
+                *item = Node::Comment(plain);
+                Ok(true)
+            }
+            _ => Ok(false),
         }
     }
 }
@@ -341,6 +511,7 @@ fn run(docs: &mut [Node], rules: &Rules, key: &[u8], mode: Mode) -> Result<Strin
         key,
         mode,
         hash: Sha512::new(),
+        comments: Vec::new(),
     };
     if rules.mac_only_encrypted {
         walker.hash.update(MAC_ONLY_ENCRYPTED_SEED);
@@ -371,13 +542,8 @@ pub(crate) fn encrypt_docs(
     run(docs, rules, key, Mode::Encrypt)
 }
 
-/// A list item sops wrote for a comment: an encrypted value whose type is `comment`.
-fn is_list_comment(node: &Node) -> bool {
-    matches!(node, Node::Str(s) if is_comment_value(s))
-}
-
 /// Whether an encrypted value's type is `comment`.
-pub(crate) fn is_comment_value(value: &str) -> bool {
+fn is_comment_value(value: &str) -> bool {
     value.starts_with("ENC[AES256_GCM,") && value.ends_with(",type:comment]")
 }
 
@@ -395,15 +561,165 @@ mod tests {
     #[test]
     fn regex_selects_by_any_path_component() {
         let r = rules_with_regex("^(data|stringData)$");
-        assert!(r.should_encrypt(&["stringData", "key"]));
-        assert!(!r.should_encrypt(&["metadata", "name"]));
+        assert!(r.should_encrypt(&["stringData", "key"], &[], false));
+        assert!(!r.should_encrypt(&["metadata", "name"], &[], false));
     }
 
     #[test]
     fn default_suffix_leaves_marked_keys_clear() {
         let r = Rules::default_rules();
-        assert!(r.should_encrypt(&["a", "b"]));
-        assert!(!r.should_encrypt(&["a_unencrypted", "b"]));
+        assert!(r.should_encrypt(&["a", "b"], &[], false));
+        assert!(!r.should_encrypt(&["a_unencrypted", "b"], &[], false));
+    }
+
+    fn comment_rules(encrypted: Option<&str>, unencrypted: Option<&str>) -> Rules {
+        Rules {
+            encrypted_comment_regex: encrypted.map(|r| Regex::new(r).unwrap()),
+            unencrypted_comment_regex: unencrypted.map(|r| Regex::new(r).unwrap()),
+            ..Default::default()
+        }
+    }
+
+    fn active(levels: &[&[&str]]) -> Vec<Vec<String>> {
+        levels
+            .iter()
+            .map(|l| l.iter().map(|c| c.to_string()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn comment_regexes_decide_by_the_active_comments() {
+        let enc = comment_rules(Some("sops:enc"), None);
+        // A value after the marker, in its container or an enclosing one.
+        assert!(enc.should_encrypt(&["a"], &active(&[&[" sops:enc"]]), false));
+        assert!(enc.should_encrypt(&["a", "b"], &active(&[&[" sops:enc"], &[]]), false));
+        assert!(!enc.should_encrypt(&["a"], &active(&[&[" other"]]), false));
+        assert!(!enc.should_encrypt(&["a"], &active(&[&[]]), false));
+        // The marker never counts for itself, so it stays readable; a comment after it is
+        // encrypted.
+        assert!(!enc.should_encrypt(&["a"], &active(&[&[" sops:enc"]]), true));
+        assert!(enc.should_encrypt(&["a"], &active(&[&[" sops:enc", " why"]]), true));
+        assert!(enc.should_encrypt(&["a"], &active(&[&[" sops:enc"], &[" x"]]), true));
+
+        let clear = comment_rules(None, Some("sops:clear"));
+        assert!(clear.should_encrypt(&["a"], &active(&[&[" other"]]), false));
+        assert!(!clear.should_encrypt(&["a"], &active(&[&[" sops:clear"]]), false));
+        assert!(!clear.should_encrypt(&["a", "b"], &active(&[&[" sops:clear"], &[]]), false));
+        // The marker itself stays clear too.
+        assert!(!clear.should_encrypt(&["a"], &active(&[&[" sops:clear"]]), true));
+        assert!(clear.should_encrypt(&["a"], &active(&[&[" other"]]), true));
+    }
+
+    fn comments_doc() -> Node {
+        Node::Map(vec![
+            Item::Comment(" sops:enc".into()),
+            Item::Comment(" why".into()),
+            Item::Entry("secret".into(), Node::Str("s".into())),
+            Item::Entry("plain".into(), Node::Str("p".into())),
+            Item::Entry(
+                "list".into(),
+                Node::Seq(vec![
+                    Node::Str("a".into()),
+                    Node::Comment(" sops:enc".into()),
+                    Node::Str("b".into()),
+                    Node::Str("c".into()),
+                    Node::Comment(" tail".into()),
+                ]),
+            ),
+        ])
+    }
+
+    #[test]
+    fn encrypted_comment_regex_walk() {
+        let key = [2u8; 32];
+        let rules = comment_rules(Some("sops:enc"), None);
+        let original = comments_doc();
+        let mut docs = vec![original.clone()];
+        let mac1 = encrypt_docs(&mut docs, &rules, &key).unwrap();
+        let Node::Map(items) = &docs[0] else { panic!() };
+        let enc = |i: usize| match &items[i] {
+            Item::Comment(t) | Item::Entry(_, Node::Str(t)) => t.starts_with("ENC["),
+            _ => panic!(),
+        };
+        assert!(!enc(0), "the marker stays clear");
+        assert!(
+            enc(1) && enc(2),
+            "the comment and value after it are encrypted"
+        );
+        assert!(!enc(3), "the marker ends at the next value");
+        let Item::Entry(_, Node::Seq(list)) = &items[4] else {
+            panic!()
+        };
+        assert_eq!(list[0], Node::Str("a".into()));
+        assert_eq!(list[1], Node::Comment(" sops:enc".into()));
+        assert!(matches!(&list[2], Node::Str(s) if s.starts_with("ENC[")));
+        assert_eq!(list[3], Node::Str("c".into()));
+        assert_eq!(list[4], Node::Comment(" tail".into()));
+        let mac2 = decrypt_docs(&mut docs, &rules, &key).unwrap();
+        assert_eq!(docs[0], original);
+        assert_eq!(mac1, mac2);
+    }
+
+    #[test]
+    fn list_comments_are_encrypted_into_items_and_come_back() {
+        let key = [3u8; 32];
+        let rules = Rules::default_rules();
+        let original = comments_doc();
+        let mut docs = vec![original.clone()];
+        let mac1 = encrypt_docs(&mut docs, &rules, &key).unwrap();
+        let Node::Map(items) = &docs[0] else { panic!() };
+        let Item::Entry(_, Node::Seq(list)) = &items[4] else {
+            panic!()
+        };
+        // As sops writes them: string items typed `comment`.
+        assert!(matches!(&list[1], Node::Str(s) if is_comment_value(s)));
+        assert!(matches!(&list[4], Node::Str(s) if is_comment_value(s)));
+        let mac2 = decrypt_docs(&mut docs, &rules, &key).unwrap();
+        assert_eq!(docs[0], original);
+        assert_eq!(mac1, mac2, "comments are outside the MAC");
+    }
+
+    #[test]
+    fn a_marker_between_list_items_followed_by_another_comment_is_refused() {
+        let key = [4u8; 32];
+        let rules = comment_rules(Some("sops:enc"), None);
+        let mut docs = vec![Node::Map(vec![Item::Entry(
+            "list".into(),
+            Node::Seq(vec![
+                Node::Comment(" sops:enc".into()),
+                Node::Comment(" why".into()),
+                Node::Str("b".into()),
+            ]),
+        )])];
+        let err = encrypt_docs(&mut docs, &rules, &key)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "in the list at list, a comment follows a comment matching encrypted_comment_regex"
+            ),
+            "{err}"
+        );
+        // With the marker above the list's key, the same comments are fine.
+        let mut docs = vec![Node::Map(vec![
+            Item::Comment(" sops:enc".into()),
+            Item::Entry(
+                "list".into(),
+                Node::Seq(vec![Node::Comment(" why".into()), Node::Str("b".into())]),
+            ),
+        ])];
+        encrypt_docs(&mut docs, &rules, &key).unwrap();
+    }
+
+    #[test]
+    fn unencrypted_comment_regex_must_not_match_encrypted_comments() {
+        let key = [5u8; 32];
+        let rules = comment_rules(None, Some("ENC"));
+        let mut docs = vec![comments_doc()];
+        let err = encrypt_docs(&mut docs, &rules, &key)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unencrypted_comment_regex \"ENC\" matches the encrypted form of a comment at the top level"), "{err}");
     }
 
     #[test]
