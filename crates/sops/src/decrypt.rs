@@ -182,7 +182,16 @@ impl Decryptor {
             // Work on a copy so a failure leaves the caller's object exactly as it was.
             let mut docs = vec![Node::from_json(object.clone())];
             format::split_metadata(&mut docs, Format::Json)
-                .and_then(|meta| self.decrypt_tree(&mut docs, &meta))
+                .and_then(|meta| {
+                    // An object is JSON by now: the comments marking its encrypted values are
+                    // gone, so the rule would read every value as clear (or as encrypted).
+                    if let Some(option) = meta.rules.comment_option() {
+                        return Err(ErrorKind::NotSupported(format!(
+                            "decrypting an object encrypted with {option} after a kustomize build, which drops the comments that mark its values (encrypt it with encrypted_regex, or use it as a secretGenerator file)"
+                        )));
+                    }
+                    self.decrypt_tree(&mut docs, &meta)
+                })
                 .map_err(|kind| Error::new(&subject, kind))?;
             if let Some(doc) = docs.pop() {
                 *object = doc.into_json();

@@ -141,7 +141,18 @@ impl Rules {
 
     /// Whether comments take part in the decision (the walk then keeps the active comments).
     fn uses_comments(&self) -> bool {
-        self.unencrypted_comment_regex.is_some() || self.encrypted_comment_regex.is_some()
+        self.comment_option().is_some()
+    }
+
+    /// The comment option in use, by its metadata name.
+    pub(crate) fn comment_option(&self) -> Option<&'static str> {
+        if self.encrypted_comment_regex.is_some() {
+            Some("encrypted_comment_regex")
+        } else if self.unencrypted_comment_regex.is_some() {
+            Some("unencrypted_comment_regex")
+        } else {
+            None
+        }
     }
 
     /// sops' decision for a value or comment at `path`, given the active comments of every

@@ -367,6 +367,40 @@ fn damaged_list_comment_item_fails() {
     assert!(!err.contains("note"), "{err}");
 }
 
+/// After a kustomize build an object is JSON: the marker comments are gone, so an object
+/// encrypted with a comment option cannot be decrypted there; it is refused and left as it was
+/// (the same file decrypts from its bytes, comments included).
+#[test]
+fn objects_encrypted_with_comment_markers_are_refused_after_a_build() {
+    let plain = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  namespace: ns\nstringData:\n  # sops:enc\n  password: hunter2\n";
+    let enc = encrypt(
+        "s.yaml",
+        plain.as_bytes(),
+        Format::Yaml,
+        &with_selection(Selection {
+            encrypted_comment_regex: Some("sops:enc".into()),
+            ..Default::default()
+        }),
+    )
+    .unwrap();
+    let mut obj: serde_json::Value = serde_saphyr::from_slice(&enc).unwrap();
+    let before = obj.clone();
+    let err = Decryptor::new(ids("age.txt"))
+        .verify_mac(false)
+        .decrypt_object(&mut obj)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "Secret ns/s: not supported yet: decrypting an object encrypted with encrypted_comment_regex after a kustomize build, which drops the comments that mark its values (encrypt it with encrypted_regex, or use it as a secretGenerator file)"
+    );
+    assert_eq!(obj, before);
+    let out = Decryptor::new(ids("age.txt"))
+        .decrypt("s.yaml", &enc, Format::Yaml)
+        .unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), plain);
+}
+
 #[test]
 fn decryptor_can_be_shared_across_threads() {
     fn shared<T: Send + Sync + Clone>() {}

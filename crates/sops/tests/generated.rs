@@ -1,6 +1,7 @@
 //! Vectors encrypted by sops 3.11 (`fixtures/generated/make.sh`) for the features the Flux
 //! fixtures do not cover: every value type, comments, several documents, JSON, dotenv, each
-//! encryption rule, `mac_only_encrypted`, several recipients, key groups with Shamir thresholds.
+//! encryption rule (the comment regexes included), `mac_only_encrypted`, several recipients, key
+//! groups with Shamir thresholds.
 //! Each decrypts, with MAC verification, to the plaintext it was made from.
 
 use ferroflux_sops::{AgeIdentities, Decryptor, Format};
@@ -201,4 +202,40 @@ fn yaml_merge_keys_as_sops_writes_them() {
     // sops keeps `<<` as a key holding a copy of the aliased mapping, each value encrypted with
     // its own path (`derived:<<:user:`).
     check_yaml("merge", key("age.txt"));
+}
+
+/// The comments of a YAML text in order (an end-of-line comment counts where sops moves it:
+/// just before its key or item, so the order is the same).
+fn comment_texts(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| match l.trim_start().strip_prefix('#') {
+            Some(c) => Some(c.trim().to_string()),
+            None => l.find(" # ").map(|i| l[i + 3..].trim().to_string()),
+        })
+        .collect()
+}
+
+/// Files sops 3.11 encrypted with `encrypted_comment_regex` / `unencrypted_comment_regex`
+/// (creation rules in `make.sh`): markers in mappings and between list items, a marker before
+/// a list item that is a mapping. They decrypt with the MAC verified and give every comment
+/// back in order.
+#[test]
+fn comment_regexes_and_list_comments() {
+    for name in ["marked", "unmarked"] {
+        check_yaml(name, key("age.txt"));
+        let out = Decryptor::new(key("age.txt"))
+            .decrypt(
+                name,
+                &read(&format!("generated/{name}.enc.yaml")),
+                Format::Yaml,
+            )
+            .unwrap();
+        let plain = read(&format!("generated/{name}.plain.yaml"));
+        assert_eq!(
+            comment_texts(std::str::from_utf8(&out).unwrap()),
+            comment_texts(std::str::from_utf8(&plain).unwrap()),
+            "{name}: {}",
+            String::from_utf8_lossy(&out)
+        );
+    }
 }
