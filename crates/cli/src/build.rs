@@ -6,8 +6,10 @@
 //! `.sourceignore` files and `--ignore-paths` exclude under DIR) into a private directory, and
 //! the controller's own build runs there (generated kustomization.yaml, spec overrides,
 //! decryption with the cluster's key Secret, owner labels, `postBuild` substitution).
+//! With `--recursive`, the Flux Kustomizations of the output are built too (see `nested`).
 
 use crate::kubecontext::KubeArgs;
+use crate::nested::{self, LocalSources, Recursion};
 use anyhow::{Context as _, anyhow, bail};
 use clap::{Args, Subcommand};
 use ferroflux_api::Kustomization;
@@ -15,7 +17,9 @@ use ferroflux_controller::kustomization::build::{self as ks_build, Cluster};
 use gix::bstr::BStr;
 use kube::api::Api;
 use serde_json::Value;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 
 #[derive(Args, Debug)]
 pub struct BuildArgs {
@@ -60,6 +64,14 @@ pub struct LocalArgs {
     /// empty (the controller's StrictPostBuildSubstitutions feature gate).
     #[arg(long)]
     pub strict_substitute: bool,
+    /// Also build every Flux Kustomization found in the output, recursively.
+    #[arg(short = 'r', long)]
+    pub recursive: bool,
+    /// Local directories of the sources of nested Kustomizations, comma separated:
+    /// Kind/namespace/name=path (e.g. GitRepository/flux-system/flux-system=./). Sources not
+    /// listed are read from the cluster's artifacts.
+    #[arg(long, value_delimiter = ',')]
+    pub local_sources: Vec<String>,
 }
 
 /// Flux's mask for Secret values (`**SOPS**`); in `data` it is base64-encoded.
@@ -77,9 +89,15 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
             } else {
                 Some(args.kube.client().await?.0)
             };
-            let (_, objects) =
-                build_local(&ks_args.local, &args.kube, client.as_ref(), ks_args.dry_run).await?;
-            Ok::<_, anyhow::Error>(objects)
+            let local = &ks_args.local;
+            let sources = LocalSources::parse(&local.local_sources)?;
+            let (ks, objects, dir) =
+                build_local(local, &args.kube, client.as_ref(), ks_args.dry_run).await?;
+            if !local.recursive {
+                return Ok(objects);
+            }
+            let mut recursion = Recursion::new(sources, client.as_ref(), &ks, &dir);
+            with_nested(&mut recursion, &ks, objects, local, client.as_ref()).await
         };
         // Ctrl-C drops the build, and with it the private copy holding decrypted files.
         tokio::select! {
@@ -91,6 +109,35 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
     })?;
     print!("{}", render(&objects));
     Ok(())
+}
+
+/// `objects`, then what each Flux Kustomization among them builds, each followed by what its
+/// own nested Kustomizations build (depth first), as flux's `--recursive` lists them.
+fn with_nested<'r, 'c: 'r>(
+    recursion: &'r mut Recursion<'c>,
+    parent: &'r Kustomization,
+    objects: Vec<Value>,
+    local: &'r LocalArgs,
+    client: Option<&'c kube::Client>,
+) -> Pin<Box<dyn Future<Output = anyhow::Result<Vec<Value>>> + 'r>> {
+    Box::pin(async move {
+        let mut nested_objects = Vec::new();
+        for obj in &objects {
+            let Some(nested) = recursion.nested(obj, parent).await? else {
+                continue;
+            };
+            let built = build_dir(&nested.ks, &nested.root, &nested.dir, local, client)
+                .await
+                .map_err(|e| anyhow!("{}: {e:#}", nested::display(&nested.ks)))?;
+            recursion.enter(&nested);
+            let all = with_nested(recursion, &nested.ks, built, local, client).await;
+            recursion.leave();
+            nested_objects.extend(all?);
+        }
+        let mut objects = objects;
+        objects.extend(nested_objects);
+        Ok(objects)
+    })
 }
 
 /// The build output as flux prints it: each object followed by a `---` line, Secret values
@@ -137,13 +184,14 @@ pub fn mask_secrets(objects: &mut [Value]) {
 }
 
 /// Checks the flags, finds the Kustomization (cluster and/or file) and builds the local
-/// directory for it the way the controller would. Errors read like flux's.
+/// directory for it the way the controller would: the Kustomization, its objects and the
+/// directory built. Errors read like flux's.
 pub async fn build_local(
     local: &LocalArgs,
     kube_args: &KubeArgs,
     client: Option<&kube::Client>,
     dry_run: bool,
-) -> anyhow::Result<(Kustomization, Vec<Value>)> {
+) -> anyhow::Result<(Kustomization, Vec<Value>, PathBuf)> {
     let path = match &local.path {
         None => bail!("invalid resource path \"\": pass the local directory with --path"),
         Some(p) => p.clone(),
@@ -199,14 +247,28 @@ pub async fn build_local(
         .canonicalize()
         .with_context(|| format!("resolving {}", path.display()))?;
     let root = source_root(&source)?;
+    let objects = build_dir(&ks, &root, &source, local, client).await?;
+    Ok((ks, objects, source))
+}
+
+/// Builds `ks` from the directory `source`, the build reading files anywhere under `root`:
+/// both are copied (without `.git` and what `.sourceignore` and `--ignore-paths` exclude under
+/// `source`) into a private directory first, so the build can modify its copy.
+pub async fn build_dir(
+    ks: &Kustomization,
+    root: &Path,
+    source: &Path,
+    local: &LocalArgs,
+    client: Option<&kube::Client>,
+) -> anyhow::Result<Vec<Value>> {
     let work = tempfile::Builder::new()
         .prefix("ferroflux-build-")
         .tempdir()
         .context("creating a private build directory")?;
-    let ignore = IgnoreRules::load(&source, &local.ignore_paths)?;
-    copy_tree(&root, work.path(), &source, &ignore)
+    let ignore = IgnoreRules::load(source, &local.ignore_paths)?;
+    copy_tree(root, work.path(), source, &ignore)
         .with_context(|| format!("copying {} for the build", root.display()))?;
-    let relative = source.strip_prefix(&root).unwrap_or(Path::new(""));
+    let relative = source.strip_prefix(root).unwrap_or(Path::new(""));
     let dir = work.path().join(relative);
     let cluster = match client {
         Some(c) => Cluster::Client(c),
@@ -217,10 +279,9 @@ pub async fn build_local(
     } else {
         ks_build::Strictness::Lenient
     };
-    let objects = ks_build::build_with(&ks, work.path(), &dir, cluster, strictness)
+    ks_build::build_with(ks, work.path(), &dir, cluster, strictness)
         .await
-        .map_err(|e| anyhow!("kustomize build failed: {e}"))?;
-    Ok((ks, objects))
+        .map_err(|e| anyhow!("kustomize build failed: {e}"))
 }
 
 /// The Kustomization named `name` (in `ns`, or without a namespace) from a YAML file that may
@@ -264,7 +325,7 @@ fn kustomization_from_file(file: &Path, name: &str, ns: &str) -> anyhow::Result<
 
 /// What the build may read besides DIR: the Git work tree DIR belongs to, else the current
 /// directory when DIR is inside it, else DIR alone.
-fn source_root(dir: &Path) -> anyhow::Result<PathBuf> {
+pub fn source_root(dir: &Path) -> anyhow::Result<PathBuf> {
     let mut at = Some(dir);
     while let Some(d) = at {
         if d.join(".git").exists() {

@@ -1,21 +1,27 @@
 //! `ferroflux diff kustomization NAME --path DIR`: builds DIR as `build kustomization` does,
 //! server-side dry-runs every object against the cluster and prints what would change, in
 //! flux's words: `► Kind/ns/name created|drifted|deleted|skipped`, drifted objects followed by
-//! a dyff-style report of the fields that differ. Secret values never appear: they read `***`,
+//! a dyff-style report of the fields that differ. With `--recursive`, each Flux Kustomization
+//! of the build that the cluster already has is built and diffed in turn, its report after a
+//! `📁 Kustomization/ns/name changed` line. Secret values never appear: they read `***`,
 //! or `*** (before)` / `*** (after)` where they differ, as Flux's sanitizer writes them.
 //!
 //! Exit code: 0 when nothing would change, 1 when something would, 2 on error.
 
-use crate::build::{LocalArgs, build_local};
+use crate::build::{LocalArgs, build_dir, build_local};
 use crate::kubecontext::KubeArgs;
+use crate::nested::{self, LocalSources, Recursion};
 use anyhow::{Context as _, anyhow};
 use clap::{Args, Subcommand};
+use ferroflux_api::Kustomization;
 use ferroflux_apply::applier::{Applier, ApplyOptions};
 use ferroflux_apply::changeset::Action;
 use ferroflux_apply::inventory::{inventory_of, stale_entries};
 use ferroflux_controller::kustomization::reconciler::FIELD_MANAGER;
 use serde_json::{Map, Value};
 use std::fmt::Write as _;
+use std::future::Future;
+use std::pin::Pin;
 
 #[derive(Args, Debug)]
 pub struct DiffArgs {
@@ -89,64 +95,158 @@ async fn diff(
     local: &LocalArgs,
     kube_args: &KubeArgs,
 ) -> anyhow::Result<(DiffReport, Vec<String>)> {
+    let sources = LocalSources::parse(&local.local_sources)?;
     let (client, _) = kube_args.client().await?;
-    let (ks, objects) = build_local(local, kube_args, Some(&client), false).await?;
-    let applier = Applier::new(client, FIELD_MANAGER);
-    let options = ApplyOptions {
-        force: ks.spec.force.unwrap_or(false),
-        ..ApplyOptions::default()
-    };
-    let mut output = String::new();
-    let mut changed = false;
+    let (ks, objects, dir) = build_local(local, kube_args, Some(&client), false).await?;
+    let applier = Applier::new(client.clone(), FIELD_MANAGER);
+    let mut recursion = local
+        .recursive
+        .then(|| Recursion::new(sources, Some(&client), &ks, &dir));
     let mut errors = Vec::new();
-    for obj in &objects {
-        let outcome = match applier.dry_run(obj, &options).await {
-            Ok(o) => o,
-            Err(e) => {
-                errors.push(e.to_string());
-                continue;
-            }
-        };
-        let subject = outcome.id.display_name();
-        match outcome.action {
-            Action::Skipped => {
-                let _ = writeln!(output, "► {subject} skipped");
-            }
-            Action::Created => {
-                let _ = writeln!(output, "► {subject} created");
-                changed = true;
-            }
-            Action::Configured => {
-                let _ = writeln!(output, "► {subject} drifted");
-                let (mut live, mut merged) = (
-                    outcome.live.unwrap_or(Value::Null),
-                    outcome.merged.unwrap_or(Value::Null),
-                );
-                if outcome.id.kind == "Secret" && outcome.id.group.is_empty() {
-                    sanitize_secret(&mut live, &mut merged);
+    let diff = Diff {
+        applier: &applier,
+        client: &client,
+        local,
+    };
+    let report = diff
+        .objects(&ks, &objects, recursion.as_mut(), &mut errors)
+        .await;
+    Ok((report, errors))
+}
+
+/// What every level of a (recursive) diff shares.
+struct Diff<'a> {
+    applier: &'a Applier,
+    client: &'a kube::Client,
+    local: &'a LocalArgs,
+}
+
+impl<'a> Diff<'a> {
+    /// The report for `objects` built for `ks`. With `recursion`, each Flux Kustomization the
+    /// cluster already has (a new one brings only new objects) is built and diffed in turn,
+    /// its report following a `📁 Kustomization/ns/name changed` line when it changes anything.
+    fn objects<'r>(
+        &'r self,
+        ks: &'r Kustomization,
+        objects: &'r [Value],
+        mut recursion: Option<&'r mut Recursion<'a>>,
+        errors: &'r mut Vec<String>,
+    ) -> Pin<Box<dyn Future<Output = DiffReport> + 'r>> {
+        Box::pin(async move {
+            let errors_before = errors.len();
+            let options = ApplyOptions {
+                force: ks.spec.force.unwrap_or(false),
+                ..ApplyOptions::default()
+            };
+            let mut output = String::new();
+            let mut changed = false;
+            for obj in objects {
+                let outcome = match self.applier.dry_run(obj, &options).await {
+                    Ok(o) => o,
+                    Err(e) => {
+                        errors.push(e.to_string());
+                        continue;
+                    }
+                };
+                let subject = outcome.id.display_name();
+                match outcome.action {
+                    Action::Skipped => {
+                        let _ = writeln!(output, "► {subject} skipped");
+                    }
+                    Action::Created => {
+                        let _ = writeln!(output, "► {subject} created");
+                        changed = true;
+                    }
+                    Action::Configured => {
+                        let _ = writeln!(output, "► {subject} drifted");
+                        let (mut live, mut merged) = (
+                            outcome.live.unwrap_or(Value::Null),
+                            outcome.merged.unwrap_or(Value::Null),
+                        );
+                        if outcome.id.kind == "Secret" && outcome.id.group.is_empty() {
+                            sanitize_secret(&mut live, &mut merged);
+                        }
+                        output.push_str(&dyff_report(&live, &merged));
+                        changed = true;
+                    }
+                    _ => {}
                 }
-                output.push_str(&dyff_report(&live, &merged));
-                changed = true;
+                let Some(recursion) = recursion.as_deref_mut() else {
+                    continue;
+                };
+                if outcome.action == Action::Created || !nested::is_kustomization(obj) {
+                    continue;
+                }
+                if let Some(name) = recursion.remote(obj, ks) {
+                    let _ = writeln!(
+                        output,
+                        "⚠️ {name} skipped: diff not supported for remote clusters"
+                    );
+                    continue;
+                }
+                let nested = match recursion.nested(obj, ks).await {
+                    Ok(Some(n)) => n,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        errors.push(format!("{e:#}"));
+                        continue;
+                    }
+                };
+                let name = nested::display(&nested.ks);
+                let built = match build_dir(
+                    &nested.ks,
+                    &nested.root,
+                    &nested.dir,
+                    self.local,
+                    Some(self.client),
+                )
+                .await
+                {
+                    Ok(b) => b,
+                    Err(e) => {
+                        errors.push(format!("{name}: {e:#}"));
+                        continue;
+                    }
+                };
+                recursion.enter(&nested);
+                let sub = self
+                    .objects(&nested.ks, &built, Some(&mut *recursion), errors)
+                    .await;
+                recursion.leave();
+                if sub.changed {
+                    let _ = writeln!(output, "📁 {name} changed");
+                    output.push_str(&sub.output);
+                    changed = true;
+                }
             }
-            _ => {}
-        }
+            if ks.spec.prune && errors.len() == errors_before {
+                match stale(ks, objects) {
+                    Ok(stale) => {
+                        for id in stale {
+                            let _ = writeln!(output, "► {id} deleted");
+                            changed = true;
+                        }
+                    }
+                    Err(e) => errors.push(e.to_string()),
+                }
+            }
+            DiffReport { output, changed }
+        })
     }
-    if ks.spec.prune && errors.is_empty() {
-        let old = ks
-            .status
-            .as_ref()
-            .and_then(|s| s.inventory.clone())
-            .unwrap_or_default();
-        let new = inventory_of(&objects).map_err(|e| anyhow!("{e}"))?;
-        let mut stale = stale_entries(&old, &new).map_err(|e| anyhow!("{e}"))?;
-        // Flux lists deletions in its object sort order, not the reverse it deletes in.
-        stale.reverse();
-        for entry in stale {
-            let _ = writeln!(output, "► {} deleted", entry.id.display_name());
-            changed = true;
-        }
-    }
-    Ok((DiffReport { output, changed }, errors))
+}
+
+/// What the Kustomization's inventory holds that the build no longer does, in flux's object
+/// sort order (not the reverse it deletes in).
+fn stale(ks: &Kustomization, objects: &[Value]) -> anyhow::Result<Vec<String>> {
+    let old = ks
+        .status
+        .as_ref()
+        .and_then(|s| s.inventory.clone())
+        .unwrap_or_default();
+    let new = inventory_of(objects).map_err(|e| anyhow!("{e}"))?;
+    let mut stale = stale_entries(&old, &new).map_err(|e| anyhow!("{e}"))?;
+    stale.reverse();
+    Ok(stale.into_iter().map(|e| e.id.display_name()).collect())
 }
 
 const MASK: &str = "***";

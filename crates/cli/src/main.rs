@@ -19,6 +19,7 @@ mod install;
 mod kubecontext;
 mod kustomize;
 mod manifests;
+mod nested;
 mod progress;
 mod reconcile;
 mod sops;

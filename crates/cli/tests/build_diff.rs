@@ -1,6 +1,8 @@
 //! `ferroflux build kustomization` and `ferroflux diff kustomization` as a user runs them,
 //! against a local cluster started in-process; the Kustomization objects are created with
-//! kube-rs and no controller runs.
+//! kube-rs, and only the recursive fleet test runs the real controllers.
+
+mod bootstrap_support;
 
 use base64::Engine as _;
 use std::path::{Path, PathBuf};
@@ -10,6 +12,7 @@ use ferroflux_api::Kustomization;
 use ferroflux_apply::applier::{Applier, ApplyOptions};
 use ferroflux_apply::inventory::inventory_of;
 use ferroflux_controller::kustomization::build::{Cluster, build};
+use ferroflux_controller::manager::{Manager, ManagerConfig};
 use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -17,6 +20,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/build");
+const GOLDENS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/goldens");
 const SOPS_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sops/tests/fixtures");
 
 struct Env {
@@ -180,6 +184,50 @@ async fn build_matches_flux_goldens() {
             "{dir}: the local tree was modified"
         );
     }
+
+    // flux's recursive case: the nested `my-app` (not in the cluster) is built from the local
+    // source `GitRepository/default/podinfo`, its objects after the parent's.
+    for dir in ["podinfo-with-my-app", "my-app"] {
+        copy_dir(&Path::new(FIXTURES).join(dir), &work.path().join(dir));
+    }
+    let local = work.path().join("podinfo-with-my-app");
+    let sources = format!("GitRepository/default/podinfo={}", work.path().display());
+    let args = [
+        "build",
+        "kustomization",
+        "podinfo",
+        "--path",
+        local.to_str().unwrap(),
+        "--recursive",
+        "--local-sources",
+        &sources,
+    ];
+    let (code, stdout, stderr) = env.ferroflux(&args).await;
+    assert_eq!(code, 0, "{stderr}");
+    let expected = std::fs::read_to_string(format!("{FIXTURES}/podinfo-with-my-app-result.yaml"))
+        .unwrap()
+        .replace("{{ .fluxns }}", "flux-system");
+    assert_eq!(stdout, expected);
+
+    // flux's `diff-with-recursive.golden`: `my-app` as the cluster holds it is unchanged, the
+    // ConfigMap it builds would be created.
+    let my_app = std::fs::read_to_string(format!("{GOLDENS}/my-app.yaml"))
+        .unwrap()
+        .replace("{{ .fluxns }}", "flux-system");
+    let my_app: Value = serde_saphyr::from_str(my_app.trim_start_matches("---\n")).unwrap();
+    let applier = Applier::new(env.client.clone(), "kustomize-controller");
+    applier
+        .apply_staged(vec![my_app], &ApplyOptions::default())
+        .await
+        .unwrap();
+    let mut args = args.to_vec();
+    args[0] = "diff";
+    let (code, stdout, stderr) = env.ferroflux(&args).await;
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert_eq!(
+        stdout,
+        std::fs::read_to_string(format!("{GOLDENS}/diff-with-recursive.golden")).unwrap()
+    );
 }
 
 /// The plaintext of the sops fixture `algorithms/age.yaml`, decrypted here with its key.
@@ -588,4 +636,394 @@ async fn diff_errors_exit_2() {
         ),
         "{stderr}"
     );
+}
+
+// --- --recursive and --local-sources ---
+
+/// Every object of the cluster a command could touch, with its resourceVersion: equal before
+/// and after means nothing was written.
+async fn cluster_state(client: &kube::Client) -> Vec<String> {
+    let mut out = Vec::new();
+    let kss: Api<Kustomization> = Api::all(client.clone());
+    for k in kss.list(&ListParams::default()).await.unwrap() {
+        out.push(format!(
+            "ks {:?} {:?}",
+            k.metadata.name, k.metadata.resource_version
+        ));
+    }
+    let cms: Api<ConfigMap> = Api::all(client.clone());
+    for c in cms.list(&ListParams::default()).await.unwrap() {
+        out.push(format!(
+            "cm {:?}/{:?} {:?}",
+            c.metadata.namespace, c.metadata.name, c.metadata.resource_version
+        ));
+    }
+    out.sort();
+    out
+}
+
+fn kustomization_yaml(name: &str, path: &str, source: &str) -> String {
+    format!(
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  prune: true\n  path: {path}\n  sourceRef:\n    kind: GitRepository\n    name: {source}\n"
+    )
+}
+
+/// Bad input for --recursive: a malformed --local-sources entry, a local source that is not
+/// there, a nested source neither local nor in the cluster, and two kinds of cycles. Each is
+/// a clear error (exit 1 for build, 2 for diff) and leaves the cluster and the tree alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recursive_bad_input() {
+    let env = start("recursive-bad").await;
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    write(
+        root,
+        "clusters/dev/nested.yaml",
+        &kustomization_yaml("nested", "./apps", "fleet"),
+    );
+    write(
+        root,
+        "apps/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: apps\ndata:\n  mode: dev\n",
+    );
+    // root's output holds `loop`, which builds root's own directory again.
+    write(
+        root,
+        "clusters/loop/loop.yaml",
+        &kustomization_yaml("loop", "./clusters/loop", "fleet"),
+    );
+    // a → b → a: b's directory holds a Kustomization named like the top one.
+    write(
+        root,
+        "clusters/a/b.yaml",
+        &kustomization_yaml("b", "./clusters/b", "fleet"),
+    );
+    write(
+        root,
+        "clusters/b/root.yaml",
+        &kustomization_yaml("root", "./clusters/a", "fleet"),
+    );
+    // The nested ones exist too: diff recurses only into Kustomizations the cluster has.
+    for name in ["root", "nested", "loop", "b"] {
+        let doc: Value = serde_saphyr::from_str(&kustomization_yaml(name, "./", "fleet")).unwrap();
+        env.create_kustomization(doc).await;
+    }
+    let before_cluster = cluster_state(&env.client).await;
+    let before_tree = snapshot(root);
+    let dir = |d: &str| root.join(d).to_str().unwrap().to_string();
+    let source = |p: &str| format!("GitRepository/flux-system/fleet={p}");
+    let repo_root = root.to_str().unwrap().to_string();
+
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec![dir("clusters/dev"), "--local-sources".into(), "GitRepository/flux-system/fleet".into()],
+            "invalid --local-sources entry \"GitRepository/flux-system/fleet\": no '='; expected Kind/namespace/name=path, e.g. GitRepository/flux-system/flux-system=./".into(),
+        ),
+        (
+            vec![dir("clusters/dev"), "--local-sources".into(), format!("fleet={repo_root}")],
+            format!("invalid --local-sources entry \"fleet={repo_root}\": the source must be Kind/namespace/name"),
+        ),
+        (
+            vec![dir("clusters/dev"), "--local-sources".into(), source(&dir("nowhere"))],
+            format!("invalid --local-sources entry \"{}\": \"{}\" is not a directory", source(&dir("nowhere")), dir("nowhere")),
+        ),
+        (
+            vec![dir("clusters/dev")],
+            "cannot get local path for GitRepository/flux-system/fleet of kustomization nested: it is not in --local-sources and GitRepository flux-system/fleet is not in the cluster; pass its local directory with --local-sources GitRepository/flux-system/fleet=DIR".into(),
+        ),
+        (
+            vec![dir("clusters/loop"), "--local-sources".into(), source(&repo_root)],
+            "Kustomization cycle, not built again: Kustomization/flux-system/root → Kustomization/flux-system/loop (Kustomization/flux-system/loop builds the same directory as Kustomization/flux-system/root)".into(),
+        ),
+        (
+            vec![dir("clusters/a"), "--local-sources".into(), source(&repo_root)],
+            "Kustomization cycle, not built again: Kustomization/flux-system/root → Kustomization/flux-system/b → Kustomization/flux-system/root".into(),
+        ),
+    ];
+    for (extra, message) in &cases {
+        for (command, exit) in [("build", 1), ("diff", 2)] {
+            let mut args = vec![command, "ks", "root", "--recursive", "--path"];
+            args.extend(extra.iter().map(String::as_str));
+            let (code, stdout, stderr) = env.ferroflux(&args).await;
+            assert_eq!(code, exit, "{args:?}: {stdout}{stderr}");
+            assert!(stderr.contains(message), "{args:?}: {stderr}");
+            assert!(stderr.starts_with("✗ "), "{args:?}: {stderr}");
+            if command == "build" {
+                assert!(stdout.is_empty(), "{args:?}: {stdout}");
+            }
+        }
+    }
+    // A --dry-run build has no cluster to read an artifact from.
+    write(
+        root,
+        "root.yaml",
+        &kustomization_yaml("root", "./clusters/dev", "fleet"),
+    );
+    let (code, stdout, stderr) = env
+        .ferroflux(&[
+            "build",
+            "ks",
+            "root",
+            "--dry-run",
+            "--recursive",
+            "--kustomization-file",
+            &dir("root.yaml"),
+            "--path",
+            &dir("clusters/dev"),
+        ])
+        .await;
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("cannot get local path for GitRepository/flux-system/fleet of kustomization nested: it is not in --local-sources, and a --dry-run build does not read the cluster's artifacts"),
+        "{stderr}"
+    );
+    std::fs::remove_file(root.join("root.yaml")).unwrap();
+
+    assert_eq!(
+        cluster_state(&env.client).await,
+        before_cluster,
+        "the cluster changed"
+    );
+    assert_eq!(snapshot(root), before_tree, "the local tree was modified");
+}
+
+const FLEET_INFRA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/fleet-infra");
+
+/// What `bootstrap` writes in `clusters/staging/flux-system` (less the controllers' own
+/// manifests, which run in this process here), following the repository at `url`.
+fn gotk_sync(url: &str) -> String {
+    format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1h\n  ref:\n    branch: main\n  url: {url}\n---\n{}",
+        kustomization_yaml("flux-system", "./clusters/staging", "flux-system")
+    )
+}
+
+/// The documents of a build's output as `(owner Kustomization, Kind/namespace/name)`.
+fn owned_ids(docs: &[Value]) -> Vec<(String, String)> {
+    docs.iter()
+        .map(|d| {
+            let meta = &d["metadata"];
+            let owner = meta["labels"]["kustomize.toolkit.fluxcd.io/name"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            let id = format!(
+                "{}/{}/{}",
+                d["kind"].as_str().unwrap(),
+                meta["namespace"].as_str().unwrap_or(""),
+                meta["name"].as_str().unwrap()
+            );
+            (owner, id)
+        })
+        .collect()
+}
+
+/// The fleet-infra layout on a cluster the real controllers reconciled: `flux-system` applies
+/// `clusters/staging`, which holds the `infrastructure` and `apps` Kustomizations. A recursive
+/// build prints the objects of all three levels; a recursive diff finds nothing to change
+/// until `apps/` is edited locally, then shows the change under `apps`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recursive_build_and_diff_of_a_fleet_repository() {
+    let env = start("recursive-fleet").await;
+    let repo = bootstrap_support::Repo::empty();
+    bootstrap_support::git(repo.root.path(), &["clone", "-q", "fleet.git", "work"]);
+    let work = repo.work();
+    copy_dir(Path::new(FLEET_INFRA), &work);
+    write(
+        &work,
+        "clusters/staging/flux-system/gotk-sync.yaml",
+        &gotk_sync(&repo.url()),
+    );
+    write(
+        &work,
+        "clusters/staging/flux-system/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- gotk-sync.yaml\n",
+    );
+    let head = repo.commit_and_push("fleet");
+    let revision = format!("main@sha1:{head}");
+
+    // The controllers reconcile what bootstrap would have applied.
+    let storage = tempfile::tempdir().unwrap();
+    let config = env._cluster.kube_config().await.unwrap();
+    let manager = Manager::start(
+        env.client.clone(),
+        config,
+        ManagerConfig::local(storage.path()),
+    )
+    .await
+    .unwrap();
+    let sync: Vec<Value> = serde_saphyr::from_multiple(&gotk_sync(&repo.url())).unwrap();
+    let applier = Applier::new(env.client.clone(), "kustomize-controller");
+    applier
+        .apply_staged(sync, &ApplyOptions::default())
+        .await
+        .unwrap();
+    let kss: Api<Kustomization> = Api::namespaced(env.client.clone(), "flux-system");
+    for name in ["flux-system", "infrastructure", "apps"] {
+        let applied = |k: Option<&Kustomization>| {
+            k.and_then(|k| k.status.as_ref())
+                .and_then(|s| s.last_applied_revision.as_deref())
+                == Some(revision.as_str())
+        };
+        kube::runtime::wait::await_condition(kss.clone(), name, applied)
+            .await
+            .unwrap();
+    }
+
+    let path = work.join("clusters/staging");
+    let path = path.to_str().unwrap();
+    let sources = format!("GitRepository/flux-system/flux-system={}", work.display());
+    let before_tree = snapshot(&work);
+    let (code, stdout, stderr) = env
+        .ferroflux(&[
+            "build",
+            "ks",
+            "flux-system",
+            "--path",
+            path,
+            "--recursive",
+            "--local-sources",
+            &sources,
+        ])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&stdout).unwrap();
+    let ids = owned_ids(&docs);
+    // The parent's objects, then each nested Kustomization's, in the order the parent lists them.
+    let nested_order: Vec<String> = ids
+        .iter()
+        .filter(|(owner, id)| {
+            owner == "flux-system"
+                && id.starts_with("Kustomization/")
+                && id != "Kustomization/flux-system/flux-system"
+        })
+        .map(|(_, id)| id.rsplit('/').next().unwrap().to_string())
+        .collect();
+    let mut owners: Vec<String> = ids.iter().map(|(o, _)| o.clone()).collect();
+    owners.dedup();
+    let mut expected_owners = vec!["flux-system".to_string()];
+    expected_owners.extend(nested_order.iter().cloned());
+    assert_eq!(owners, expected_owners, "{stdout}");
+    let of = |owner: &str| -> Vec<String> {
+        let mut v: Vec<String> = ids
+            .iter()
+            .filter(|(o, _)| o == owner)
+            .map(|(_, id)| id.clone())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        of("flux-system"),
+        [
+            "GitRepository/flux-system/flux-system",
+            "Kustomization/flux-system/apps",
+            "Kustomization/flux-system/flux-system",
+            "Kustomization/flux-system/infrastructure",
+        ]
+    );
+    assert_eq!(
+        of("infrastructure"),
+        [
+            "CustomResourceDefinition//certificates.certs.example.com",
+            "Deployment/ingress-nginx/ingress-nginx-controller",
+            "Namespace//ingress-nginx",
+            "Service/ingress-nginx/ingress-nginx-controller",
+        ]
+    );
+    assert_eq!(
+        of("apps"),
+        [
+            "Certificate/podinfo/podinfo-tls",
+            "Deployment/podinfo/podinfo",
+            "Namespace//podinfo",
+            "Service/podinfo/podinfo",
+        ]
+    );
+    // Built with the nested Kustomization's own spec: its image override and substitutions.
+    let podinfo = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "podinfo")
+        .unwrap();
+    let container = &podinfo["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "ghcr.io/stefanprodan/podinfo:6.7.1");
+    assert_eq!(container["env"][0]["value"], "Hello from staging");
+    assert_eq!(snapshot(&work), before_tree, "the local tree was modified");
+
+    // Without --local-sources the nested Kustomizations are built from the artifact the
+    // cluster's source controller serves: the same objects.
+    let (code, from_artifact, stderr) = env
+        .ferroflux(&["build", "ks", "flux-system", "--path", path, "--recursive"])
+        .await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(from_artifact, stdout);
+    assert!(
+        stderr.contains(&format!("► building Kustomizations of GitRepository/flux-system/flux-system from the cluster's artifact {revision} (not in --local-sources)")),
+        "{stderr}"
+    );
+
+    // The cluster holds what Git says: nothing to change, at any level.
+    let diff = [
+        "diff",
+        "ks",
+        "flux-system",
+        "--path",
+        path,
+        "--recursive",
+        "--local-sources",
+        &sources,
+    ];
+    let (code, stdout, stderr) = env.ferroflux(&diff).await;
+    assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
+
+    // A local edit in apps/: a new image tag and the Service gone.
+    write(
+        &work,
+        "apps/staging/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\nimages:\n  - name: ghcr.io/stefanprodan/podinfo\n    newTag: 6.7.2\n",
+    );
+    let base = std::fs::read_to_string(work.join("apps/base/podinfo.yaml")).unwrap();
+    let (deployment, _service) = base.split_once("---\n").unwrap();
+    write(&work, "apps/base/podinfo.yaml", deployment);
+    let (code, stdout, stderr) = env.ferroflux(&diff).await;
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert_eq!(
+        stdout,
+        "\
+📁 Kustomization/flux-system/apps changed
+► Deployment/podinfo/podinfo drifted
+
+spec.template.spec.containers.podinfo.image
+± value change
+- ghcr.io/stefanprodan/podinfo:6.7.1
++ ghcr.io/stefanprodan/podinfo:6.7.2
+
+► Service/podinfo/podinfo deleted
+"
+    );
+    assert!(
+        stderr.contains("identified at least one change, exiting with non-zero exit code"),
+        "{stderr}"
+    );
+    // Nothing was applied or deleted.
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(env.client.clone(), "podinfo");
+    let live = deployments.get("podinfo").await.unwrap();
+    let live = serde_json::to_value(live).unwrap();
+    assert_eq!(
+        live["spec"]["template"]["spec"]["containers"][0]["image"],
+        "ghcr.io/stefanprodan/podinfo:6.7.1"
+    );
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(env.client.clone(), "podinfo");
+    assert!(services.get_opt("podinfo").await.unwrap().is_some());
+
+    // Read from the cluster's artifact instead, apps/ is what Git holds: nothing changes.
+    let (code, stdout, stderr) = env
+        .ferroflux(&["diff", "ks", "flux-system", "--path", path, "--recursive"])
+        .await;
+    assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
+
+    manager.shutdown().await.unwrap();
 }
