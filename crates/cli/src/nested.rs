@@ -58,11 +58,10 @@ impl LocalSources {
             let dir = dir
                 .canonicalize()
                 .with_context(|| format!("resolving --local-sources path {path:?}"))?;
-            if let Some(previous) = map.insert(key.to_string(), dir)
-                && map.get(key) != Some(&previous)
-            {
+            if map.get(key).is_some_and(|previous| previous != &dir) {
                 bail!("invalid --local-sources: {key} is given two different paths");
             }
+            map.insert(key.to_string(), dir);
         }
         Ok(LocalSources(map))
     }
@@ -392,7 +391,7 @@ mod tests {
             (format!("HelmChart/ns/x={path}"), "unknown source kind"),
             ("GitRepository/ns/x=".to_string(), "the path is empty"),
         ] {
-            let e = LocalSources::parse(&[entry.clone()])
+            let e = LocalSources::parse(std::slice::from_ref(&entry))
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(why) && e.contains(EXAMPLE), "{entry}: {e}");
