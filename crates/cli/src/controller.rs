@@ -142,7 +142,7 @@ async fn run_async(args: ControllerArgs) -> Result<()> {
         let name = config.cluster_url.to_string();
         (config, name)
     };
-    let client = kube::Client::try_from(config.clone())
+    let client = ferroflux_kubeclient::client(config.clone())
         .with_context(|| format!("connecting to {cluster}"))?;
     let leader_election = args.enable_leader_election.then(|| {
         let namespace = args

@@ -16,7 +16,7 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 use ferroflux_api::Kustomization;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DynamicObject, ListParams, WatchEvent};
+use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::ApiResource;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -310,6 +310,12 @@ pub fn run(args: EventsArgs) -> anyhow::Result<()> {
     }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
+        // One listener for the whole command, from before the first row: a Ctrl-C that answers
+        // a row, or comes while one is printed, ends the watch cleanly.
+        let interrupt = args
+            .watch
+            .then(crate::fluxobj::listen_for_interrupt)
+            .flatten();
         let cluster = if args.watch {
             Cluster::connect_watching(&args.kube).await?
         } else {
@@ -355,7 +361,7 @@ pub fn run(args: EventsArgs) -> anyhow::Result<()> {
         };
         let show_ns = args.all_namespaces || other_namespace;
         if args.watch {
-            return watch_events(&cluster, list_ns, &filter, show_ns).await;
+            return watch_events(&cluster, list_ns, &filter, show_ns, interrupt).await;
         }
         let events = list_events(&cluster, list_ns).await?;
         let events: Vec<Event> = events.into_iter().filter(|e| filter.keeps(e)).collect();
@@ -387,91 +393,47 @@ fn core_events(cluster: &Cluster, namespace: Option<&str>) -> Api<DynamicObject>
 }
 
 /// Lists, prints, then streams from the list's resourceVersion, so an event created between
-/// the two is still seen.
+/// the two is still seen; the watch outlives closed and broken connections and 410s
+/// ([`crate::watchloop`]), and a re-list prints only the events that are new or changed.
 async fn watch_events(
     cluster: &Cluster,
     namespace: Option<&str>,
     filter: &Filter,
     show_ns: bool,
+    interrupt: Option<tokio::signal::unix::Signal>,
 ) -> anyhow::Result<()> {
-    use futures::StreamExt;
+    use crate::watchloop::{Change, list_and_watch};
     use std::io::Write;
-    // One listener for the whole command, from before the first row: a Ctrl-C that answers a
-    // row, or comes while one is printed, ends the watch cleanly.
-    let mut interrupt = crate::fluxobj::listen_for_interrupt();
     let api = core_events(cluster, namespace);
-    let listed = cluster
-        .call("listing events", api.list(&ListParams::default()))
-        .await?;
     let mut first = true;
-    let mut print = |e: &Event| -> anyhow::Result<()> {
-        if !filter.keeps(e) {
+    let report = |changes: Vec<Change<DynamicObject>>| -> anyhow::Result<()> {
+        let mut batch = Vec::with_capacity(changes.len());
+        for change in changes {
+            // A deleted event is not news.
+            if let Change::Applied(o) = change {
+                let e = Event::from_core(&serde_json::to_value(&o)?);
+                if filter.keeps(&e) {
+                    batch.push(e);
+                }
+            }
+        }
+        batch.sort_by_key(|e| e.sort_time());
+        let mut text = String::new();
+        for e in &batch {
+            text.push_str(&render_streamed(e, first, show_ns, Timestamp::now()));
+            first = false;
+        }
+        if text.is_empty() {
             return Ok(());
         }
-        let text = render_streamed(e, first, show_ns, Timestamp::now());
-        first = false;
         let mut out = std::io::stdout().lock();
         out.write_all(text.as_bytes())?;
         // A reader of a pipe sees each event as it arrives, not when a buffer fills.
         out.flush()?;
         Ok(())
     };
-    let mut existing = Vec::with_capacity(listed.items.len());
-    for item in &listed.items {
-        existing.push(Event::from_core(&serde_json::to_value(item)?));
-    }
-    existing.sort_by_key(|e| e.sort_time());
-    for e in &existing {
-        print(e)?;
-    }
-    let mut version = listed.metadata.resource_version.unwrap_or_default();
     // Bounded by --timeout like flux's watch (its context carries the timeout).
-    let deadline = tokio::time::sleep(cluster.timeout);
-    let mut deadline = std::pin::pin!(deadline);
-    loop {
-        let stream = cluster
-            .call(
-                "watching events",
-                api.watch(&kube::api::WatchParams::default(), &version),
-            )
-            .await?;
-        let mut stream = std::pin::pin!(stream);
-        loop {
-            tokio::select! {
-                _ = &mut deadline => return Ok(()),
-                Some(()) = async {
-                    match interrupt.as_mut() {
-                        Some(signal) => signal.recv().await,
-                        None => std::future::pending().await,
-                    }
-                } => return Ok(()),
-                event = stream.next() => match event {
-                    // The server closed the watch (its own time limit): go on from the last
-                    // event seen.
-                    None => break,
-                    Some(Err(e)) => {
-                        return Err(anyhow!("watching events: {}", crate::fluxobj::error_chain(&e)));
-                    }
-                    Some(Ok(WatchEvent::Added(o))) | Some(Ok(WatchEvent::Modified(o))) => {
-                        if let Some(v) = &o.metadata.resource_version {
-                            version = v.clone();
-                        }
-                        print(&Event::from_core(&serde_json::to_value(&o)?))?;
-                    }
-                    Some(Ok(WatchEvent::Error(e))) => {
-                        return Err(anyhow!("watching events: {}", e.message));
-                    }
-                    Some(Ok(WatchEvent::Bookmark(b))) => version = b.metadata.resource_version,
-                    // A deleted event is not news.
-                    Some(Ok(WatchEvent::Deleted(o))) => {
-                        if let Some(v) = &o.metadata.resource_version {
-                            version = v.clone();
-                        }
-                    }
-                }
-            }
-        }
-    }
+    list_and_watch(cluster, &api, None, "events", interrupt, report).await
 }
 
 /// Events of both APIs, each counted once.

@@ -56,7 +56,7 @@ impl Cluster {
     fn from_config(kube: &KubeArgs, config: kube::Config, name: String) -> anyhow::Result<Cluster> {
         let url = config.cluster_url.to_string();
         let url = url.trim_end_matches('/').to_string();
-        let client = kube::Client::try_from(config)
+        let client = ferroflux_kubeclient::client(config)
             .with_context(|| format!("connecting to context \"{name}\""))?;
         Ok(Cluster {
             client,

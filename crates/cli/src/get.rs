@@ -84,17 +84,17 @@ pub fn run(args: GetArgs) -> anyhow::Result<()> {
     }
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
-        let (client, _) = args.kube.client().await?;
-        let out = match &args.what {
-            // A watch holds its connection open until --timeout: no read timeout on it.
+        match &args.what {
             GetWhat::Kustomizations(list) if list.watch => {
-                let watching = crate::fluxobj::Cluster::connect_watching(&args.kube).await?;
-                return watch::<Kustomization>(&watching.client, &args.kube, list, ks_row).await;
+                return watch::<Kustomization>(&args.kube, list, ks_row).await;
             }
             GetWhat::Sources(SourceKind::Git(list)) if list.watch => {
-                let watching = crate::fluxobj::Cluster::connect_watching(&args.kube).await?;
-                return watch::<GitRepository>(&watching.client, &args.kube, list, git_row).await;
+                return watch::<GitRepository>(&args.kube, list, git_row).await;
             }
+            _ => {}
+        }
+        let (client, _) = args.kube.client().await?;
+        let out = match &args.what {
             GetWhat::Kustomizations(list) => {
                 let items: Vec<Kustomization> = fetch(&client, &args.kube, list).await?;
                 render(&items, list, ks_row)?
@@ -170,13 +170,10 @@ fn render_all<K: Serialize + ResourceExt + Resource<DynamicType = ()>>(
 }
 
 /// Lists, then prints a row for every change, as `flux get --watch` does: the header with the
-/// first row only, each later row padded on its own.
-async fn watch<K>(
-    client: &kube::Client,
-    kube: &KubeArgs,
-    list: &ListArgs,
-    row: fn(&K) -> Row,
-) -> anyhow::Result<()>
+/// first row only, each later row padded on its own. The watch outlives closed and broken
+/// connections and 410s ([`crate::watchloop`]): after a re-list only the objects that changed
+/// meanwhile get a row. Ends with exit 0 at --timeout or on Ctrl-C.
+async fn watch<K>(kube: &KubeArgs, list: &ListArgs, row: fn(&K) -> Row) -> anyhow::Result<()>
 where
     K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
         + Clone
@@ -186,82 +183,58 @@ where
         + Send
         + 'static,
 {
-    use futures::StreamExt;
+    use crate::watchloop::{Change, list_and_watch};
     use std::io::Write;
     if !matches!(list.output, Output::Table) {
         return Err(anyhow!("--watch prints tables only; drop -o"));
     }
+    // Listened for before anything is printed, so Ctrl-C always ends the command cleanly.
+    let interrupt = crate::fluxobj::listen_for_interrupt();
+    // A watch holds its connection open until --timeout: no read timeout on it.
+    let cluster = crate::fluxobj::Cluster::connect_watching(kube).await?;
     let api: Api<K> = if list.all_namespaces {
-        Api::all(client.clone())
+        Api::all(cluster.client.clone())
     } else {
-        Api::namespaced(client.clone(), &kube.namespace)
+        Api::namespaced(cluster.client.clone(), &kube.namespace)
     };
-    let kind = K::kind(&()).to_string();
-    let mut lp = ListParams::default();
-    if let Some(name) = &list.name {
-        lp = lp.fields(&format!("metadata.name={name}"));
-    }
-    let listed = api
-        .list(&lp)
-        .await
-        .with_context(|| format!("listing {kind} objects"))?;
+    let what = format!("{} objects", K::kind(&()));
+    let fields = list.name.as_ref().map(|n| format!("metadata.name={n}"));
     let mut first = true;
-    let mut print = |obj: &K| -> anyhow::Result<()> {
-        let r = row(obj);
-        if let Some(sel) = &list.status_selector
-            && !matches_selector(&r.conditions, sel)?
-        {
+    let report = |changes: Vec<Change<K>>| -> anyhow::Result<()> {
+        let mut objects: Vec<K> = changes
+            .into_iter()
+            .map(|c| match c {
+                Change::Applied(o) | Change::Deleted(o) => o,
+            })
+            .collect();
+        objects.sort_by_key(|k| (k.namespace(), k.name_any()));
+        let mut text = String::new();
+        for obj in &objects {
+            let r = row(obj);
+            if let Some(sel) = &list.status_selector
+                && !matches_selector(&r.conditions, sel)?
+            {
+                continue;
+            }
+            let cells = cells(obj, &r, list.all_namespaces);
+            if first {
+                first = false;
+                text.push_str(&flux_table(&headers(list.all_namespaces), &[cells]));
+            } else {
+                // Flux's table writer with no header: each row padded to itself.
+                text.push_str(&cells.join("\t"));
+                text.push_str("\t\n");
+            }
+        }
+        if text.is_empty() {
             return Ok(());
         }
-        let cells = cells(obj, &r, list.all_namespaces);
-        let text = if first {
-            first = false;
-            flux_table(&headers(list.all_namespaces), &[cells])
-        } else {
-            // Flux's table writer with no header: each row padded to itself.
-            let mut line = cells.join("\t");
-            line.push_str("\t\n");
-            line
-        };
         let mut out = std::io::stdout().lock();
         out.write_all(text.as_bytes())?;
         out.flush()?;
         Ok(())
     };
-    let mut items = listed.items;
-    items.sort_by_key(|k| (k.namespace(), k.name_any()));
-    for item in &items {
-        print(item)?;
-    }
-    let version = listed.metadata.resource_version.unwrap_or_default();
-    let mut wp = kube::api::WatchParams::default();
-    if let Some(name) = &list.name {
-        wp = wp.fields(&format!("metadata.name={name}"));
-    }
-    let stream = api
-        .watch(&wp, &version)
-        .await
-        .with_context(|| format!("watching {kind} objects"))?;
-    let mut stream = std::pin::pin!(stream);
-    let deadline = tokio::time::sleep(kube.timeout()?);
-    let mut deadline = std::pin::pin!(deadline);
-    loop {
-        tokio::select! {
-            _ = &mut deadline => return Ok(()),
-            _ = tokio::signal::ctrl_c() => return Ok(()),
-            event = stream.next() => match event {
-                None => return Ok(()),
-                Some(Err(e)) => return Err(anyhow!("watching {kind} objects: {e}")),
-                Some(Ok(kube::api::WatchEvent::Added(o)))
-                | Some(Ok(kube::api::WatchEvent::Modified(o)))
-                | Some(Ok(kube::api::WatchEvent::Deleted(o))) => print(&o)?,
-                Some(Ok(kube::api::WatchEvent::Error(e))) => {
-                    return Err(anyhow!("watching {kind} objects: {}", e.message));
-                }
-                Some(Ok(_)) => {}
-            }
-        }
-    }
+    list_and_watch(&cluster, &api, fields.as_deref(), &what, interrupt, report).await
 }
 
 async fn fetch<K>(client: &kube::Client, kube: &KubeArgs, list: &ListArgs) -> anyhow::Result<Vec<K>>

@@ -66,7 +66,7 @@ impl KubeArgs {
         context: Option<&str>,
     ) -> anyhow::Result<(kube::Client, String)> {
         let (config, name) = self.config_for(kubeconfig, context).await?;
-        let client = kube::Client::try_from(config)
+        let client = ferroflux_kubeclient::client(config)
             .with_context(|| format!("connecting to context \"{name}\""))?;
         Ok((client, name))
     }
@@ -108,6 +108,8 @@ impl KubeArgs {
             .await
             .with_context(|| format!("loading context \"{name}\""))?;
         let timeout = self.timeout()?;
+        // Built with ferroflux_kubeclient::client: client-go's retries, not kube-rs's.
+        config.default_retry = false;
         config.connect_timeout = Some(timeout);
         config.read_timeout = Some(timeout);
         Ok((config, name))

@@ -28,6 +28,7 @@ mod suspend;
 mod table;
 mod tree;
 mod uninstall;
+mod watchloop;
 
 #[derive(Parser)]
 #[command(

@@ -849,6 +849,195 @@ fn get_watch_prints_a_row_per_change() {
     rt.block_on(cl.shutdown());
 }
 
+/// A running `ferroflux` whose stdout lines arrive on a channel, so a missing line fails the
+/// test instead of hanging it.
+struct Streaming {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Streaming {
+    fn start(kc: &std::path::Path, args: &[&str]) -> Streaming {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(kc)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                if tx.send(line.unwrap()).is_err() {
+                    break;
+                }
+            }
+        });
+        Streaming { child, lines }
+    }
+
+    fn next(&self, what: &str) -> String {
+        self.lines
+            .recv_timeout(std::time::Duration::from_secs(90))
+            .unwrap_or_else(|_| panic!("no line for {what}"))
+    }
+
+    /// Ctrl-C: exit 0, nothing more on stdout (every line it printed was whole), nothing on
+    /// stderr.
+    fn interrupt(mut self) {
+        let sent = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = self.child.wait().unwrap();
+        let mut err = String::new();
+        use std::io::Read;
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(status.code(), Some(0), "{err}");
+        let rest: Vec<String> = self.lines.iter().collect();
+        assert!(rest.is_empty(), "printed after the last change: {rest:?}");
+        assert_eq!(err, "");
+    }
+}
+
+/// `get --watch` and `events --watch` outlive what API servers do to watches: a restart of
+/// the server (its connections dropped, its watch cache empty), watches broken while the
+/// history they would resume from is compacted away (410 Gone, so they list again). Each
+/// change is printed once; what did not change is never printed again; Ctrl-C ends both with
+/// exit 0 and whole lines; nothing is said on stderr meanwhile (as client-go's informers say
+/// nothing at the default log level).
+#[test]
+fn watches_survive_restarts_broken_connections_and_410() {
+    use ferroflux_devcluster::{FaultAction, FaultRule};
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut cl, c) = rt.block_on(cluster("staging"));
+    rt.block_on(async {
+        ks(&c, "apps", "repo", false).await;
+        ks(&c, "infra", "repo", false).await;
+    });
+    let core: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(c.clone(), "flux-system");
+    let event = |name: &str, obj: &str, message: &str| {
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        let e = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "flux-system"},
+            "involvedObject": {"kind": "Kustomization", "name": obj, "namespace": "flux-system"},
+            "type": "Normal", "reason": "Progressing", "message": message, "count": 1,
+            "firstTimestamp": now, "lastTimestamp": now,
+        }))
+        .unwrap();
+        rt.block_on(core.create(&Default::default(), &e)).unwrap();
+    };
+    let event_row = |line: &str, obj: &str, message: &str| {
+        let object = format!("Kustomization/{obj}");
+        assert_eq!(
+            cells(line)[0][1..],
+            ["Normal", "Progressing", object.as_str(), message],
+            "{line:?}"
+        );
+    };
+    event("e1", "apps", "first");
+    let kc = kubeconfig(dir.path(), &[&cl]);
+    let get = Streaming::start(&kc, &["get", "ks", "--watch", "--timeout", "10m"]);
+    let events = Streaming::start(&kc, &["events", "--watch", "--timeout", "10m"]);
+    // As flux prints a watch: the header padded to the first row, each later row on its own.
+    assert_eq!(
+        get.next("header"),
+        "NAME\tREVISION\tSUSPENDED\tREADY\tMESSAGE                  "
+    );
+    assert_eq!(
+        get.next("apps"),
+        "apps\t        \tFalse    \tFalse\twaiting to be reconciled\t"
+    );
+    assert_eq!(
+        get.next("infra"),
+        "infra\t\tFalse\tFalse\twaiting to be reconciled\t"
+    );
+    assert_eq!(
+        cells(&events.next("header"))[0][1..],
+        ["TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+    event_row(&events.next("e1"), "apps", "first");
+
+    // 1. The server restarts with its state: the watches come back, and the next change is
+    // the next row.
+    rt.block_on(async {
+        cl.stop().await;
+        cl.restart().await.unwrap();
+    });
+    let applied_a = format!("Applied revision: {}", revision(SHA_A));
+    rt.block_on(ks_status(
+        &c,
+        "apps",
+        ("True", &applied_a),
+        Some(&revision(SHA_A)),
+        json!({}),
+    ));
+    assert_eq!(
+        get.next("apps applied"),
+        format!("apps\tmain@sha1:aaaaaaaa\tFalse\tTrue\t{applied_a}\t")
+    );
+    event("e2", "apps", "second");
+    event_row(&events.next("e2"), "apps", "second");
+
+    // 2. The watches break and cannot come back while infra changes, an event is recorded and
+    // the history is compacted past them: their return is a 410, they list again, and only
+    // what changed meanwhile is printed.
+    cl.set_fault_rules(vec![FaultRule::new(FaultAction::Drop).watches()])
+        .unwrap();
+    rt.block_on(async {
+        cl.stop().await;
+        cl.restart().await.unwrap();
+    });
+    rt.block_on(ks_status(
+        &c,
+        "infra",
+        ("False", "health check failed"),
+        None,
+        json!({}),
+    ));
+    event("e3", "infra", "third");
+    cl.compact_history();
+    // The watches tried to come back and were turned away.
+    rt.block_on(eventually("both watches refused", || async {
+        (cl.faults_injected() >= 2).then_some(())
+    }));
+    cl.set_fault_rules(vec![]).unwrap();
+    assert_eq!(
+        get.next("infra failed"),
+        "infra\t\tFalse\tFalse\thealth check failed\t"
+    );
+    event_row(&events.next("e3"), "infra", "third");
+
+    // 3. The next change is the next row: nothing was printed twice in between.
+    let applied_b = format!("Applied revision: {}", revision(SHA_B));
+    rt.block_on(ks_status(
+        &c,
+        "apps",
+        ("True", &applied_b),
+        Some(&revision(SHA_B)),
+        json!({}),
+    ));
+    assert_eq!(
+        get.next("apps applied again"),
+        format!("apps\tmain@sha1:bbbbbbbb\tFalse\tTrue\t{applied_b}\t")
+    );
+    event("e4", "apps", "fourth");
+    event_row(&events.next("e4"), "apps", "fourth");
+
+    get.interrupt();
+    events.interrupt();
+    rt.block_on(cl.shutdown());
+}
+
 #[test]
 fn completions_for_three_shells() {
     for (shell, marker) in [

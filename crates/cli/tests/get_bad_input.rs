@@ -78,3 +78,47 @@ fn unreachable_cluster_fails_with_a_clear_message() {
         "the token leaked: {stderr}"
     );
 }
+
+/// A watch that cannot even list (the cluster is down when it starts) fails like the list
+/// does, instead of retrying until --timeout: only a watch that is under way waits for its
+/// cluster to come back.
+#[test]
+fn watching_an_unreachable_cluster_fails_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(&path, KUBECONFIG).unwrap();
+    let kc = path.to_str().unwrap();
+    for (args, what) in [
+        (
+            vec![
+                "get",
+                "ks",
+                "--watch",
+                "--kubeconfig",
+                kc,
+                "--timeout",
+                "5m",
+            ],
+            "listing Kustomization objects",
+        ),
+        (
+            vec!["events", "--watch", "--kubeconfig", kc, "--timeout", "5m"],
+            "listing events",
+        ),
+    ] {
+        let out = ferroflux(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(out.stdout.is_empty());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "{what}: cannot reach the cluster of context \"staging\" (https://127.0.0.1:1)"
+            )),
+            "{stderr}"
+        );
+        assert!(
+            !stderr.contains("not-a-secret"),
+            "the token leaked: {stderr}"
+        );
+    }
+}

@@ -505,12 +505,36 @@ async fn api_errors_never_prune_and_converge() {
     nothing_pruned(&status, &cms, &rev1).await;
     assert_eq!(value_of(&cms, "a").await.as_deref(), Some("1"));
 
-    // 503 on every other ConfigMap write: the client's own retries absorb them and the
-    // reconcile converges, pruning `b`.
-    let seen = env.cluster.faults_injected();
+    // An overloaded server that does not say when to come back (503, no Retry-After): the
+    // client does not retry (client-go's rule), so the reconcile fails at once with the
+    // server's message instead of backing off for minutes; nothing is pruned.
     env.cluster
         .set_fault_rules(vec![
             FaultRule::new(FaultAction::Error(503))
+                .writes()
+                .resource("configmaps"),
+        ])
+        .unwrap();
+    let (ready, status) = ready_where(
+        &ks_api,
+        "app",
+        "503 reported",
+        failed_with("(ServiceUnavailable)"),
+    )
+    .await;
+    assert_eq!(
+        ready["message"],
+        "ConfigMap/apps/a dry-run failed (ServiceUnavailable): the server is currently unable to handle the request (injected fault)"
+    );
+    nothing_pruned(&status, &cms, &rev1).await;
+
+    // 429 with Retry-After on every other ConfigMap write: the client waits what the server
+    // asks and tries again, and the reconcile converges, pruning `b`.
+    let seen = env.cluster.faults_injected();
+    env.cluster
+        .set_fault_rules(vec![
+            FaultRule::new(FaultAction::Error(429))
+                .retry_after(1)
                 .writes()
                 .resource("configmaps")
                 .rate(0.5),
@@ -519,7 +543,7 @@ async fn api_errors_never_prune_and_converge() {
     let (_, status) = ready_where(&ks_api, "app", "converged", applied(&rev2)).await;
     assert!(
         env.cluster.faults_injected() > seen,
-        "the 503s were met on the way"
+        "the 429s were met on the way"
     );
     assert_eq!(inventory_ids(&status), ["apps_a__ConfigMap"]);
     assert_eq!(value_of(&cms, "a").await.as_deref(), Some("2"));

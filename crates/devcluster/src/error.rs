@@ -41,6 +41,10 @@ pub struct ApiError {
     pub reason: &'static str,
     pub message: String,
     pub details: Option<Value>,
+    /// Seconds sent in a `Retry-After` header: the server asks the client to try again.
+    pub retry_after: Option<u64>,
+    /// `metadata.continue` of the Status: where an expired list may go on from.
+    pub continue_token: Option<String>,
 }
 
 /// Identifies the object an error is about, for `Status.details`.
@@ -84,6 +88,25 @@ impl Cause {
             message: format!("Invalid value: {}: {detail}", json!(value)),
         }
     }
+    pub fn forbidden(field: impl Into<String>, detail: &str) -> Cause {
+        Cause {
+            field: field.into(),
+            reason: "FieldValueForbidden",
+            message: format!("Forbidden: {detail}"),
+        }
+    }
+    pub fn not_supported(field: impl Into<String>, value: &str, supported: &[&str]) -> Cause {
+        let supported: Vec<String> = supported.iter().map(|s| json!(s).to_string()).collect();
+        Cause {
+            field: field.into(),
+            reason: "FieldValueNotSupported",
+            message: format!(
+                "Unsupported value: {}: supported values: {}",
+                json!(value),
+                supported.join(", ")
+            ),
+        }
+    }
     pub fn required(field: impl Into<String>, detail: &str) -> Cause {
         Cause {
             field: field.into(),
@@ -100,7 +123,21 @@ impl ApiError {
             reason,
             message: message.into(),
             details: None,
+            retry_after: None,
+            continue_token: None,
         }
+    }
+
+    /// Asks the client to retry after `seconds`, as the API server does: the `Retry-After`
+    /// header, and `details.retryAfterSeconds` when it is positive (the server writes the header
+    /// from that field, so it never says 0 itself; a fault may).
+    pub fn with_retry_after(mut self, seconds: u64) -> ApiError {
+        self.retry_after = Some(seconds);
+        if seconds > 0 {
+            let details = self.details.get_or_insert_with(|| json!({}));
+            details["retryAfterSeconds"] = json!(seconds);
+        }
+        self
     }
 
     pub fn not_found(t: &Target) -> ApiError {
@@ -168,6 +205,32 @@ impl ApiError {
         );
         e.details = Some(d);
         e
+    }
+    /// 422 for request options (`ListOptions.meta.k8s.io "" is invalid: …`), as the API server
+    /// answers options that fail `ValidateListOptions`.
+    pub fn invalid_options(kind: &str, causes: Vec<Cause>) -> ApiError {
+        let target = Target {
+            group: "meta.k8s.io",
+            plural: "",
+            kind,
+            name: "",
+        };
+        let mut e = ApiError::invalid(&target, causes);
+        e.message = format!("{kind}.meta.k8s.io{}", &e.message[kind.len()..]);
+        e
+    }
+    /// 504 for a read at a resourceVersion the server has not reached, with the one-second
+    /// `Retry-After` the API server suggests.
+    pub fn too_large_rv(requested: u64, current: u64) -> ApiError {
+        let mut e = ApiError::new(
+            504,
+            "Timeout",
+            format!("Too large resource version: {requested}, current: {current}"),
+        );
+        e.details = Some(json!({
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        }));
+        e.with_retry_after(1)
     }
     pub fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(400, "BadRequest", message)
@@ -263,6 +326,9 @@ impl ApiError {
         });
         if let Some(d) = &self.details {
             s["details"] = d.clone();
+        }
+        if let Some(c) = &self.continue_token {
+            s["metadata"]["continue"] = json!(c);
         }
         s
     }

@@ -99,10 +99,12 @@ pub struct RequestMatch {
     pub name: Option<String>,
     /// `Some(true)`: only dry-run requests (`dryRun=All`); `Some(false)`: only real ones.
     pub dry_run: Option<bool>,
+    /// `Some(true)`: only watches (`watch=true`); `Some(false)`: everything but watches.
+    pub watch: Option<bool>,
 }
 
 impl RequestMatch {
-    fn matches(&self, method: &Method, r: &Req, dry_run: bool) -> bool {
+    fn matches(&self, method: &Method, r: &Req, dry_run: bool, watch: bool) -> bool {
         let resource = match &self.resource {
             None => true,
             Some(want) => match want.split_once('.') {
@@ -125,6 +127,7 @@ impl RequestMatch {
                 .as_ref()
                 .is_none_or(|n| r.name.as_deref() == Some(n.as_str()))
             && self.dry_run.is_none_or(|d| d == dry_run)
+            && self.watch.is_none_or(|w| w == watch)
     }
 }
 
@@ -149,6 +152,10 @@ pub struct FaultRule {
     pub rate: f64,
     /// Acts on at most this many requests, then lets everything through; `None`: no limit.
     pub limit: Option<u64>,
+    /// With [`FaultAction::Error`]: the seconds of the `Retry-After` header the answer carries
+    /// (the API server sends one with a 429 from its priority and fairness, and with a
+    /// `retryAfterSeconds` in the Status); `None`: no header.
+    pub retry_after: Option<u64>,
 }
 
 impl FaultRule {
@@ -159,6 +166,7 @@ impl FaultRule {
             action,
             rate: 1.0,
             limit: None,
+            retry_after: None,
         }
     }
     /// Only writes: POST, PUT, PATCH and DELETE.
@@ -194,6 +202,17 @@ impl FaultRule {
         self.rate = rate;
         self
     }
+    /// Only watch requests (a GET with `watch=true`): a rule that drops them breaks every new
+    /// watch while leaving lists and reads alone.
+    pub fn watches(mut self) -> FaultRule {
+        self.matches.watch = Some(true);
+        self
+    }
+    /// The error answer carries `Retry-After: <seconds>`.
+    pub fn retry_after(mut self, seconds: u64) -> FaultRule {
+        self.retry_after = Some(seconds);
+        self
+    }
     /// Acts on the next `n` matching requests only.
     pub fn times(mut self, n: u64) -> FaultRule {
         self.limit = Some(n);
@@ -209,6 +228,9 @@ impl FaultRule {
         {
             return Err(format!("error code {code} is not one of 500, 503, 429"));
         }
+        if self.retry_after.is_some() && !matches!(self.action, FaultAction::Error(_)) {
+            return Err("Retry-After goes with an error answer, not a broken connection".into());
+        }
         Ok(())
     }
 }
@@ -218,6 +240,12 @@ struct ActiveRule {
     rule: FaultRule,
     acc: f64,
     acted: u64,
+}
+
+/// What a rule does to one request.
+pub(crate) struct Decision {
+    pub action: FaultAction,
+    pub retry_after: Option<u64>,
 }
 
 /// The rules in force and how often they acted.
@@ -248,12 +276,18 @@ impl Rules {
         self.injected.load(Ordering::SeqCst)
     }
 
-    /// The action of the first rule that matches and acts on this request.
-    pub(crate) fn decide(&self, method: &Method, r: &Req, dry_run: bool) -> Option<FaultAction> {
+    /// What the first rule that matches and acts on this request does to it.
+    pub(crate) fn decide(
+        &self,
+        method: &Method,
+        r: &Req,
+        dry_run: bool,
+        watch: bool,
+    ) -> Option<Decision> {
         let mut active = self.active.lock().unwrap_or_else(|p| p.into_inner());
         for a in active.iter_mut() {
             if a.rule.limit.is_some_and(|l| a.acted >= l)
-                || !a.rule.matches.matches(method, r, dry_run)
+                || !a.rule.matches.matches(method, r, dry_run, watch)
             {
                 continue;
             }
@@ -264,7 +298,10 @@ impl Rules {
             a.acc -= 1.0;
             a.acted += 1;
             self.injected.fetch_add(1, Ordering::SeqCst);
-            return Some(a.rule.action);
+            return Some(Decision {
+                action: a.rule.action,
+                retry_after: a.rule.retry_after,
+            });
         }
         None
     }

@@ -257,7 +257,8 @@ impl RunningCluster {
     }
 
     /// The kube-rs configuration of this cluster: its URL, trusting its CA, sending its token
-    /// (and installing the ring TLS provider kube-rs needs).
+    /// (and installing the ring TLS provider kube-rs needs). kube-rs's own retry layer is off:
+    /// build clients from it with [`ferroflux_kubeclient::client`], which retries as client-go.
     pub async fn kube_config(&self) -> Result<kube::Config, Error> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let cerr = |message: String| Error::Client {
@@ -266,15 +267,19 @@ impl RunningCluster {
         };
         let kc = kube::config::Kubeconfig::from_yaml(&self.kubeconfig())
             .map_err(|e| cerr(e.to_string()))?;
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .map_err(|e| cerr(e.to_string()))
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| cerr(e.to_string()))?;
+        config.default_retry = false;
+        Ok(config)
     }
 
-    /// A kube-rs client for this cluster, trusting its CA and sending its token.
+    /// A kube-rs client for this cluster, trusting its CA and sending its token, retrying as
+    /// client-go does.
     pub async fn client(&self) -> Result<kube::Client, Error> {
         let cfg = self.kube_config().await?;
-        kube::Client::try_from(cfg).map_err(|e| Error::Client {
+        ferroflux_kubeclient::client(cfg).map_err(|e| Error::Client {
             cluster: self.name.clone(),
             message: e.to_string(),
         })
@@ -297,6 +302,13 @@ impl RunningCluster {
         self.faults.rules.injected()
     }
 
+    /// Forgets the change history up to the current resourceVersion, as etcd's periodic
+    /// compaction does: a watch from an older resourceVersion is answered `410 Gone`
+    /// ("Expired") from now on, and a client must list again. Open watches go on.
+    pub fn compact_history(&self) {
+        self.store.compact();
+    }
+
     /// Stops accepting connections and drops the open ones (watches end); objects are kept.
     pub async fn stop(&mut self) {
         if let Some(s) = self.serving.take() {
@@ -306,10 +318,14 @@ impl RunningCluster {
     }
 
     /// Serves again at the same address with the same CA and token, after [`stop`](Self::stop).
+    /// Like a restarted API server, whose watch cache starts from the current state, it keeps
+    /// no change history: a watch resuming from before the restart is answered `410 Gone` when
+    /// anything changed since.
     pub async fn restart(&mut self) -> Result<(), Error> {
         if self.serving.is_some() {
             return Ok(());
         }
+        self.store.compact();
         let listener = TcpListener::bind(self.addr)
             .await
             .map_err(|source| Error::Bind {
@@ -327,7 +343,7 @@ impl RunningCluster {
 }
 
 /// A kube-rs client for one context of a kubeconfig file (such as the one `ferroflux dev up`
-/// writes), using the ring TLS provider.
+/// writes), using the ring TLS provider and retrying as client-go does.
 pub async fn client_from_kubeconfig(path: &Path, context: &str) -> Result<kube::Client, Error> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cerr = |message: String| Error::Client {
@@ -342,7 +358,7 @@ pub async fn client_from_kubeconfig(path: &Path, context: &str) -> Result<kube::
     let cfg = kube::Config::from_custom_kubeconfig(kc, &opts)
         .await
         .map_err(|e| cerr(e.to_string()))?;
-    kube::Client::try_from(cfg).map_err(|e| cerr(e.to_string()))
+    ferroflux_kubeclient::client(cfg).map_err(|e| cerr(e.to_string()))
 }
 
 fn b64(data: &[u8]) -> String {

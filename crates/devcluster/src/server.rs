@@ -20,7 +20,7 @@ use tokio::task::JoinSet;
 
 use crate::authz::User;
 use crate::discovery;
-use crate::error::ApiError;
+use crate::error::{ApiError, Cause};
 use crate::faults::{Connection, FaultAction, Faults};
 use crate::objects::{self, Mode, Propagation, target};
 use crate::resources::Resource;
@@ -97,7 +97,12 @@ fn json_resp(code: u16, v: &Value) -> Response {
 }
 
 pub fn err_resp(e: &ApiError) -> Response {
-    json_resp(e.code, &e.status())
+    let mut r = json_resp(e.code, &e.status());
+    if let Some(seconds) = e.retry_after {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    r
 }
 
 fn text(code: u16, s: &'static str) -> Response {
@@ -300,8 +305,8 @@ async fn route(
         _ => return Err(ApiError::page_not_found()),
     };
     let mut t = resolve(&app.store, group, version, rest)?;
+    let is_watch = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
     if let Some(user) = &user {
-        let is_watch = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
         let verb = verb_of(method, t.name.is_some(), is_watch);
         // A list or watch of one object names it in the field selector; RBAC sees that name.
         let selected = q.get("fieldSelector").and_then(|f| {
@@ -313,13 +318,22 @@ async fn route(
         crate::authz::authorize(&app.store.lock(), user, &t.attributes(verb, &name))?;
     }
     t.user = user;
-    let fault = app
-        .faults
-        .rules
-        .decide(method, &t, q.get("dryRun").is_some_and(|d| d == "All"));
-    match (fault, conn) {
+    let fault = app.faults.rules.decide(
+        method,
+        &t,
+        q.get("dryRun").is_some_and(|d| d == "All"),
+        is_watch,
+    );
+    let retry_after = fault.as_ref().and_then(|f| f.retry_after);
+    match (fault.map(|f| f.action), conn) {
         (None, _) => {}
-        (Some(FaultAction::Error(code)), _) => return Err(ApiError::injected(code)),
+        (Some(FaultAction::Error(code)), _) => {
+            let e = ApiError::injected(code);
+            return Err(match retry_after {
+                Some(seconds) => e.with_retry_after(seconds),
+                None => e,
+            });
+        }
         (Some(FaultAction::Drop), Some(conn)) => return Ok(conn.break_now().await),
         (Some(FaultAction::DropAfterServing), Some(conn)) => {
             let _ = dispatch(app, method, t, q, headers, body).await;
@@ -631,6 +645,95 @@ struct Continue {
     rv: Option<String>,
 }
 
+/// What etcd answers a continue token whose first page's version was compacted away.
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+fn encode_continue(c: &Continue) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(serde_json::to_vec(c).unwrap_or_default())
+}
+
+/// Which state a list asks for, by its `resourceVersion` and `resourceVersionMatch`.
+enum ListAt {
+    /// No version, or `0` ("any": this server has no stale cache, so the newest).
+    Newest,
+    /// At least this version: the newest state, unless the server has not reached it.
+    NotOlderThan(u64),
+    /// Exactly the state at this version.
+    Exact(u64),
+}
+
+/// `ValidateListOptions`, then the API server's reading of the version parameters: a version
+/// without a match means "not older than", except on a paged list (a limit and no continue),
+/// where it has always meant "exact".
+fn list_options(
+    q: &HashMap<String, String>,
+    continued: bool,
+    paged: bool,
+) -> Result<ListAt, ApiError> {
+    let rv = q.get("resourceVersion").map(String::as_str).unwrap_or("");
+    let matching = q
+        .get("resourceVersionMatch")
+        .map(String::as_str)
+        .unwrap_or("");
+    let mut causes = Vec::new();
+    if !matching.is_empty() {
+        if rv.is_empty() {
+            causes.push(Cause::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        if continued {
+            causes.push(Cause::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if matching != "Exact" && matching != "NotOlderThan" {
+            causes.push(Cause::not_supported(
+                "resourceVersionMatch",
+                matching,
+                &["Exact", "NotOlderThan", ""],
+            ));
+        }
+        if matching == "Exact" && rv == "0" {
+            causes.push(Cause::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+    }
+    if q.contains_key("sendInitialEvents") {
+        causes.push(Cause::forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid_options("ListOptions", causes));
+    }
+    if rv.is_empty() || rv == "0" {
+        return Ok(ListAt::Newest);
+    }
+    if continued {
+        return Err(ApiError::bad_request(
+            "specifying resource version is not allowed when using continue",
+        ));
+    }
+    let n = rv.parse::<u64>().map_err(|_| {
+        ApiError::bad_request(format!(
+            "resourceVersion: Invalid value: {rv:?}: must be an integer"
+        ))
+    })?;
+    Ok(match matching {
+        "Exact" => ListAt::Exact(n),
+        "" if paged => ListAt::Exact(n),
+        _ => ListAt::NotOlderThan(n),
+    })
+}
+
 pub fn selectors(
     q: &HashMap<String, String>,
     res: &Resource,
@@ -670,6 +773,7 @@ fn list(
             Some(c)
         }
     };
+    let requested = list_options(q, after.is_some(), limit != usize::MAX)?;
     let (after, first_rv) = match after {
         Some(c) => (Some((c.ns, c.name)), c.rv),
         None => (None, None),
@@ -677,9 +781,48 @@ fn list(
     let table = wants_table(headers);
     let st = app.store.lock();
     let key = r.res.key();
+    let current = st.rv;
+    let floor = st.history_floor();
+    // Which state the list reads: the newest, or the one at a past resourceVersion (a
+    // continued list reads the state its first page read, as etcd does).
+    let at = match (&after, first_rv.as_deref()) {
+        (Some(position), Some(first)) => {
+            let first = first.parse::<u64>().unwrap_or(current);
+            if first < floor {
+                let mut e = ApiError::gone(CONTINUE_EXPIRED);
+                let next = Continue {
+                    ns: position.0.clone(),
+                    name: position.1.clone(),
+                    rv: None,
+                };
+                e.continue_token = Some(encode_continue(&next));
+                return Err(e);
+            }
+            first
+        }
+        _ => match requested {
+            ListAt::Newest => current,
+            ListAt::NotOlderThan(n) if n > current => {
+                return Err(ApiError::too_large_rv(n, current));
+            }
+            ListAt::NotOlderThan(_) => current,
+            ListAt::Exact(n) if n > current => return Err(ApiError::too_large_rv(n, current)),
+            ListAt::Exact(n) if n < floor => {
+                return Err(ApiError::gone(
+                    "The resourceVersion for the provided list is too old.",
+                ));
+            }
+            ListAt::Exact(n) => n,
+        },
+    };
+    let snapshot = (at < current).then(|| st.snapshot(&key, at));
+    let objects = match &snapshot {
+        Some(map) => crate::store::range_of(map, r.ns.as_deref(), after),
+        None => st.list_stored(&key, r.ns.as_deref(), after),
+    };
     let mut items: Vec<&crate::store::Stored> = Vec::new();
     let mut more = None;
-    for s in st.list_stored(&key, r.ns.as_deref(), after) {
+    for s in objects {
         let o = &s.obj;
         if !ls.matches(o) || !fs.matches(o) {
             continue;
@@ -696,16 +839,13 @@ fn list(
         }
         items.push(s);
     }
-    let rv = first_rv.unwrap_or_else(|| st.rv.to_string());
+    let rv = at.to_string();
     let cont = more.map(|(ns, name)| {
-        use base64::Engine;
-        let next = Continue {
+        encode_continue(&Continue {
             ns,
             name,
             rv: Some(rv.clone()),
-        };
-        base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(serde_json::to_vec(&next).unwrap_or_default())
+        })
     });
     if table {
         let objs: Vec<std::borrow::Cow<Value>> = items

@@ -66,7 +66,7 @@ pub struct Event {
     pub prev: Option<Arc<Value>>,
 }
 
-type ObjKey = (String, String);
+pub type ObjKey = (String, String);
 type Ref = (String, String, String);
 
 enum Op {
@@ -168,19 +168,65 @@ impl State {
         let Some(map) = self.objects.get(key) else {
             return Box::new(std::iter::empty());
         };
-        use std::ops::Bound;
-        let start = match (&after, ns) {
-            (Some(a), _) => Bound::Excluded(a.clone()),
-            (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
-            (None, None) => Bound::Unbounded,
-        };
-        let it = map.range((start, Bound::Unbounded));
-        match ns {
-            Some(ns) => Box::new(it.take_while(move |((n, _), _)| n == ns).map(|(_, v)| v)),
-            None => Box::new(it.map(|(_, v)| v)),
-        }
+        range_of(map, ns, after)
     }
 
+    /// The oldest resourceVersion whose state can still be read or watched from: what came
+    /// before it was compacted away.
+    pub fn history_floor(&self) -> u64 {
+        self.history_floor
+    }
+
+    /// The objects of resource `key` as they were at resourceVersion `rv` (between
+    /// [`State::history_floor`] and the current version), rebuilt from the current ones by
+    /// undoing every change made after it, as an `Exact` read from etcd's history returns them.
+    pub fn snapshot(&self, key: &str, rv: u64) -> Snapshot {
+        let mut map: Snapshot = self.objects.get(key).cloned().unwrap_or_default();
+        for e in self.history.iter().rev() {
+            if e.rv <= rv {
+                break;
+            }
+            if e.key != key {
+                continue;
+            }
+            let k = (e.namespace.clone(), meta_str(&e.object, "name").to_string());
+            match (&e.kind, &e.prev) {
+                (EventType::Added, _) => {
+                    map.remove(&k);
+                }
+                (EventType::Modified | EventType::Deleted, Some(prev)) => {
+                    map.insert(k, Stored::new(prev.clone()));
+                }
+                (_, None) => {}
+            }
+        }
+        map
+    }
+}
+
+/// One resource's objects at some resourceVersion, in key order.
+pub type Snapshot = BTreeMap<ObjKey, Stored>;
+
+/// The objects of `map` in key order, optionally in one namespace, starting after `after`.
+pub fn range_of<'a>(
+    map: &'a BTreeMap<ObjKey, Stored>,
+    ns: Option<&'a str>,
+    after: Option<ObjKey>,
+) -> Box<dyn Iterator<Item = &'a Stored> + 'a> {
+    use std::ops::Bound;
+    let start = match (&after, ns) {
+        (Some(a), _) => Bound::Excluded(a.clone()),
+        (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
+        (None, None) => Bound::Unbounded,
+    };
+    let it = map.range((start, Bound::Unbounded));
+    match ns {
+        Some(ns) => Box::new(it.take_while(move |((n, _), _)| n == ns).map(|(_, v)| v)),
+        None => Box::new(it.map(|(_, v)| v)),
+    }
+}
+
+impl State {
     /// Keys of every resource that has objects in namespace `ns`.
     pub fn namespaced_refs(&self, ns: &str) -> Vec<Ref> {
         let mut out = Vec::new();
@@ -508,6 +554,15 @@ impl Store {
             }
         }
         result
+    }
+
+    /// Forgets the change history up to now, as etcd's compaction (and an API server's watch
+    /// cache, which starts empty after a restart) do: a watch from an older resourceVersion gets
+    /// `410 Gone` from now on. Watches already open keep going.
+    pub fn compact(&self) {
+        let mut st = self.lock();
+        st.history.clear();
+        st.history_floor = st.rv;
     }
 
     /// Starts a watch of resource `key` (all namespaces when `ns` is `None`) from `from`:

@@ -472,3 +472,93 @@ async fn faults_break_connections_of_chosen_requests() {
         api.get("x").await.unwrap();
     }
 }
+
+fn api_status(e: kube::Error) -> Box<kube::core::Status> {
+    match e {
+        kube::Error::Api(s) => s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+/// The clients the project builds (here the cluster's own, `ferroflux_kubeclient::client`)
+/// retry as client-go does: only an answer carrying `Retry-After` (a 429 or a 5xx), waiting
+/// what it says, at most ten times, writes included; and a GET whose connection broke. An
+/// error without `Retry-After` reaches the caller at once. The real kubectl (client-go) reads
+/// the fault rules' `Retry-After` the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_retry_only_what_the_server_asks_to_retry() {
+    let c = DevCluster::start(Config::memory("retries")).await.unwrap();
+    let client = c.client().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let obj: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "x"}, "data": {"v": "1"}})).unwrap();
+    api.create(&PostParams::default(), &obj).await.unwrap();
+    let rule = |code| FaultRule::new(FaultAction::Error(code)).resource("configmaps");
+
+    // 503 without Retry-After: one attempt, the server's answer.
+    c.set_fault_rules(vec![rule(503)]).unwrap();
+    let e = api_status(api.get("x").await.unwrap_err());
+    assert_eq!((e.code, e.reason.as_str()), (503, "ServiceUnavailable"));
+    assert_eq!(c.faults_injected(), 1);
+
+    // 429 with Retry-After: 1, twice: retried after the pause asked for, then served.
+    c.set_fault_rules(vec![rule(429).retry_after(1).times(2)])
+        .unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "1");
+    assert!(started.elapsed() >= std::time::Duration::from_secs(2));
+    assert_eq!(c.faults_injected(), 3);
+
+    // A write is sent again too, body and all; any 5xx with Retry-After counts.
+    c.set_fault_rules(vec![rule(500).retry_after(0).writes().times(1)])
+        .unwrap();
+    api.patch(
+        "x",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"v": "2"}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.faults_injected(), 4);
+    assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "2");
+
+    // Ten retries at most: the eleventh answer is the caller's.
+    c.set_fault_rules(vec![rule(503).retry_after(0)]).unwrap();
+    let e = api_status(api.get("x").await.unwrap_err());
+    assert_eq!(e.code, 503);
+    assert_eq!(c.faults_injected(), 4 + 11);
+
+    // A GET whose connection is closed unanswered is tried again (a dropped write is not:
+    // faults_break_connections_of_chosen_requests).
+    c.set_fault_rules(vec![
+        FaultRule::new(FaultAction::Drop)
+            .methods(&["GET"])
+            .resource("configmaps")
+            .times(1),
+    ])
+    .unwrap();
+    assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "2");
+    assert_eq!(c.faults_injected(), 16);
+
+    // kubectl: with Retry-After it retries and succeeds; without, it reports the 429.
+    let k = Kubectl::new(&c);
+    c.set_fault_rules(vec![rule(429).retry_after(0).times(2)])
+        .unwrap();
+    let out = k.ok(&["get", "configmap", "x", "-o", "name"], "");
+    assert_eq!(out, "configmap/x\n");
+    assert_eq!(c.faults_injected(), 18);
+    c.set_fault_rules(vec![rule(429).times(1)]).unwrap();
+    let err = k.fails(&["get", "configmap", "x"], "");
+    assert!(
+        err.contains("TooManyRequests") || err.contains("too many requests"),
+        "{err}"
+    );
+    assert_eq!(c.faults_injected(), 19);
+
+    // A Retry-After on a broken connection is a mistake, refused.
+    assert!(
+        c.set_fault_rules(vec![FaultRule::new(FaultAction::Drop).retry_after(1)])
+            .is_err()
+    );
+    c.shutdown().await;
+}

@@ -743,3 +743,212 @@ async fn objects_survive_a_restart_and_versions_keep_growing() {
     }
     c.shutdown().await;
 }
+
+/// The version parameters of a list, as the API server reads them: `Exact` reads the past
+/// (stamped with that version) while the history keeps it, a continued list reads the state
+/// its first page read, and once the history is compacted (etcd's compaction, a restart's
+/// empty watch cache) the past is `410 Gone` ("Expired") for lists, continue tokens and
+/// watches alike; a version not reached yet is a 504 that asks to retry; bad combinations
+/// are the API server's 422 and 400.
+#[tokio::test]
+async fn compacted_versions_are_gone_and_exact_lists_read_the_past() {
+    use kube::api::VersionMatch;
+    let (c, client) = cluster().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let names = |l: &kube::core::ObjectList<ConfigMap>| -> Vec<String> {
+        l.items
+            .iter()
+            .map(|o| o.metadata.name.clone().unwrap())
+            .collect()
+    };
+    let a = api
+        .create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .unwrap();
+    let at_a = a.metadata.resource_version.unwrap();
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "changed"}})),
+    )
+    .await
+    .unwrap();
+    api.create(&PostParams::default(), &cm("b", json!({})))
+        .await
+        .unwrap();
+
+    let exact = ListParams::default()
+        .at(&at_a)
+        .matching(VersionMatch::Exact);
+    let past = api.list(&exact).await.unwrap();
+    assert_eq!(names(&past), ["a"]);
+    assert_eq!(past.items[0].data.as_ref().unwrap()["k"], "v");
+    assert_eq!(
+        past.metadata.resource_version.as_deref(),
+        Some(at_a.as_str())
+    );
+    let newest = api
+        .list(
+            &ListParams::default()
+                .at(&at_a)
+                .matching(VersionMatch::NotOlderThan),
+        )
+        .await
+        .unwrap();
+    assert_eq!(names(&newest), ["a", "b"]);
+    assert_eq!(newest.items[0].data.as_ref().unwrap()["k"], "changed");
+
+    // A paged list is one snapshot: b, deleted after the first page, is still on the second,
+    // and both pages carry the first page's version.
+    let first = api.list(&ListParams::default().limit(1)).await.unwrap();
+    assert_eq!(names(&first), ["a"]);
+    api.delete("b", &DeleteParams::default()).await.unwrap();
+    let token = first.metadata.continue_.clone().unwrap();
+    let second = api
+        .list(&ListParams::default().limit(1).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(names(&second), ["b"]);
+    assert_eq!(
+        second.metadata.resource_version,
+        first.metadata.resource_version
+    );
+
+    c.compact_history();
+    let e = api_err(api.list(&exact).await.unwrap_err());
+    assert_eq!(
+        (e.code, e.reason.as_str(), e.message.as_str()),
+        (
+            410,
+            "Expired",
+            "The resourceVersion for the provided list is too old."
+        )
+    );
+    // The legacy reading of a version on a paged list is "exact" too.
+    let e = api_err(
+        api.list(&ListParams::default().at(&at_a).limit(5))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 410);
+    // Without a limit it is "not older than": the newest state.
+    assert_eq!(
+        names(&api.list(&ListParams::default().at(&at_a)).await.unwrap()),
+        ["a"]
+    );
+    // The continue token of a compacted list: 410, with a token that goes on from the newest
+    // state (inconsistently, as the message says).
+    let e = api_err(
+        api.list(&ListParams::default().limit(1).continue_token(&token))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((e.code, e.reason.as_str()), (410, "Expired"));
+    assert!(
+        e.message.starts_with(
+            "The provided continue parameter is too old to display a consistent list result."
+        ),
+        "{}",
+        e.message
+    );
+    let onwards = e.metadata.unwrap().continue_.unwrap();
+    let rest = api
+        .list(&ListParams::default().limit(1).continue_token(&onwards))
+        .await
+        .unwrap();
+    assert!(rest.items.is_empty(), "b is gone now: {:?}", names(&rest));
+    // A watch from the compacted past: the stream opens and says 410 as its only event.
+    let mut s = Box::pin(api.watch(&WatchParams::default(), &at_a).await.unwrap());
+    match s.next().await {
+        Some(Ok(WatchEvent::Error(e))) => {
+            assert_eq!((e.code, e.reason.as_str()), (410, "Expired"));
+            assert!(
+                e.message.starts_with("too old resource version: "),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("expected 410 Gone, got {other:?}"),
+    }
+    assert!(s.next().await.is_none(), "the watch ends after its 410");
+
+    // Raw answers, through a client that retries nothing, to see them as they are.
+    let plain = kube::Client::try_from(c.kube_config().await.unwrap()).unwrap();
+    let base = "/api/v1/namespaces/default/configmaps";
+    let current: u64 = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+        .parse()
+        .unwrap();
+    let ahead = current + 100;
+    let req = http::Request::builder()
+        .uri(format!(
+            "{base}?resourceVersion={ahead}&resourceVersionMatch=NotOlderThan"
+        ))
+        .body(kube::client::Body::from(Vec::new()))
+        .unwrap();
+    let resp = plain.send(req).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 504);
+    assert_eq!(resp.headers()["retry-after"], "1");
+    let body: Value =
+        serde_json::from_slice(&http_body_util_collect(resp.into_body()).await).unwrap();
+    assert_eq!(body["reason"], "Timeout");
+    assert_eq!(
+        body["message"],
+        format!("Too large resource version: {ahead}, current: {current}")
+    );
+    assert_eq!(body["details"]["retryAfterSeconds"], 1);
+    assert_eq!(
+        body["details"]["causes"][0]["reason"],
+        "ResourceVersionTooLarge"
+    );
+    for (query, code, message) in [
+        (
+            "resourceVersionMatch=Exact",
+            422,
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+        (
+            "resourceVersion=0&resourceVersionMatch=Exact",
+            422,
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+        ),
+        (
+            "resourceVersion=1&resourceVersionMatch=Latest",
+            422,
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Unsupported value: \"Latest\": supported values: \"Exact\", \"NotOlderThan\", \"\"",
+        ),
+        (
+            "resourceVersion=abc",
+            400,
+            "resourceVersion: Invalid value: \"abc\": must be an integer",
+        ),
+    ] {
+        let (got, body) = raw(&plain, "GET", &format!("{base}?{query}"), "", Vec::new()).await;
+        assert_eq!(
+            (got, body["message"].as_str().unwrap()),
+            (code, message),
+            "{query}"
+        );
+    }
+    let (got, body) = raw(
+        &plain,
+        "GET",
+        &format!("{base}?limit=1&continue={onwards}&resourceVersion=5"),
+        "",
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(
+        (got, body["message"].as_str().unwrap()),
+        (
+            400,
+            "specifying resource version is not allowed when using continue"
+        )
+    );
+    c.shutdown().await;
+}

@@ -408,3 +408,87 @@ async fn imperative_create_commands_work() {
     );
     c.shutdown().await;
 }
+
+/// After compaction the real kubectl (client-go) reads the 410s as an API server's: an exact
+/// list of the past is `Error from server (Expired)`, a watch from it opens and ends with one
+/// ERROR event carrying the Status. And `kubectl get --watch` does not outlive a restart of the
+/// server: its watch ends and kubectl exits 0 without a word (client-go's `UntilWithoutRetry`;
+/// only `-v=1` logs the unexpected EOF), missing every later change,
+/// which is what `ferroflux get --watch` improves on (crates/cli/tests/day2.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_reads_compacted_versions_as_gone() {
+    let mut c = DevCluster::start(Config::memory("kind-g")).await.unwrap();
+    let k = Kubectl::new(&[&c]);
+    k.ok_stdin(&["create", "-f", "-"], CM);
+    let rv = k.ok(&[
+        "get",
+        "cm",
+        "settings",
+        "-o",
+        "jsonpath={.metadata.resourceVersion}",
+    ]);
+    k.ok(&[
+        "patch",
+        "cm",
+        "settings",
+        "--type=merge",
+        "-p",
+        "{\"data\":{\"color\":\"green\"}}",
+    ]);
+    let base = "/api/v1/namespaces/default/configmaps";
+    let exact = format!("{base}?resourceVersion={rv}&resourceVersionMatch=Exact");
+    let past = k.ok(&["get", "--raw", &exact]);
+    assert!(past.contains("\"color\":\"blue\""), "{past}");
+    c.compact_history();
+    let out = k.run(&["get", "--raw", &exact]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "Error from server (Expired): The resourceVersion for the provided list is too old."
+        ),
+        "{err}"
+    );
+    let events = k.ok(&[
+        "get",
+        "--raw",
+        &format!("{base}?watch=true&resourceVersion={rv}"),
+    ]);
+    let event: serde_json::Value = serde_json::from_str(events.trim()).unwrap();
+    assert_eq!(event["type"], "ERROR");
+    assert_eq!(event["object"]["kind"], "Status");
+    assert_eq!(event["object"]["code"], 410);
+    assert_eq!(event["object"]["reason"], "Expired");
+
+    // `-v=6` logs each response: the watch's `200 OK` says it is established.
+    let mut child = k
+        .cmd(&["get", "cm", "--watch", "-o", "name", "-v=6"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut log = BufReader::new(child.stderr.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "configmap/settings");
+    loop {
+        let l = log.next().expect("kubectl opens its watch").unwrap();
+        if l.contains("watch=true") && l.contains("200 OK") {
+            break;
+        }
+    }
+    c.stop().await;
+    c.restart().await.unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+        let _: Vec<_> = log.collect();
+        let status = child.wait().unwrap();
+        let _ = tx.send((status, rest));
+    });
+    let (status, rest) = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("kubectl get --watch ends when its watch ends");
+    assert_eq!(status.code(), Some(0));
+    assert!(rest.is_empty(), "{rest:?}");
+    c.shutdown().await;
+}

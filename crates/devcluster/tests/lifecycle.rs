@@ -494,8 +494,8 @@ fn serde_yaml_like(yaml: &str) -> Value {
 async fn faults_and_restart_at_the_same_address() {
     let (mut c, client, _k) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    // kube-rs retries 429 and 503 with a long backoff, so those codes are checked with kubectl,
-    // which (without Retry-After) reports them at once.
+    // Without Retry-After neither kubectl (client-go) nor the project's clients retry these:
+    // each code is reported at once.
     let k = Kubectl::new(&c);
     for (code, reason) in [
         (503, "ServiceUnavailable"),

@@ -758,7 +758,7 @@ async fn own_applier(
         config.auth_info.impersonate = Some(format!("system:serviceaccount:{ns}:{sa}"));
     }
     let client =
-        kube::Client::try_from(config).map_err(|e| format!("failed to build client: {e}"))?;
+        ferroflux_kubeclient::client(config).map_err(|e| format!("failed to build client: {e}"))?;
     Ok(Some(new_applier(client, &ctx.options)))
 }
 
