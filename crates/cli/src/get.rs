@@ -216,15 +216,18 @@ where
             {
                 continue;
             }
-            let cells = cells(obj, &r, list.all_namespaces);
-            if first {
-                first = false;
-                text.push_str(&flux_table(&headers(list.all_namespaces), &[cells]));
+            // Flux's table writer, with the header for the first row only: each row padded to
+            // itself.
+            let headers = if first {
+                headers(list.all_namespaces)
             } else {
-                // Flux's table writer with no header: each row padded to itself.
-                text.push_str(&cells.join("\t"));
-                text.push_str("\t\n");
-            }
+                Vec::new()
+            };
+            first = false;
+            text.push_str(&flux_table(
+                &headers,
+                &[cells(obj, &r, list.all_namespaces)],
+            ));
         }
         if text.is_empty() {
             return Ok(());
