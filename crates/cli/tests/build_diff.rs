@@ -840,6 +840,17 @@ async fn recursive_build_and_diff_of_a_fleet_repository() {
         "clusters/staging/flux-system/kustomization.yaml",
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- gotk-sync.yaml\n",
     );
+    // A Secret in the nested level, to see it masked there too.
+    let apps_staging = |tag: &str, password: &str| {
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\nimages:\n  - name: ghcr.io/stefanprodan/podinfo\n    newTag: {tag}\nsecretGenerator:\n  - name: db\n    namespace: podinfo\n    options:\n      disableNameSuffixHash: true\n    literals:\n      - password={password}\n"
+        )
+    };
+    write(
+        &work,
+        "apps/staging/kustomization.yaml",
+        &apps_staging("6.7.1", "hunter2"),
+    );
     let head = repo.commit_and_push("fleet");
     let revision = format!("main@sha1:{head}");
 
@@ -938,9 +949,13 @@ async fn recursive_build_and_diff_of_a_fleet_repository() {
             "Certificate/podinfo/podinfo-tls",
             "Deployment/podinfo/podinfo",
             "Namespace//podinfo",
+            "Secret/podinfo/db",
             "Service/podinfo/podinfo",
         ]
     );
+    let db = docs.iter().find(|d| d["kind"] == "Secret").unwrap();
+    assert_eq!(db["data"]["password"], "KipTT1BTKio=");
+    assert!(!stdout.contains("hunter2") && !stdout.contains("aHVudGVyMg"));
     // Built with the nested Kustomization's own spec: its image override and substitutions.
     let podinfo = docs
         .iter()
@@ -977,11 +992,11 @@ async fn recursive_build_and_diff_of_a_fleet_repository() {
     let (code, stdout, stderr) = env.ferroflux(&diff).await;
     assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
 
-    // A local edit in apps/: a new image tag and the Service gone.
+    // A local edit in apps/: a new image tag, a new password and the Service gone.
     write(
         &work,
         "apps/staging/kustomization.yaml",
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\nimages:\n  - name: ghcr.io/stefanprodan/podinfo\n    newTag: 6.7.2\n",
+        &apps_staging("6.7.2", "correct-horse"),
     );
     let base = std::fs::read_to_string(work.join("apps/base/podinfo.yaml")).unwrap();
     let (deployment, _service) = base.split_once("---\n").unwrap();
@@ -999,9 +1014,27 @@ spec.template.spec.containers.podinfo.image
 - ghcr.io/stefanprodan/podinfo:6.7.1
 + ghcr.io/stefanprodan/podinfo:6.7.2
 
+► Secret/podinfo/db drifted
+
+data.password
+± value change
+- *** (before)
++ *** (after)
+
 ► Service/podinfo/podinfo deleted
 "
     );
+    for secret in [
+        "hunter2",
+        "aHVudGVyMg",
+        "correct-horse",
+        "Y29ycmVjdC1ob3JzZ",
+    ] {
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "{secret} leaked"
+        );
+    }
     assert!(
         stderr.contains("identified at least one change, exiting with non-zero exit code"),
         "{stderr}"
