@@ -102,9 +102,16 @@ fn key<K: ResourceExt>(obj: &K) -> String {
     }
 }
 
-/// Whether a watch or list failure means "start over from a new list".
+/// Whether a watch or list failure means "start over from a new list": the version is too
+/// old (410), or newer than the server knows (its state was restored or lost), as client-go's
+/// reflector decides.
 fn expired(status: &kube::core::Status) -> bool {
-    status.code == 410 || status.reason == "Expired" || status.reason == "Gone"
+    let too_large = status.details.as_ref().is_some_and(|d| {
+        d.causes
+            .iter()
+            .any(|c| c.reason == "ResourceVersionTooLarge")
+    });
+    status.code == 410 || status.reason == "Expired" || status.reason == "Gone" || too_large
 }
 
 /// Lists `api` (narrowed by `fields`), hands every object to `report` as

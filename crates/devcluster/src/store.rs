@@ -576,6 +576,9 @@ impl Store {
         let st = self.lock();
         let rx = self.events.subscribe();
         let backlog = match from {
+            // A version the server has not reached (its state was lost, or the client made it
+            // up): the API server's watch cache waits a moment for it, then says so.
+            Some(rv) if rv > st.rv => return Err(ApiError::too_large_rv(rv, st.rv)),
             Some(rv) => {
                 if rv < st.history_floor {
                     return Err(ApiError::gone(format!(

@@ -89,8 +89,9 @@ pub fn watch(
     let key = r.res.key();
     let start = match app.store.watch(&key, r.ns.as_deref(), from) {
         Ok(s) => s,
-        // Like the API server: the watch opens, then says 410 Gone as its only event.
-        Err(e) if e.code == 410 => {
+        // Like the API server: once the version parsed, the watch opens and says what is wrong
+        // with it (410 Gone, 504 too large) as its only event.
+        Err(e) if matches!(e.code, 410 | 504) => {
             let (tx, rx) = tokio::sync::mpsc::channel(1);
             let _ = tx.try_send(event_line("ERROR", &e.status()));
             return Ok(watch_response(rx));

@@ -906,6 +906,22 @@ async fn compacted_versions_are_gone_and_exact_lists_read_the_past() {
         body["details"]["causes"][0]["reason"],
         "ResourceVersionTooLarge"
     );
+    // A watch from there opens and says the same as its only event.
+    let mut s = Box::pin(
+        api.watch(&WatchParams::default(), &ahead.to_string())
+            .await
+            .unwrap(),
+    );
+    match s.next().await {
+        Some(Ok(WatchEvent::Error(e))) => {
+            assert_eq!((e.code, e.reason.as_str()), (504, "Timeout"));
+            assert_eq!(
+                e.message,
+                format!("Too large resource version: {ahead}, current: {current}")
+            );
+        }
+        other => panic!("expected 504, got {other:?}"),
+    }
     for (query, code, message) in [
         (
             "resourceVersionMatch=Exact",
