@@ -310,18 +310,23 @@ async fn service_account_is_impersonated_on_the_remote_cluster() {
     assert_eq!(value_of(&hub_default, "denied").await, None);
 }
 
+/// What [`applied_then_changed`] leaves: the cluster, the APIs a test reads, the two
+/// revisions and the artifact server (to publish more).
+struct Changed {
+    env: common::Env,
+    ks_api: Api<Kustomization>,
+    cms: Api<ConfigMap>,
+    rev1: String,
+    rev2: String,
+    server: common::ArtifactServer,
+}
+
 /// A Kustomization applied at revision 1 (ConfigMaps `a` = 1 and `b`), and revision 2 (`a` = 2,
-/// `b` removed) published; returns the cluster environment and the revision strings.
+/// `b` removed) published.
 async fn applied_then_changed(
     name: &str,
     before_publish: impl FnOnce(&ferroflux_devcluster::RunningCluster),
-) -> (
-    common::Env,
-    Api<Kustomization>,
-    Api<ConfigMap>,
-    String,
-    String,
-) {
+) -> Changed {
     let env = start(name).await;
     let client = env.client.clone();
     create_namespace(&client, "apps").await;
@@ -345,7 +350,14 @@ async fn applied_then_changed(
     *server.content.lock().unwrap() = tarball(&[("a.yaml", a2.as_str())]);
     publish(&client, &server, &commit(2)).await;
     let rev2 = format!("main@sha1:{}", commit(2));
-    (env, ks_api, cms, rev1, rev2)
+    Changed {
+        env,
+        ks_api,
+        cms,
+        rev1,
+        rev2,
+        server,
+    }
 }
 
 /// Revision 2 is not applied yet: `b` is still there and in the inventory.
@@ -365,7 +377,14 @@ async fn nothing_pruned(status: &KustomizationStatus, cms: &Api<ConfigMap>, rev1
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_connections_mid_apply_never_prune_and_converge() {
     // Every write to ConfigMaps has its connection closed unanswered, from the dry-run on.
-    let (env, ks_api, cms, rev1, rev2) = applied_then_changed("drops", |c| {
+    let Changed {
+        env,
+        ks_api,
+        cms,
+        rev1,
+        rev2,
+        ..
+    } = applied_then_changed("drops", |c| {
         c.set_fault_rules(vec![
             FaultRule::new(FaultAction::Drop)
                 .writes()
@@ -482,7 +501,14 @@ async fn dropped_connections_mid_apply_never_prune_and_converge() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_errors_never_prune_and_converge() {
     // 500 on every ConfigMap write: kube-rs does not retry it, the reconcile fails.
-    let (env, ks_api, cms, rev1, rev2) = applied_then_changed("errors", |c| {
+    let Changed {
+        env,
+        ks_api,
+        cms,
+        rev1,
+        rev2,
+        ..
+    } = applied_then_changed("errors", |c| {
         c.set_fault_rules(vec![
             FaultRule::new(FaultAction::Error(500))
                 .writes()
@@ -548,4 +574,79 @@ async fn api_errors_never_prune_and_converge() {
     assert_eq!(inventory_ids(&status), ["apps_a__ConfigMap"]);
     assert_eq!(value_of(&cms, "a").await.as_deref(), Some("2"));
     assert_eq!(value_of(&cms, "b").await, None);
+}
+
+/// A Conflict at apply time (the object changed after its dry-run): without force the
+/// reconcile fails saying so and converges later; with `spec.force` the object is deleted and
+/// created again, for real, as Flux's force does on a Conflict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_at_apply_time_fails_or_recreates_with_force() {
+    let conflict = || {
+        FaultRule::new(FaultAction::Error(409))
+            .writes()
+            .resource("configmaps")
+            .dry_run(false)
+    };
+    let Changed {
+        env,
+        ks_api,
+        cms,
+        rev1,
+        rev2,
+        server,
+    } = applied_then_changed("conflict", |c| {
+        c.set_fault_rules(vec![conflict()]).unwrap();
+    })
+    .await;
+    let (ready, status) = ready_where(
+        &ks_api,
+        "app",
+        "conflict reported",
+        failed_with("ConfigMap/apps/a apply failed"),
+    )
+    .await;
+    assert!(
+        ready["message"]
+            .as_str()
+            .unwrap()
+            .contains("the object has been modified"),
+        "{ready}"
+    );
+    nothing_pruned(&status, &cms, &rev1).await;
+    let uid = cms.get("a").await.unwrap().metadata.uid;
+    env.cluster.set_fault_rules(Vec::new()).unwrap();
+    ready_where(&ks_api, "app", "converged", applied(&rev2)).await;
+    assert_eq!(
+        cms.get("a").await.unwrap().metadata.uid,
+        uid,
+        "updated in place"
+    );
+
+    // With force, the next change meets one Conflict: `a` is recreated with its new value.
+    ks_api
+        .patch(
+            "app",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"force": true}})),
+        )
+        .await
+        .unwrap();
+    let generation = ks_api.get("app").await.unwrap().metadata.generation;
+    ready_where(&ks_api, "app", "force seen", |ready, status| {
+        applied(&rev2)(ready, status) && status.observed_generation == generation
+    })
+    .await;
+    let injected = env.cluster.faults_injected();
+    env.cluster
+        .set_fault_rules(vec![conflict().times(1)])
+        .unwrap();
+    let a3 = configmap("apps", "a", "3");
+    *server.content.lock().unwrap() = tarball(&[("a.yaml", a3.as_str())]);
+    publish(&env.client, &server, &commit(3)).await;
+    let rev3 = format!("main@sha1:{}", commit(3));
+    ready_where(&ks_api, "app", "recreated", applied(&rev3)).await;
+    let recreated = cms.get("a").await.unwrap();
+    assert_ne!(recreated.metadata.uid, uid, "deleted and created again");
+    assert_eq!(recreated.data.unwrap()["value"], "3");
+    assert_eq!(env.cluster.faults_injected(), injected + 1);
 }

@@ -306,6 +306,12 @@ impl ApiError {
                 "ServiceUnavailable",
                 "the server is currently unable to handle the request (injected fault)",
             ),
+            // What a write meets when the object changed since it was read.
+            409 => ApiError::new(
+                409,
+                "Conflict",
+                "Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again (injected fault)",
+            ),
             _ => ApiError::new(
                 code,
                 "InternalError",

@@ -138,7 +138,7 @@ pub enum FaultAction {
     Drop,
     /// Serve the request (a write takes effect), then close the connection without answering.
     DropAfterServing,
-    /// Answer with this status (500, 503 or 429) instead of serving.
+    /// Answer with this status (500, 503, 429, or 409 Conflict) instead of serving.
     Error(u16),
 }
 
@@ -224,9 +224,11 @@ impl FaultRule {
             return Err(format!("fault rate {} is not between 0 and 1", self.rate));
         }
         if let FaultAction::Error(code) = self.action
-            && !matches!(code, 429 | 500 | 503)
+            && !matches!(code, 409 | 429 | 500 | 503)
         {
-            return Err(format!("error code {code} is not one of 500, 503, 429"));
+            return Err(format!(
+                "error code {code} is not one of 500, 503, 429, 409"
+            ));
         }
         if self.retry_after.is_some() && !matches!(self.action, FaultAction::Error(_)) {
             return Err("Retry-After goes with an error answer, not a broken connection".into());
