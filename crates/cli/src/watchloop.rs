@@ -62,6 +62,12 @@ impl Backoff {
     }
 }
 
+/// How long a watch may stay silent before it is taken for dead: kube asks the server to end
+/// every watch after 290 s (`timeoutSeconds`), so a watch still open and silent well past that
+/// sits on a connection whose server went away without closing it (a partition, a host that
+/// died); it is opened again like any watch that ended.
+const SILENCE: Duration = Duration::from_secs(290 + 60);
+
 /// Why the loop stops waiting.
 struct Stop;
 
@@ -215,9 +221,16 @@ where
         let mut pause = None;
         let mut heard = false;
         loop {
-            let event = match guard.run(stream.next()).await {
+            let event = match guard
+                .run(tokio::time::timeout(SILENCE, stream.next()))
+                .await
+            {
                 Err(Stop) => return Ok(()),
-                Ok(event) => event,
+                Ok(Ok(event)) => event,
+                Ok(Err(_silent)) => {
+                    pause = Some(Duration::ZERO);
+                    break;
+                }
             };
             let quiet = !heard;
             heard = true;
