@@ -155,12 +155,30 @@ where
     loop {
         if need_list {
             let listing = format!("listing {what}");
-            let list = match guard.run(cluster.call(&listing, api.list(&lp))).await {
+            let listed = if listed_once {
+                guard.run(api.list(&lp)).await.map(|r| {
+                    r.map_err(|e| match e {
+                        // Not allowed any more, or the kind is gone: retrying cannot help.
+                        kube::Error::Api(s) if matches!(s.code, 401 | 403 | 404) => {
+                            Some(anyhow!("{listing}: {}", s.message))
+                        }
+                        _ => None,
+                    })
+                })
+            } else {
+                // The first list says whether the command can work at all, in the words
+                // every command uses for an unreachable cluster.
+                guard
+                    .run(cluster.call(&listing, api.list(&lp)))
+                    .await
+                    .map(|r| r.map_err(Some))
+            };
+            let list = match listed {
                 Err(Stop) => return Ok(()),
                 Ok(Ok(list)) => list,
-                // The first list says whether the command can work at all.
-                Ok(Err(e)) if !listed_once => return Err(e),
-                Ok(Err(_)) => {
+                Ok(Err(Some(fatal))) => return Err(fatal),
+                // Unreachable for now (a restart): try again after a pause.
+                Ok(Err(None)) => {
                     let wait = backoff.take(Duration::ZERO);
                     if guard.pause(wait).await.is_err() {
                         return Ok(());
