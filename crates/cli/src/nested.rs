@@ -311,16 +311,20 @@ impl<'a> Recursion<'a> {
                 "it is not in --local-sources and GitRepository {ns}/{name} has no artifact yet"
             ))
         })?;
+        let unreadable = |e: artifact::ArtifactError| {
+            unresolved(format!(
+                "it is not in --local-sources and its artifact cannot be read: {e}"
+            ))
+        };
         let data = artifact::download(&art.url, artifact::DEFAULT_MAX_SIZE)
             .await
-            .map_err(|e| unresolved(format!("it is not in --local-sources and {e}")))?;
-        artifact::verify_digest(&data, &art.digest).map_err(|e| unresolved(e.to_string()))?;
+            .map_err(unreadable)?;
+        artifact::verify_digest(&data, &art.digest).map_err(unreadable)?;
         let dir = tempfile::Builder::new()
             .prefix("ferroflux-artifact-")
             .tempdir()
             .context("creating a directory for the artifact")?;
-        artifact::untar(&data, dir.path(), artifact::DEFAULT_MAX_SIZE)
-            .map_err(|e| unresolved(e.to_string()))?;
+        artifact::untar(&data, dir.path(), artifact::DEFAULT_MAX_SIZE).map_err(unreadable)?;
         let root = dir
             .path()
             .canonicalize()

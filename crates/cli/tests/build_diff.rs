@@ -754,6 +754,68 @@ async fn recursive_bad_input() {
             }
         }
     }
+    // The source is in the cluster but its artifact cannot be read: not fetched yet, then
+    // served at an address nothing answers (as an in-cluster address is, seen from here).
+    let repos: Api<ferroflux_api::GitRepository> =
+        Api::namespaced(env.client.clone(), "flux-system");
+    let repo_obj = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+        "metadata": {"name": "fleet", "namespace": "flux-system"},
+        "spec": {"interval": "1h", "url": "https://example.invalid/fleet.git"},
+    }))
+    .unwrap();
+    repos
+        .create(&PostParams::default(), &repo_obj)
+        .await
+        .unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/fleet.tar.gz", closed.local_addr().unwrap());
+    drop(closed);
+    let unreadable = [
+        (
+            None,
+            "GitRepository flux-system/fleet has no artifact yet".to_string(),
+        ),
+        (
+            Some(
+                json!({"artifact": {"digest": "sha256:00", "lastUpdateTime": "2026-01-01T00:00:00Z",
+                "path": "gitrepository/flux-system/fleet/x.tar.gz", "revision": "main@sha1:x",
+                "url": url}}),
+            ),
+            format!("its artifact cannot be read: failed to download artifact from {url}"),
+        ),
+    ];
+    for (status, why) in unreadable {
+        if let Some(status) = status {
+            repos
+                .patch_status(
+                    "fleet",
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": status})),
+                )
+                .await
+                .unwrap();
+        }
+        for (command, exit) in [("build", 1), ("diff", 2)] {
+            let args = [
+                command,
+                "ks",
+                "root",
+                "--recursive",
+                "--path",
+                &dir("clusters/dev"),
+            ];
+            let (code, stdout, stderr) = env.ferroflux(&args).await;
+            assert_eq!(code, exit, "{args:?}: {stdout}{stderr}");
+            assert!(
+                stderr.contains("cannot get local path for GitRepository/flux-system/fleet of kustomization nested: it is not in --local-sources and ")
+                    && stderr.contains(&why)
+                    && stderr.contains("; pass its local directory with --local-sources GitRepository/flux-system/fleet=DIR"),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
+
     // A --dry-run build has no cluster to read an artifact from.
     write(
         root,
