@@ -505,6 +505,62 @@ fn continue_open(line: &str, open: Open) -> (Option<Open>, Option<&str>) {
     }
 }
 
+fn place(found: &mut Found, doc: usize, path: Vec<Step>, anchor: Anchor, text: String) {
+    found.placed.push(Placement {
+        doc,
+        path,
+        anchor,
+        text,
+    })
+}
+
+/// Places the comments written before a line at column `col` that closes containers deeper
+/// than it, as go-yaml v3 (whose placement sops keeps) assigns them: the first run of
+/// comments at one column ends the innermost container, whatever its column (unless it is the
+/// only run and not deeper than the line); each later run deeper than the line ends the
+/// innermost container not deeper than the run. Returns the comments left for the line itself.
+/// These rules were checked case by case against sops 3.11; they also read back every
+/// comment as [`render`] writes it.
+fn place_ending(
+    walker: &Walker,
+    pending: Vec<(usize, String)>,
+    col: usize,
+    found: &mut Found,
+    doc: usize,
+) -> Vec<(usize, String)> {
+    if !walker.open_containers().any(|(_, c)| c > col) {
+        return pending;
+    }
+    let mut runs: Vec<(usize, Vec<String>)> = Vec::new();
+    for (c, text) in pending {
+        match runs.last_mut() {
+            Some((run_col, texts)) if *run_col == c => texts.push(text),
+            _ => runs.push((c, vec![text])),
+        }
+    }
+    let several = runs.len() > 1;
+    let mut left = Vec::new();
+    for (i, (c, texts)) in runs.into_iter().enumerate() {
+        let holder = if i == 0 && (c > col || several) {
+            walker.open_containers().next()
+        } else if c <= col {
+            left.extend(texts.into_iter().map(|t| (c, t)));
+            continue;
+        } else {
+            walker.open_containers().find(|(_, m)| *m <= c)
+        };
+        match holder.map(|(p, _)| p.clone()) {
+            Some(path) => {
+                for text in texts {
+                    place(found, doc, path.clone(), Anchor::End, text);
+                }
+            }
+            None => left.extend(texts.into_iter().map(|t| (c, t))),
+        }
+    }
+    left
+}
+
 /// Finds the comments of a YAML text and where sops would keep them.
 pub(crate) fn scan(text: &str) -> Found {
     let mut found = Found::default();
@@ -513,18 +569,13 @@ pub(crate) fn scan(text: &str) -> Found {
     let mut doc_has_content = false;
     // Whole-line comments waiting for what they precede: (column, text).
     let mut pending: Vec<(usize, String)> = Vec::new();
-    let place = |found: &mut Found, doc, path: Vec<Step>, anchor: Anchor, text: String| {
-        found.placed.push(Placement {
-            doc,
-            path,
-            anchor,
-            text,
-        })
-    };
+    // At the end of a document: as before a line at column 0 (in an encrypted file, the
+    // `sops:` key follows); what stays, by its column (a sequence written at column 0 holds
+    // the col-0 comments after it).
     let flush_end =
         |walker: &Walker, pending: &mut Vec<(usize, String)>, found: &mut Found, doc| {
-            for (col, text) in pending.drain(..) {
-                // At the end of the innermost mapping or sequence not deeper than the comment.
+            let rest = place_ending(walker, std::mem::take(pending), 0, found, doc);
+            for (col, text) in rest {
                 // A document of comments only: they belong to its (empty) root mapping.
                 let path = walker
                     .open_containers()
@@ -565,19 +616,8 @@ pub(crate) fn scan(text: &str) -> Found {
             continue;
         }
         doc_has_content = true;
-        // Comments deeper than this line end the containers it closes. Like go-yaml (whose
-        // placement sops keeps), they go to the end of the innermost one, whatever their own
-        // column; only at the end of a document does the column choose the container.
         let col = indent(line);
-        let (deeper, before): (Vec<_>, Vec<_>) = pending
-            .drain(..)
-            .partition(|(c, _)| *c > col && walker.open_containers().any(|(_, m)| m > col));
-        if let Some((path, _)) = walker.open_containers().next() {
-            for (_, text) in deeper {
-                place(&mut found, doc, path.clone(), Anchor::End, text);
-            }
-        }
-        pending = before;
+        pending = place_ending(&walker, pending, col, &mut found, doc);
         let event = walker.line(line);
         // Before a line beginning a sequence item, they are items of that sequence.
         if let Some((path, index, _)) = walker.items.first() {
@@ -686,6 +726,149 @@ fn walk_mut<'a>(node: &'a mut Node, path: &[Step]) -> Option<&'a mut Node> {
         _ => return None,
     };
     walk_mut(next, rest)
+}
+
+/// The data items of a container (comments left out): entry values, or sequence items.
+fn has_data(node: &Node) -> bool {
+    match node {
+        Node::Map(items) => items.iter().any(|i| matches!(i, Item::Entry(..))),
+        Node::Seq(items) => items.iter().any(|n| !matches!(n, Node::Comment(_))),
+        _ => false,
+    }
+}
+
+/// The last data item of a container when it is itself a container written in block style
+/// (non-empty): it ends on the same line as its parent, so both close at the same dedent.
+fn closing_child(node: &mut Node) -> Option<&mut Node> {
+    let last = match node {
+        Node::Map(items) => items.iter_mut().rev().find_map(|i| match i {
+            Item::Entry(_, v) => Some(v),
+            Item::Comment(_) => None,
+        })?,
+        Node::Seq(items) => items
+            .iter_mut()
+            .rev()
+            .find(|n| !matches!(n, Node::Comment(_)))?,
+        _ => return None,
+    };
+    if has_data(last) { Some(last) } else { None }
+}
+
+/// Removes the comments after a container's last data item.
+fn take_end_comments(node: &mut Node) -> Vec<String> {
+    let mut taken = Vec::new();
+    match node {
+        Node::Map(items) => {
+            while let Some(Item::Comment(_)) = items.last() {
+                if let Some(Item::Comment(text)) = items.pop() {
+                    taken.push(text);
+                }
+            }
+        }
+        Node::Seq(items) => {
+            while let Some(Node::Comment(_)) = items.last() {
+                if let Some(Node::Comment(text)) = items.pop() {
+                    taken.push(text);
+                }
+            }
+        }
+        _ => {}
+    }
+    taken.reverse();
+    taken
+}
+
+/// Before encryption: makes every comment sit where go-yaml will read it back from the
+/// encrypted file. Containers closing at one dedent write their end comments innermost first,
+/// and go-yaml gives the first run of comment lines there to the innermost container. An
+/// encrypted comment ending a sequence is no comment line but a list item, so when the
+/// innermost container is a sequence, the end comments of the containers around it would be
+/// read (and their encryption checked) as the sequence's: they are moved there first, which
+/// is where sops will read them. Comments ending a document's root need no move (they stay
+/// before the `sops:` key).
+pub(crate) fn settle_for_encryption(docs: &mut [Node]) {
+    for doc in docs {
+        if let Node::Map(items) = doc {
+            for item in items.iter_mut() {
+                if let Item::Entry(_, value) = item {
+                    settle(value, true);
+                }
+            }
+        }
+    }
+}
+
+fn settle(node: &mut Node, top: bool) {
+    // Every block child but the closing one starts a chain of its own.
+    let children: Vec<&mut Node> = match node {
+        Node::Map(items) => items
+            .iter_mut()
+            .filter_map(|i| match i {
+                Item::Entry(_, v) => Some(v),
+                Item::Comment(_) => None,
+            })
+            .collect(),
+        Node::Seq(items) => items
+            .iter_mut()
+            .filter(|n| !matches!(n, Node::Comment(_)))
+            .collect(),
+        _ => return,
+    };
+    let count = children.len();
+    for (i, child) in children.into_iter().enumerate() {
+        if has_data(child) {
+            settle(child, i + 1 < count);
+        }
+    }
+    if !top || !ends_in_seq(node) {
+        return;
+    }
+    let mut moved: Vec<Vec<String>> = Vec::new();
+    let mut cur = node;
+    loop {
+        let ends = take_end_comments(cur);
+        if closing_of(cur).is_none() {
+            // The innermost sequence: its own end comments first, then the outer ones,
+            // innermost first (the order they were written in).
+            if let Node::Seq(items) = cur {
+                items.extend(ends.into_iter().map(Node::Comment));
+                for group in moved.into_iter().rev() {
+                    items.extend(group.into_iter().map(Node::Comment));
+                }
+            }
+            return;
+        }
+        moved.push(ends);
+        let Some(next) = closing_child(cur) else {
+            return;
+        };
+        cur = next;
+    }
+}
+
+/// [`closing_child`], read only.
+fn closing_of(node: &Node) -> Option<&Node> {
+    let last = match node {
+        Node::Map(items) => items.iter().rev().find_map(|i| match i {
+            Item::Entry(_, v) => Some(v),
+            Item::Comment(_) => None,
+        })?,
+        Node::Seq(items) => items
+            .iter()
+            .rev()
+            .find(|n| !matches!(n, Node::Comment(_)))?,
+        _ => return None,
+    };
+    if has_data(last) { Some(last) } else { None }
+}
+
+/// Whether the innermost container closing with `node` is a sequence.
+fn ends_in_seq(node: &Node) -> bool {
+    let mut cur = node;
+    while let Some(next) = closing_of(cur) {
+        cur = next;
+    }
+    matches!(cur, Node::Seq(_))
 }
 
 /// The comments held in a document's mappings and sequences, by (holder path, anchor).
@@ -1003,16 +1186,54 @@ mod tests {
                 at(0, "", None, " end of doc"),
             ]
         );
-        // As sops (go-yaml) places them: before a dedent, at the end of the innermost mapping;
-        // at the end of the file, in the mapping of the comment's column.
-        assert_eq!(
-            placements("a:\n  b:\n    c: 1\n  # x\nd: 1\n"),
-            vec![at(0, "a.b", None, " x")]
-        );
-        assert_eq!(
-            placements("a:\n  b:\n    c: 1\n  # x\n"),
-            vec![at(0, "a", None, " x")]
-        );
+        // As sops (go-yaml) places them: before a dedent, the first comments at the end of the
+        // innermost mapping, later ones by their column. The end of the file reads the same way
+        // (sops places `# x` there in `a`, but its own encrypted file, where `sops:` follows,
+        // then reads it in `a.b`: it cannot decrypt that comment).
+        for (text, want) in [
+            (
+                "a:\n  b:\n    c: 1\n  # x\nd: 1\n",
+                vec![at(0, "a.b", None, " x")],
+            ),
+            (
+                "a:\n  b:\n    c: 1\n  # x\n",
+                vec![at(0, "a.b", None, " x")],
+            ),
+            (
+                "a:\n  b:\n    c: 1\n    # x4\n  # x2\n# x0\nd: 1\n",
+                vec![
+                    at(0, "a.b", None, " x4"),
+                    at(0, "a", None, " x2"),
+                    at(0, "", Some("d"), " x0"),
+                ],
+            ),
+            (
+                "a:\n  b:\n    c: 1\n    # x4\n  # x2\n# x0\n",
+                vec![
+                    at(0, "a.b", None, " x4"),
+                    at(0, "a", None, " x2"),
+                    at(0, "", None, " x0"),
+                ],
+            ),
+            (
+                "a:\n  b:\n    c: 1\n  # x2\n\n  # y2\nd: 1\n",
+                vec![at(0, "a.b", None, " x2"), at(0, "a.b", None, " y2")],
+            ),
+            (
+                "a:\n  b:\n    c:\n      e: 1\n    # x4\n  # x2\nd: 1\n",
+                vec![at(0, "a.b.c", None, " x4"), at(0, "a", None, " x2")],
+            ),
+            (
+                "a:\n  b:\n    c:\n      e: 1\n  # x2\n    # x4\nd: 1\n",
+                vec![at(0, "a.b.c", None, " x2"), at(0, "a.b", None, " x4")],
+            ),
+            (
+                "a:\n  b:\n    c: 1\n# x0\n  # x2\nd: 1\n",
+                vec![at(0, "a.b", None, " x0"), at(0, "a", None, " x2")],
+            ),
+        ] {
+            assert_eq!(placements(text), want, "{text}");
+        }
         assert_eq!(
             placements("a:\n# before b\n  b: 1\n"),
             vec![at(0, "a", Some("b"), " before b")]
@@ -1067,6 +1288,38 @@ mod tests {
             json,
             serde_saphyr::from_str::<serde_json::Value>(text).unwrap()
         );
+    }
+
+    #[test]
+    fn end_comments_around_a_closing_sequence_move_into_it_before_encryption() {
+        let text = "a:\n  b:\n    - x\n    # end b\n  # end a\nc:\n  d: 1\n  # end c\n";
+        let mut docs = vec![Node::from_json(serde_saphyr::from_str(text).unwrap())];
+        assert_eq!(attach(&mut docs, scan(text)), 0);
+        assert_eq!(
+            placements(text),
+            vec![
+                at(0, "a.b", None, " end b"),
+                at(0, "a", None, " end a"),
+                at(0, "c", None, " end c"),
+            ]
+        );
+        settle_for_encryption(&mut docs);
+        let b = walk_mut(
+            &mut docs[0],
+            &[Step::Key("a".into()), Step::Key("b".into())],
+        )
+        .unwrap();
+        assert_eq!(
+            *b,
+            Node::Seq(vec![
+                Node::Str("x".into()),
+                Node::Comment(" end b".into()),
+                Node::Comment(" end a".into()),
+            ])
+        );
+        // A mapping closing innermost keeps its own.
+        let c = walk_mut(&mut docs[0], &[Step::Key("c".into())]).unwrap();
+        assert!(matches!(c, Node::Map(items) if items.len() == 2));
     }
 
     /// Every slice of these pieces, in many orders, scans and renders without panicking (the

@@ -3,6 +3,7 @@
 use regex::Regex;
 
 use crate::cipher::{self, ValueType};
+use crate::comments;
 use crate::error::{Error, ErrorKind};
 use crate::format::{self, Format};
 use crate::keys;
@@ -165,6 +166,9 @@ fn encrypt_inner(
         key_groups.push(kg);
     }
 
+    if format == Format::Yaml {
+        comments::settle_for_encryption(&mut docs);
+    }
     let mac = tree::encrypt_docs(&mut docs, &rules, &data_key)?;
     let last_modified = now_rfc3339();
     let mac = cipher::encrypt(mac.as_bytes(), ValueType::Str, &data_key, &last_modified)

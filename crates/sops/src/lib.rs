@@ -38,8 +38,13 @@
 //! its key) or at its end; in a sequence before the item they precede or at its end, as
 //! items of the sequence. They are encrypted with their holder's path and never hashed into
 //! the MAC; encrypted, a sequence comment becomes a string item typed `comment` (as sops writes
-//! it) and decrypts back into a comment. Only comments inside a flow collection written over
-//! several lines are not kept ([`unkept_yaml_comments`] counts them so callers can say so).
+//! it) and decrypts back into a comment. Comments before a line that closes several containers
+//! go, as go-yaml reads them, the first run to the innermost container and later runs to the
+//! container of their column; before encryption, comments ending the mappings around a closing
+//! sequence are moved to that sequence's end, which is where sops reads them back from the
+//! encrypted file (an encrypted comment ending a sequence is a list item, not a comment line).
+//! Only comments inside a flow collection written over several lines are not kept
+//! ([`unkept_yaml_comments`] counts them so callers can say so).
 //!
 //! # Comment markers
 //!

@@ -606,3 +606,48 @@ fn list_comments_round_trip_with_real_sops() {
     assert_eq!(yaml_value(ours.as_bytes()), yaml_value(plain.as_bytes()));
     assert_eq!(ferroflux_sops::unkept_yaml_comments(&enc), 0);
 }
+
+/// Comments before a dedent that closes several containers: go-yaml gives the first run of
+/// comment lines to the innermost container and later runs to the container of their column.
+/// Both sides read each other's files the same way, with each comment option too (a comment
+/// ending a list is encrypted into a list item, so the comments ending the mappings around it
+/// are kept with it, where sops reads them).
+#[test]
+fn comments_closing_several_containers_with_real_sops() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = "a:\n  b:\n    - x\n    # end b\n  # end a\nc:\n  d:\n    e: 1\n    # x4\n  # x2\n# x0\nf: 1\ng:\n  h:\n    - yy\n  # sops:clear end h\n  # end g\n";
+    let want = comment_texts(plain);
+    for args in [
+        &[][..],
+        &["--unencrypted-comment-regex", "sops:clear"][..],
+        &["--encrypted-comment-regex", "end"][..],
+    ] {
+        let selection = Selection {
+            unencrypted_comment_regex: (args.first() == Some(&"--unencrypted-comment-regex"))
+                .then(|| args[1].to_string()),
+            encrypted_comment_regex: (args.first() == Some(&"--encrypted-comment-regex"))
+                .then(|| args[1].to_string()),
+            ..Default::default()
+        };
+        let opts = EncryptOptions {
+            selection,
+            ..EncryptOptions::for_recipients([A])
+        };
+        let enc = encrypt("c.yaml", plain.as_bytes(), Format::Yaml, &opts).unwrap();
+        let (ok, theirs, err) = sops_try_decrypt(&write_temp(&dir, "c.yaml", &enc), "yaml");
+        assert!(ok, "{args:?}: {err}");
+        assert!(!err.contains("unencrypted comment"), "{args:?}: {err}");
+        assert_eq!(comment_texts(&theirs), want, "{args:?}: {theirs}");
+
+        let enc = sops_encrypt(&write_temp(&dir, "p.yaml", plain.as_bytes()), args);
+        let (ok, theirs, err) = sops_try_decrypt(&write_temp(&dir, "e.yaml", &enc), "yaml");
+        assert!(ok, "{args:?}: {err}");
+        let ours = ours_decrypt(&enc, Format::Yaml).unwrap();
+        assert_eq!(
+            comment_texts(&ours),
+            comment_texts(&theirs),
+            "{args:?}: {ours}"
+        );
+        assert_eq!(yaml_value(ours.as_bytes()), yaml_value(plain.as_bytes()));
+    }
+}
