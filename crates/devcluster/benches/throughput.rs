@@ -112,6 +112,57 @@ async fn creates(c: &RunningCluster, label: &str) {
     );
 }
 
+/// What the project's client stack (`ferroflux_kubeclient::client`: client-go's retry rule, a
+/// retry layer behind one more request buffer) costs against kube-rs's default client, on the
+/// same 10,000 creates, alternating three times. `BENCH_ONLY=client` runs only this.
+async fn client_layers() {
+    for round in 1..=3 {
+        for ours in [false, true] {
+            let c = DevCluster::start(Config::memory("bench-client"))
+                .await
+                .unwrap();
+            let mut config = c.kube_config().await.unwrap();
+            let (label, client) = if ours {
+                (
+                    "ferroflux_kubeclient::client",
+                    ferroflux_kubeclient::client(config).unwrap(),
+                )
+            } else {
+                config.default_retry = true;
+                (
+                    "kube-rs default client",
+                    kube::Client::try_from(config).unwrap(),
+                )
+            };
+            let api: Api<ConfigMap> = Api::namespaced(client, "default");
+            let cpu = cpu_secs();
+            let t = Instant::now();
+            futures_util::stream::iter(0..CREATES)
+                .map(|i| {
+                    let api = api.clone();
+                    async move {
+                        let cm: ConfigMap = serde_json::from_value(json!({
+                            "metadata": { "name": format!("cm-{i:05}") },
+                            "data": { "payload": "x".repeat(200) },
+                        }))
+                        .unwrap();
+                        api.create(&PostParams::default(), &cm).await.unwrap();
+                    }
+                })
+                .buffer_unordered(32)
+                .collect::<Vec<_>>()
+                .await;
+            let wall = t.elapsed().as_secs_f64();
+            let cpu = cpu_secs() - cpu;
+            println!(
+                "round {round}, {label}: {CREATES} creates in {wall:.2}s wall, CPU {cpu:.2}s (client and server) = {:.1} µs per create",
+                cpu * 1e6 / CREATES as f64
+            );
+            c.shutdown().await;
+        }
+    }
+}
+
 async fn applies(c: &RunningCluster) {
     let client = c.client().await.unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
@@ -160,6 +211,10 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
+        if std::env::var("BENCH_ONLY").as_deref() == Ok("client") {
+            client_layers().await;
+            return;
+        }
         let mem = DevCluster::start(Config::memory("bench-mem"))
             .await
             .unwrap();
