@@ -198,11 +198,32 @@ fn decrypt(a: DecryptArgs) -> anyhow::Result<Vec<u8>> {
     }
     let result = decryptor.decrypt_as(&a.file.display().to_string(), &data, input, output);
     match result {
-        Ok(plain) => Ok(plain),
+        Ok(plain) => {
+            if matches!(output, Format::Yaml | Format::Dotenv) {
+                warn_undecrypted_comments(&a.file, &plain);
+            }
+            Ok(plain)
+        }
         Err(e) if no_keys => Err(anyhow::Error::new(e).context(
             "no age key given: pass --age-key-file FILE, or set SOPS_AGE_KEY_FILE or SOPS_AGE_KEY",
         )),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Comments are outside the MAC and one that does not decrypt is kept as written (files from
+/// old sops versions hold clear comments; sops 3.11 itself writes some it cannot read back, such
+/// as one ending a mapping after a nested one at the end of a file): says so, as sops does.
+fn warn_undecrypted_comments(file: &Path, plain: &[u8]) {
+    let count = String::from_utf8_lossy(plain)
+        .lines()
+        .filter(|l| l.trim_start().starts_with("#ENC[AES256_GCM,"))
+        .count();
+    if count > 0 {
+        eprintln!(
+            "warning: {}: {count} comment(s) did not decrypt and are left as written",
+            file.display()
+        );
     }
 }
 

@@ -663,3 +663,31 @@ fn tampered_marker_comment_fails_the_mac() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// sops 3.11 places a comment ending an outer mapping at the end of a file in that mapping, but
+/// reads it back, in its own encrypted file, in the nested mapping before it: the comment does
+/// not decrypt (sops warns and leaves it). The output keeps it as written and says so.
+#[test]
+fn comment_sops_cannot_read_back_is_kept_and_reported() {
+    let enc = fixtures().join("generated/outer-end.enc.yaml");
+    let out = ferroflux(
+        &[
+            "sops",
+            "decrypt",
+            "--age-key-file",
+            s(&key("age.txt")),
+            s(&enc),
+        ],
+        &[],
+    );
+    let plain = ok(&out);
+    assert!(
+        plain.starts_with("a:\n  b:\n    c: 1\n    #ENC[AES256_GCM,"),
+        "{plain}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("outer-end.enc.yaml: 1 comment(s) did not decrypt and are left as written"),
+        "{err}"
+    );
+}

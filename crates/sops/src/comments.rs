@@ -1359,8 +1359,14 @@ mod tests {
                 text.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
             }
             let found = scan(&text);
-            let mut docs = vec![Node::Map(Vec::new())];
+            // The text's own tree when it parses as a mapping, so comments land in it.
+            let doc = match serde_saphyr::from_str::<serde_json::Value>(&text) {
+                Ok(v @ serde_json::Value::Object(_)) => Node::from_json(v),
+                _ => Node::Map(Vec::new()),
+            };
+            let mut docs = vec![doc];
             attach(&mut docs, found);
+            settle_for_encryption(&mut docs);
             let _ = render(&text, Comments::of(&docs[0]));
         }
     }
