@@ -4,14 +4,16 @@
 //! compacted away.
 //!
 //! `kubectl get -w`, `kubectl events -w`, `flux get --watch` and `flux events --watch` all read
-//! one watch with client-go's `UntilWithoutRetry` and stop when it ends: kubectl silently with
-//! exit 0, flux with `✗ watch closed before UntilWithoutRetry timeout` (and on a 410 it fails
-//! to read the Status as an object). We keep going the way client-go's informers (its
-//! reflector) and `RetryWatcher` do, printing nothing about it, as they print nothing at the
-//! default log level: a closed or broken watch resumes from the last version seen (bookmarks
-//! keep it fresh), retrying with a growing pause while the server is unreachable; a 410 lists
-//! again from the newest state and reports only what differs from what was already reported,
-//! so an object that did not change is never printed twice.
+//! one watch and stop when it ends. kubectl (client-go's `UntilWithoutRetry`) exits 0 without a
+//! word, every later change missed (crates/devcluster/tests/kubectl.rs shows it); `flux events
+//! --watch` does the same; `flux get --watch` fails with `✗ watch closed before
+//! UntilWithoutRetry timeout`, or on a 410 with `✗ Impossible to cast type &v1.Status{…}`. We
+//! keep going the way client-go's informers (its reflector) and `RetryWatcher` do, printing
+//! nothing about it, as they print nothing at the default log level: a closed or broken watch
+//! resumes from the last version seen (bookmarks keep it fresh), retrying with a growing pause
+//! while the server is unreachable; a 410 lists again from the newest state and reports only
+//! what differs from what was already reported, so an object that did not change is never
+//! printed twice.
 //!
 //! The loop ends, with `Ok`, at `--timeout` or on Ctrl-C (SIGINT), listened for from before
 //! the first row: a row is written whole by the caller before the loop looks at the signal
