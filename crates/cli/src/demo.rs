@@ -7,16 +7,17 @@
 //! `get kustomizations`, `fleet status`), so the demo shows exactly what those commands print.
 
 use crate::dev::start_controllers;
+use crate::fluxobj::request_reconcile;
 use crate::gitrepo::Git;
 use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Args;
 use ferroflux_api::conditions::{READY, find_condition};
-use ferroflux_api::{GitRepository, Kustomization, RECONCILE_REQUESTED_AT};
+use ferroflux_api::{GitRepository, Kustomization};
 use ferroflux_controller::manager::Manager;
 use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -126,7 +127,8 @@ pub fn run(args: DemoArgs) -> Result<()> {
 struct Fleet {
     clusters: Vec<RunningCluster>,
     managers: Vec<Manager>,
-    clients: Vec<kube::Client>,
+    /// One per cluster, as the CLI's commands see them.
+    clients: Vec<crate::fluxobj::Cluster>,
 }
 
 async fn demo(work: &Path, step_timeout: Duration) -> Result<()> {
@@ -154,7 +156,12 @@ async fn demo(work: &Path, step_timeout: Duration) -> Result<()> {
             .await
             .with_context(|| format!("cannot start cluster {name}"))?;
         let manager = start_controllers(&cluster, &work.join("artifacts").join(name)).await?;
-        fleet.clients.push(cluster.client().await?);
+        fleet.clients.push(crate::fluxobj::Cluster {
+            client: cluster.client().await?,
+            context: name.to_string(),
+            url: cluster.url().to_string(),
+            timeout: step_timeout,
+        });
         println!(
             "{name:<11} {}  (artifacts {})",
             cluster.url(),
@@ -222,13 +229,13 @@ async fn run_steps(
     heading("4. Wait for infrastructure, then apps, on every cluster");
     // Each bootstrap pushed a commit: fetch the last one now instead of waiting an interval.
     let head = git(remote, &["rev-parse", "main"]).await?;
-    for client in &fleet.clients {
-        request_reconcile(client).await?;
+    for cluster in &fleet.clients {
+        request_reconcile::<GitRepository>(cluster, "flux-system", "flux-system").await?;
     }
     for (i, name) in CLUSTERS.iter().enumerate() {
         wait_ready(
             name,
-            &fleet.clients[i],
+            &fleet.clients[i].client,
             &["flux-system", "infrastructure", "apps"],
             &head,
             step_timeout,
@@ -270,11 +277,12 @@ async fn run_steps(
         println!("committed {} ({file})", &head[..12.min(head.len())]);
         // Both clusters fetch the new commit; only the one whose overlay changed must change.
         for (i, name) in CLUSTERS.iter().enumerate() {
-            request_reconcile(&fleet.clients[i]).await?;
-            wait_ready(name, &fleet.clients[i], &["apps"], &head, step_timeout).await?;
+            let cluster = &fleet.clients[i];
+            request_reconcile::<GitRepository>(cluster, "flux-system", "flux-system").await?;
+            wait_ready(name, &cluster.client, &["apps"], &head, step_timeout).await?;
         }
         for (i, name) in CLUSTERS.iter().enumerate() {
-            let image = podinfo_image(&fleet.clients[i]).await?;
+            let image = podinfo_image(&fleet.clients[i].client).await?;
             let expected = if i <= step { NEW_TAG } else { OLD_TAG };
             println!("{name:<11} podinfo runs {image}");
             if !image.ends_with(&format!(":{expected}")) {
@@ -363,22 +371,6 @@ fn bump_tag(checkout: &Path, file: &str) -> Result<()> {
         bail!("{file} does not pin podinfo {OLD_TAG}");
     }
     std::fs::write(&path, text.replace(&old, &format!("newTag: {NEW_TAG}")))?;
-    Ok(())
-}
-
-/// What `ferroflux reconcile source git flux-system` does: ask for a fetch now.
-async fn request_reconcile(client: &kube::Client) -> Result<()> {
-    let repos: Api<GitRepository> = Api::namespaced(client.clone(), "flux-system");
-    let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    let patch = serde_json::json!({"metadata": {"annotations": {RECONCILE_REQUESTED_AT: now}}});
-    repos
-        .patch(
-            "flux-system",
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-        .context("cannot request a reconcile of GitRepository flux-system")?;
     Ok(())
 }
 
