@@ -570,16 +570,18 @@ pub(crate) fn scan(text: &str) -> Found {
     // Whole-line comments waiting for what they precede: (column, text).
     let mut pending: Vec<(usize, String)> = Vec::new();
     // At the end of a document: as before a line at column 0 (in an encrypted file, the
-    // `sops:` key follows); what stays, by its column (a sequence written at column 0 holds
-    // the col-0 comments after it).
+    // `sops:` key follows), what stays ending the root mapping. When nothing deeper than
+    // column 0 is open, by their column (a sequence written at column 0 holds the comments
+    // after it).
     let flush_end =
         |walker: &Walker, pending: &mut Vec<(usize, String)>, found: &mut Found, doc| {
+            let closing = walker.open_containers().any(|(_, c)| c > 0);
             let rest = place_ending(walker, std::mem::take(pending), 0, found, doc);
             for (col, text) in rest {
                 // A document of comments only: they belong to its (empty) root mapping.
                 let path = walker
                     .open_containers()
-                    .find(|(_, c)| *c <= col)
+                    .find(|(_, c)| !closing && *c <= col)
                     .or_else(|| walker.open_containers().last())
                     .map(|(p, _)| p.clone())
                     .unwrap_or_default();
@@ -1230,6 +1232,17 @@ mod tests {
             (
                 "a:\n  b:\n    c: 1\n# x0\n  # x2\nd: 1\n",
                 vec![at(0, "a.b", None, " x0"), at(0, "a", None, " x2")],
+            ),
+            // After a first run, what is left at the end ends the root, even after a sequence
+            // written at column 0 (alone, such a comment ends that sequence).
+            (
+                "a:\n- x\n- b:\n    c: 1\n    # x4\n# x0\n",
+                vec![at(0, "a.[1].b", None, " x4"), at(0, "", None, " x0")],
+            ),
+            ("a:\n- x\n# x0\n", vec![at(0, "a", None, " x0")]),
+            (
+                "a:\n- b:\n    - x\n  c: 1\n# x0\n",
+                vec![at(0, "", None, " x0")],
             ),
         ] {
             assert_eq!(placements(text), want, "{text}");
