@@ -48,12 +48,12 @@ struct EncryptArgs {
     /// Leave values under keys ending with this suffix in clear (default: _unencrypted).
     #[arg(long, value_name = "SUFFIX")]
     unencrypted_suffix: Option<String>,
-    /// Encrypt only what follows a comment matching this regex (YAML, dotenv), up to the end
-    /// of its mapping or list item; the matching comment stays readable.
+    /// Encrypt only the key (with its whole value) or list item that follows a comment
+    /// matching this regex (YAML, dotenv); the matching comment stays readable.
     #[arg(long, value_name = "REGEX")]
     encrypted_comment_regex: Option<String>,
-    /// Leave in clear what follows a comment matching this regex (YAML, dotenv), up to the
-    /// end of its mapping or list item; everything else is encrypted.
+    /// Leave in clear the key (with its whole value) or list item that follows a comment
+    /// matching this regex (YAML, dotenv); everything else is encrypted.
     #[arg(long, value_name = "REGEX")]
     unencrypted_comment_regex: Option<String>,
     /// Hash only the encrypted values into the MAC.

@@ -19,11 +19,13 @@ pub struct Selection {
     pub encrypted_suffix: Option<String>,
     pub unencrypted_regex: Option<String>,
     pub encrypted_regex: Option<String>,
-    /// Leave clear every value (and comment) after a comment matching this regex, up to the
-    /// end of the enclosing mapping or list item; the matching comment stays clear too.
+    /// Leave clear the item (a key with its whole value, or a list item) that follows a comment
+    /// matching this regex, and the comments between them; the matching comment stays clear
+    /// too. Everything else is encrypted.
     pub unencrypted_comment_regex: Option<String>,
-    /// Encrypt only the values (and comments) after a comment matching this regex, up to the
-    /// end of the enclosing mapping or list item; the matching comment stays clear.
+    /// Encrypt only the items (a key with its whole value, or a list item) that follow a
+    /// comment matching this regex, and the comments between them; the matching comment
+    /// stays clear.
     pub encrypted_comment_regex: Option<String>,
     /// Hash only the encrypted values into the MAC (sops' `mac_only_encrypted`).
     pub mac_only_encrypted: bool,
