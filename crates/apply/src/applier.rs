@@ -208,6 +208,12 @@ impl Applier {
         }
     }
 
+    /// Server-side apply as this field manager, taking over fields others own (Flux's
+    /// `ForceOwnership`).
+    fn apply_params(&self) -> PatchParams {
+        PatchParams::apply(&self.field_manager).force()
+    }
+
     /// How often health checks poll the cluster.
     pub fn with_poll_interval(mut self, interval: Duration) -> Self {
         self.poll_interval = interval;
@@ -261,7 +267,7 @@ impl Applier {
     async fn read_and_dry_run(&self, obj: &Value, id: &ObjectId) -> Result<Probe, ApplyError> {
         let api_version = str_at(obj, &["apiVersion"]).unwrap_or("");
         let namespace = str_at(obj, &["metadata", "namespace"]);
-        let params = PatchParams::apply(&self.field_manager).force().dry_run();
+        let params = self.apply_params().dry_run();
         let mut rediscovered = false;
         loop {
             let (api, from_cache) = self.api_for(api_version, &id.kind, namespace).await?;
@@ -366,7 +372,7 @@ impl Applier {
                         .is_some_and(|l| self.forced(&obj, Some(l), opts)) =>
             {
                 self.delete_and_wait(&api, &id).await?;
-                let params = PatchParams::apply(&self.field_manager).force().dry_run();
+                let params = self.apply_params().dry_run();
                 api.patch(&id.name, &params, &Patch::Apply(&obj))
                     .await
                     .map_err(|e| dry_run_error(&id, &e))?;
@@ -399,7 +405,7 @@ impl Applier {
         let Some((api, obj, live)) = apply else {
             return Ok((id, action));
         };
-        let params = PatchParams::apply(&self.field_manager).force();
+        let params = self.apply_params();
         match api.patch(&id.name, &params, &Patch::Apply(&obj)).await {
             Ok(_) => Ok((id, action)),
             // The object changed between the dry-run and now.
