@@ -427,12 +427,7 @@ impl Walker<'_> {
                 for item in items.iter_mut() {
                     match item {
                         Item::Comment(text) => {
-                            self.note(text);
-                            let done = match self.mode {
-                                Mode::Encrypt => self.encrypt_comment(text, path)?,
-                                Mode::Decrypt => self.decrypt_comment(text, path),
-                            };
-                            if let Some(done) = done {
+                            if let Some(done) = self.comment(text, path)? {
                                 *text = done;
                             }
                         }
@@ -466,6 +461,17 @@ impl Walker<'_> {
         }
     }
 
+    /// Makes a comment line active and encrypts or decrypts it: its new text, or `None` when it
+    /// stays as written. Mapping and sequence comments share this; only what they become
+    /// differs.
+    fn comment(&mut self, text: &str, path: &[&str]) -> Result<Option<String>, ErrorKind> {
+        self.note(text);
+        Ok(match self.mode {
+            Mode::Encrypt => self.encrypt_comment(text, path)?,
+            Mode::Decrypt => self.decrypt_comment(text, path),
+        })
+    }
+
     /// Handles a sequence item that is a comment: a clear one, or on decryption one sops
     /// encrypted into a string typed `comment`. Returns false for any other item.
     fn seq_comment(
@@ -475,26 +481,20 @@ impl Walker<'_> {
         more_items: bool,
     ) -> Result<bool, ErrorKind> {
         match (self.mode, &*item) {
-            (Mode::Encrypt, Node::Comment(text)) => {
-                let text = text.clone();
-                self.note(&text);
-                if let Some(enc) = self.encrypt_comment(&text, path)? {
-                    self.check_list_marker(path, more_items)?;
-                    *item = Node::Str(enc);
-                }
-                Ok(true)
-            }
-            (Mode::Decrypt, Node::Comment(text)) => {
-                let text = text.clone();
-                self.note(&text);
-                if let Some(plain) = self.decrypt_comment(&text, path) {
-                    *item = Node::Comment(plain);
+            (_, Node::Comment(text)) => {
+                if let Some(done) = self.comment(text, path)? {
+                    *item = match self.mode {
+                        Mode::Encrypt => {
+                            self.check_list_marker(path, more_items)?;
+                            Node::Str(done)
+                        }
+                        Mode::Decrypt => Node::Comment(done),
+                    };
                 }
                 Ok(true)
             }
             (Mode::Decrypt, Node::Str(s)) if is_comment_value(s) => {
-                let s = s.clone();
-                self.note(&s);
+                self.note(s);
                 if !self.decide(path, true) {
                     // The rules say this is no comment of ours (its marker was changed): a
                     // string value, as sops reads it.
@@ -503,7 +503,7 @@ impl Walker<'_> {
                 }
                 // Unlike a comment line, an item typed `comment` is one sops wrote encrypted:
                 // failing to decrypt it is damage, not an old clear comment.
-                let (plain, _) = cipher::decrypt(&s, self.key, &path_string(path))
+                let (plain, _) = cipher::decrypt(s, self.key, &path_string(path))
                     .map_err(|e| Self::value_error(path, e))?;
                 let plain = String::from_utf8(plain).map_err(|_| {
                     Self::value_error(path, "decrypted comment is not UTF-8 text".into())
