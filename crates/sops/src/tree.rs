@@ -183,11 +183,13 @@ impl Rules {
         }
         if let Some(re) = &self.encrypted_comment_regex {
             // The marker comment stays clear: a comment is decided by the others only.
-            let mut active: Vec<&String> = comments.iter().flatten().collect();
-            if is_comment {
-                active.pop();
-            }
-            encrypted = active.iter().any(|c| re.is_match(c));
+            let total: usize = comments.iter().map(Vec::len).sum();
+            let others = total.saturating_sub(usize::from(is_comment));
+            encrypted = comments
+                .iter()
+                .flatten()
+                .take(others)
+                .any(|c| re.is_match(c));
         }
         encrypted
     }
