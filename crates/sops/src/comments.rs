@@ -730,7 +730,7 @@ fn walk_mut<'a>(node: &'a mut Node, path: &[Step]) -> Option<&'a mut Node> {
     walk_mut(next, rest)
 }
 
-/// The data items of a container (comments left out): entry values, or sequence items.
+/// Whether a container holds any data item (comments left out): an entry, or a sequence item.
 fn has_data(node: &Node) -> bool {
     match node {
         Node::Map(items) => items.iter().any(|i| matches!(i, Item::Entry(..))),
@@ -739,21 +739,40 @@ fn has_data(node: &Node) -> bool {
     }
 }
 
-/// The last data item of a container when it is itself a container written in block style
-/// (non-empty): it ends on the same line as its parent, so both close at the same dedent.
-fn closing_child(node: &mut Node) -> Option<&mut Node> {
-    let last = match node {
-        Node::Map(items) => items.iter_mut().rev().find_map(|i| match i {
-            Item::Entry(_, v) => Some(v),
-            Item::Comment(_) => None,
-        })?,
-        Node::Seq(items) => items
-            .iter_mut()
+/// The position among a container's items of its last data item, when that item is itself a
+/// container holding data (written in block style, it ends on the same line as its parent, so
+/// both close at the same dedent).
+fn closing_position(node: &Node) -> Option<usize> {
+    let (pos, last) = match node {
+        Node::Map(items) => items
+            .iter()
+            .enumerate()
             .rev()
-            .find(|n| !matches!(n, Node::Comment(_)))?,
+            .find_map(|(pos, i)| match i {
+                Item::Entry(_, v) => Some((pos, v)),
+                Item::Comment(_) => None,
+            })?,
+        Node::Seq(items) => items
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, n)| !matches!(n, Node::Comment(_)))?,
         _ => return None,
     };
-    if has_data(last) { Some(last) } else { None }
+    has_data(last).then_some(pos)
+}
+
+/// The container closing with `node`, see [`closing_position`].
+fn closing_child(node: &mut Node) -> Option<&mut Node> {
+    let pos = closing_position(node)?;
+    match node {
+        Node::Map(items) => match items.get_mut(pos)? {
+            Item::Entry(_, v) => Some(v),
+            Item::Comment(_) => None,
+        },
+        Node::Seq(items) => items.get_mut(pos),
+        _ => None,
+    }
 }
 
 /// Removes the comments after a container's last data item.
@@ -829,7 +848,7 @@ fn settle(node: &mut Node, top: bool) {
     let mut cur = node;
     loop {
         let ends = take_end_comments(cur);
-        if closing_of(cur).is_none() {
+        if closing_position(cur).is_none() {
             // The innermost sequence: its own end comments first, then the outer ones,
             // innermost first (the order they were written in).
             if let Node::Seq(items) = cur {
@@ -850,18 +869,15 @@ fn settle(node: &mut Node, top: bool) {
 
 /// [`closing_child`], read only.
 fn closing_of(node: &Node) -> Option<&Node> {
-    let last = match node {
-        Node::Map(items) => items.iter().rev().find_map(|i| match i {
+    let pos = closing_position(node)?;
+    match node {
+        Node::Map(items) => match items.get(pos)? {
             Item::Entry(_, v) => Some(v),
             Item::Comment(_) => None,
-        })?,
-        Node::Seq(items) => items
-            .iter()
-            .rev()
-            .find(|n| !matches!(n, Node::Comment(_)))?,
-        _ => return None,
-    };
-    if has_data(last) { Some(last) } else { None }
+        },
+        Node::Seq(items) => items.get(pos),
+        _ => None,
+    }
 }
 
 /// Whether the innermost container closing with `node` is a sequence.
