@@ -180,7 +180,7 @@ impl Walker {
             }
             self.value_deeper_than = None;
         }
-        self.structural(line, col)
+        self.structural(&line[col..], col)
     }
 
     /// Whether the next line (blank or starting with `#`) is part of a value rather than YAML
@@ -254,8 +254,9 @@ impl Walker {
         }
     }
 
-    fn structural(&mut self, line: &str, col: usize) -> Event {
-        let content = &line[col..];
+    /// Reads the structure of a line's `content` (what follows its indentation), which starts
+    /// at column `col`.
+    fn structural(&mut self, content: &str, col: usize) -> Event {
         if is_dash(content) {
             // A sequence item at `col`: a sibling, or the value of the map key at the same
             // column (`key:` then `- a` unindented), or a new nested sequence.
@@ -281,8 +282,7 @@ impl Walker {
             if rest.is_empty() {
                 return Event::Other;
             }
-            let nested = format!("{}{}", " ".repeat(rest_col), rest);
-            return self.structural(&nested, rest_col);
+            return self.structural(rest, rest_col);
         }
         // A key, or a value on its own line.
         let Some((key, after_colon)) = split_key(content) else {
@@ -968,7 +968,7 @@ pub(crate) fn render(text: &str, comments: Comments) -> String {
     let mut walker = Walker::default();
     let put = |out: &mut String, col: usize, lines: Vec<String>| {
         for l in lines {
-            out.push_str(&" ".repeat(col));
+            out.extend(std::iter::repeat_n(' ', col));
             out.push('#');
             out.push_str(&l);
             out.push('\n');
