@@ -561,6 +561,72 @@ fn place_ending(
     left
 }
 
+/// Places the comments left at the end of a document: as before a line at column 0 (in an
+/// encrypted file, the `sops:` key follows), then what stays ends the root mapping. When
+/// nothing deeper than column 0 is open, by their column (a sequence written at column 0 holds
+/// the comments after it).
+fn place_document_end(
+    walker: &Walker,
+    pending: &mut Vec<(usize, String)>,
+    found: &mut Found,
+    doc: usize,
+) {
+    let closing = walker.open_containers().any(|(_, c)| c > 0);
+    let rest = place_ending(walker, std::mem::take(pending), 0, found, doc);
+    for (col, text) in rest {
+        // A document of comments only: they belong to its (empty) root mapping.
+        let path = walker
+            .open_containers()
+            .find(|(_, c)| !closing && *c <= col)
+            .or_else(|| walker.open_containers().last())
+            .map(|(p, _)| p.clone())
+            .unwrap_or_default();
+        place(found, doc, path, Anchor::End, text);
+    }
+}
+
+/// Places the whole-line comments written before a structural line, and the comment at its
+/// end, by what the line holds (`event`, read by `walker`). Comments with no holder there are
+/// counted as unplaced.
+fn place_before_line(
+    walker: &Walker,
+    event: Event,
+    pending: &mut Vec<(usize, String)>,
+    found: &mut Found,
+    doc: usize,
+) {
+    // Before a line beginning a sequence item, they are items of that sequence.
+    if let Some((path, index, _)) = walker.items.first() {
+        for (_, text) in pending.drain(..) {
+            place(found, doc, path.clone(), Anchor::Item(*index), text);
+        }
+    }
+    match event {
+        Event::Key {
+            path, key, inline, ..
+        } => {
+            for (_, text) in pending.drain(..) {
+                place(found, doc, path.clone(), Anchor::Key(key.clone()), text);
+            }
+            if let Some(text) = inline {
+                place(found, doc, path, Anchor::Key(key), text);
+            }
+        }
+        Event::Value { anchor, inline } => {
+            let texts = pending.drain(..).map(|(_, t)| t).chain(inline);
+            match anchor {
+                Some((path, anchor)) => {
+                    for text in texts {
+                        place(found, doc, path.clone(), anchor.clone(), text);
+                    }
+                }
+                None => found.unplaced += texts.count(),
+            }
+        }
+        Event::LateInline { .. } | Event::Other => found.unplaced += std::mem::take(pending).len(),
+    }
+}
+
 /// Finds the comments of a YAML text and where sops would keep them.
 pub(crate) fn scan(text: &str) -> Found {
     let mut found = Found::default();
@@ -569,25 +635,6 @@ pub(crate) fn scan(text: &str) -> Found {
     let mut doc_has_content = false;
     // Whole-line comments waiting for what they precede: (column, text).
     let mut pending: Vec<(usize, String)> = Vec::new();
-    // At the end of a document: as before a line at column 0 (in an encrypted file, the
-    // `sops:` key follows), what stays ending the root mapping. When nothing deeper than
-    // column 0 is open, by their column (a sequence written at column 0 holds the comments
-    // after it).
-    let flush_end =
-        |walker: &Walker, pending: &mut Vec<(usize, String)>, found: &mut Found, doc| {
-            let closing = walker.open_containers().any(|(_, c)| c > 0);
-            let rest = place_ending(walker, std::mem::take(pending), 0, found, doc);
-            for (col, text) in rest {
-                // A document of comments only: they belong to its (empty) root mapping.
-                let path = walker
-                    .open_containers()
-                    .find(|(_, c)| !closing && *c <= col)
-                    .or_else(|| walker.open_containers().last())
-                    .map(|(p, _)| p.clone())
-                    .unwrap_or_default();
-                place(found, doc, path, Anchor::End, text);
-            }
-        };
     for line in text.lines() {
         if walker.in_value(line) {
             // go-yaml keeps a comment inside a flow collection as an item of it; this scan
@@ -605,7 +652,7 @@ pub(crate) fn scan(text: &str) -> Found {
             continue;
         }
         if is_document_marker(line) {
-            flush_end(&walker, &mut pending, &mut found, doc);
+            place_document_end(&walker, &mut pending, &mut found, doc);
             if doc_has_content {
                 doc += 1;
                 doc_has_content = false;
@@ -621,50 +668,13 @@ pub(crate) fn scan(text: &str) -> Found {
         let col = indent(line);
         pending = place_ending(&walker, pending, col, &mut found, doc);
         let event = walker.line(line);
-        // Before a line beginning a sequence item, they are items of that sequence.
-        if let Some((path, index, _)) = walker.items.first() {
-            for (_, text) in pending.drain(..) {
-                place(&mut found, doc, path.clone(), Anchor::Item(*index), text);
-            }
-        }
-        match event {
-            Event::Key {
-                path, key, inline, ..
-            } => {
-                for (_, text) in pending.drain(..) {
-                    place(
-                        &mut found,
-                        doc,
-                        path.clone(),
-                        Anchor::Key(key.clone()),
-                        text,
-                    );
-                }
-                if let Some(text) = inline {
-                    place(&mut found, doc, path, Anchor::Key(key), text);
-                }
-            }
-            Event::Value { anchor, inline } => {
-                let texts = pending.drain(..).map(|(_, t)| t).chain(inline);
-                match anchor {
-                    Some((path, anchor)) => {
-                        for text in texts {
-                            place(&mut found, doc, path.clone(), anchor.clone(), text);
-                        }
-                    }
-                    None => found.unplaced += texts.count(),
-                }
-            }
-            Event::LateInline { .. } | Event::Other => {
-                found.unplaced += std::mem::take(&mut pending).len()
-            }
-        }
+        place_before_line(&walker, event, &mut pending, &mut found, doc);
         // `- # text`: placed by what the next line holds, like a whole-line comment.
         if let Some(dangling) = walker.after_dash.take() {
             pending.push(dangling);
         }
     }
-    flush_end(&walker, &mut pending, &mut found, doc);
+    place_document_end(&walker, &mut pending, &mut found, doc);
     found
 }
 
