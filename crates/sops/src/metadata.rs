@@ -266,29 +266,28 @@ impl Metadata {
         );
         m.insert("mac".into(), Value::String(self.mac.clone()));
         let rules = &self.rules;
-        if let Some(s) = &rules.unencrypted_suffix {
-            m.insert("unencrypted_suffix".into(), Value::String(s.clone()));
+        let suffixes = [
+            ("unencrypted_suffix", &rules.unencrypted_suffix),
+            ("encrypted_suffix", &rules.encrypted_suffix),
+        ];
+        for (name, suffix) in suffixes {
+            if let Some(s) = suffix {
+                m.insert(name.into(), Value::String(s.clone()));
+            }
         }
-        if let Some(s) = &rules.encrypted_suffix {
-            m.insert("encrypted_suffix".into(), Value::String(s.clone()));
-        }
-        if let Some(r) = &rules.unencrypted_regex {
-            m.insert("unencrypted_regex".into(), Value::String(r.as_str().into()));
-        }
-        if let Some(r) = &rules.encrypted_regex {
-            m.insert("encrypted_regex".into(), Value::String(r.as_str().into()));
-        }
-        if let Some(r) = &rules.unencrypted_comment_regex {
-            m.insert(
-                "unencrypted_comment_regex".into(),
-                Value::String(r.as_str().into()),
-            );
-        }
-        if let Some(r) = &rules.encrypted_comment_regex {
-            m.insert(
-                "encrypted_comment_regex".into(),
-                Value::String(r.as_str().into()),
-            );
+        let regexes = [
+            ("unencrypted_regex", &rules.unencrypted_regex),
+            ("encrypted_regex", &rules.encrypted_regex),
+            (
+                "unencrypted_comment_regex",
+                &rules.unencrypted_comment_regex,
+            ),
+            ("encrypted_comment_regex", &rules.encrypted_comment_regex),
+        ];
+        for (name, regex) in regexes {
+            if let Some(r) = regex {
+                m.insert(name.into(), Value::String(r.as_str().into()));
+            }
         }
         if rules.mac_only_encrypted {
             m.insert("mac_only_encrypted".into(), Value::Bool(true));
