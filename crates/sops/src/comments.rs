@@ -286,8 +286,8 @@ impl Walker {
         }
         // A key, or a value on its own line.
         let Some((key, after_colon)) = split_key(content) else {
-            // A plain scalar under a key or dash (e.g. `- a` handled above; here a value on
-            // its own line): everything deeper continues it.
+            // A value that is no key: a sequence item's (`- a`, reached through the dash
+            // above) or one on the line after its key. Everything deeper continues it.
             self.value_deeper_than = Some(col.saturating_sub(1));
             let inline = self.scan_value(content.trim_start(), col);
             let anchor = self.value_anchor();

@@ -4,7 +4,7 @@
 //! sops semantics reproduced here (learned from sops 3.x):
 //! - the associated data of a value is its path of *mapping keys* joined and terminated by `:`
 //!   (`stringData:key:`); sequence indexes are not part of the path, and a comment's path is the
-//!   path of the mapping that holds it;
+//!   path of the mapping or sequence that holds it;
 //! - the MAC is SHA-512 over the plaintext bytes of every non-null leaf in document order
 //!   (strings as is, integers in decimal, floats in shortest form without exponent, booleans as
 //!   `True`/`False`), upper-case hex; with `mac_only_encrypted` only encrypted leaves count and
