@@ -1,35 +1,23 @@
 //! Bad inputs at the library level (the API the Kustomization controller calls): each error
 //! names the object or entry and the reason, and none contains plaintext.
 
+mod common;
+
 use base64::Engine;
 use ferroflux_sops::{
     AgeIdentities, DEFAULT_MAX_SIZE, Decryptor, EncryptOptions, Format, Selection, encrypt,
 };
 use serde_json::json;
 
-fn read(path: &str) -> Vec<u8> {
-    std::fs::read(format!(
-        "{}/tests/fixtures/{path}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
-
-fn ids(file: &str) -> AgeIdentities {
-    AgeIdentities::parse(
-        file,
-        &String::from_utf8(read(&format!("keys/{file}"))).unwrap(),
-    )
-    .unwrap()
-}
+use common::{fixture, identities};
 
 #[test]
 fn staging_key_cannot_open_production_object() {
     let mut obj: serde_json::Value =
-        serde_saphyr::from_slice(&read("algorithms/age.yaml")).unwrap();
+        serde_saphyr::from_slice(&fixture("algorithms/age.yaml")).unwrap();
     obj["metadata"]["namespace"] = json!("prod");
     let before = obj.clone();
-    let err = Decryptor::new(ids("age-global.txt"))
+    let err = Decryptor::new(identities("age-global.txt"))
         .verify_mac(false)
         .decrypt_object(&mut obj)
         .unwrap_err()
@@ -53,7 +41,7 @@ fn secret_data_entry_error_names_the_entry() {
     .unwrap();
     let b64 = base64::engine::general_purpose::STANDARD.encode(&enc);
     let mut obj = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"}, "data": {"app.env": b64, "plain": "aGVsbG8="}});
-    let err = Decryptor::new(ids("age-global.txt"))
+    let err = Decryptor::new(identities("age-global.txt"))
         .verify_mac(false)
         .decrypt_object(&mut obj)
         .unwrap_err()
@@ -62,7 +50,7 @@ fn secret_data_entry_error_names_the_entry() {
         err.starts_with("Secret ns/s data entry app.env: no age identity"),
         "{err}"
     );
-    let res = Decryptor::new(ids("age.txt"))
+    let res = Decryptor::new(identities("age.txt"))
         .verify_mac(false)
         .decrypt_object(&mut obj)
         .unwrap();
@@ -110,7 +98,7 @@ fn agekey_entry_with_garbage() {
 #[test]
 fn oversized_input_is_refused_before_parsing() {
     let big = vec![b' '; 100 << 20];
-    let err = Decryptor::new(ids("age.txt"))
+    let err = Decryptor::new(identities("age.txt"))
         .decrypt("big.yaml", &big, Format::Yaml)
         .unwrap_err()
         .to_string();
@@ -125,7 +113,7 @@ fn oversized_input_is_refused_before_parsing() {
 
 #[test]
 fn file_without_metadata() {
-    let err = Decryptor::new(ids("age.txt"))
+    let err = Decryptor::new(identities("age.txt"))
         .decrypt("plain.yaml", b"a: b\n", Format::Yaml)
         .unwrap_err()
         .to_string();
@@ -137,7 +125,7 @@ fn file_without_metadata() {
 
 #[test]
 fn invalid_yaml_is_a_format_error() {
-    let err = Decryptor::new(ids("age.txt"))
+    let err = Decryptor::new(identities("age.txt"))
         .decrypt("bad.yaml", b"a: [unclosed\n", Format::Yaml)
         .unwrap_err()
         .to_string();
@@ -162,7 +150,7 @@ fn encrypt_error(file: &str, format: Format, data: &str, selection: Selection) -
 }
 
 fn decrypt_error(file: &str, data: &[u8]) -> String {
-    Decryptor::new(ids("age.txt"))
+    Decryptor::new(identities("age.txt"))
         .decrypt(file, data, Format::Yaml)
         .unwrap_err()
         .to_string()
@@ -196,7 +184,7 @@ fn invalid_comment_regexes_are_refused() {
         assert!(err.contains("unclosed group"), "{err}");
     }
     // In the metadata of a file to decrypt (sops writes the regex without checking it).
-    let text = String::from_utf8(read("algorithms/age.yaml")).unwrap();
+    let text = String::from_utf8(fixture("algorithms/age.yaml")).unwrap();
     let edited = text.replace(
         "  encrypted_regex: ^(data|stringData)$\n",
         "  unencrypted_comment_regex: sops:(clear\n",
@@ -243,7 +231,7 @@ fn a_comment_regex_with_another_selector_is_refused() {
     encrypt("a.yaml", b"a: 1\n", Format::Yaml, &with_selection(ok)).unwrap();
 
     // A file whose metadata names two of them.
-    let text = String::from_utf8(read("algorithms/age.yaml")).unwrap();
+    let text = String::from_utf8(fixture("algorithms/age.yaml")).unwrap();
     let edited = text.replace(
         "  encrypted_regex: ^(data|stringData)$\n",
         "  encrypted_regex: ^(data|stringData)$\n  encrypted_comment_regex: sops:enc\n",
@@ -385,7 +373,7 @@ fn objects_encrypted_with_comment_markers_are_refused_after_a_build() {
     .unwrap();
     let mut obj: serde_json::Value = serde_saphyr::from_slice(&enc).unwrap();
     let before = obj.clone();
-    let err = Decryptor::new(ids("age.txt"))
+    let err = Decryptor::new(identities("age.txt"))
         .verify_mac(false)
         .decrypt_object(&mut obj)
         .unwrap_err()
@@ -395,7 +383,7 @@ fn objects_encrypted_with_comment_markers_are_refused_after_a_build() {
         "Secret ns/s: not supported yet: decrypting an object encrypted with encrypted_comment_regex after a kustomize build, which drops the comments that mark its values (encrypt it with encrypted_regex, or use it as a secretGenerator file)"
     );
     assert_eq!(obj, before);
-    let out = Decryptor::new(ids("age.txt"))
+    let out = Decryptor::new(identities("age.txt"))
         .decrypt("s.yaml", &enc, Format::Yaml)
         .unwrap();
     assert_eq!(String::from_utf8(out).unwrap(), plain);

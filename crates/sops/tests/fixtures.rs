@@ -1,18 +1,12 @@
 //! The test vectors encrypted by the real sops: every age case decrypts (with MAC verification)
 //! to the plaintext Flux's own tests expect of it; PGP and post-quantum cases fail clearly.
 
+mod common;
+
 use ferroflux_sops::{AgeIdentities, Decryptor, Format, ObjectDecryption};
 use serde_json::{Value, json};
 
-fn fixture(path: &str) -> Vec<u8> {
-    let full = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
-}
-
-fn identities(key_file: &str) -> AgeIdentities {
-    let text = String::from_utf8(fixture(&format!("keys/{key_file}"))).unwrap();
-    AgeIdentities::parse(key_file, &text).unwrap()
-}
+use common::{fixture, identities};
 
 fn decryptor() -> Decryptor {
     Decryptor::new(identities("age.txt"))

@@ -4,27 +4,18 @@
 //! groups with Shamir thresholds.
 //! Each decrypts, with MAC verification, to the plaintext it was made from.
 
+mod common;
+
 use ferroflux_sops::{AgeIdentities, Decryptor, Format};
 use serde_json::Value;
 
-fn read(path: &str) -> Vec<u8> {
-    let full = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
-}
-
-fn key(file: &str) -> AgeIdentities {
-    AgeIdentities::parse(
-        file,
-        &String::from_utf8(read(&format!("keys/{file}"))).unwrap(),
-    )
-    .unwrap()
-}
+use common::{comment_texts, fixture, identities};
 
 fn both_keys() -> AgeIdentities {
-    let mut ids = key("age.txt");
+    let mut ids = identities("age.txt");
     ids.add(
         "age-global.txt",
-        &String::from_utf8(read("keys/age-global.txt")).unwrap(),
+        &String::from_utf8(fixture("keys/age-global.txt")).unwrap(),
     )
     .unwrap();
     ids
@@ -42,13 +33,13 @@ fn check_yaml(name: &str, ids: AgeIdentities) {
     let out = Decryptor::new(ids)
         .decrypt(
             name,
-            &read(&format!("generated/{name}.enc.yaml")),
+            &fixture(&format!("generated/{name}.enc.yaml")),
             Format::Yaml,
         )
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         yaml_docs(&out),
-        yaml_docs(&read(&format!("generated/{name}.plain.yaml"))),
+        yaml_docs(&fixture(&format!("generated/{name}.plain.yaml"))),
         "{name}: {}",
         String::from_utf8_lossy(&out)
     );
@@ -56,13 +47,13 @@ fn check_yaml(name: &str, ids: AgeIdentities) {
 
 #[test]
 fn every_value_type_and_comments() {
-    check_yaml("types", key("age.txt"));
+    check_yaml("types", identities("age.txt"));
 }
 
 #[test]
 fn decrypted_yaml_keeps_key_order_and_types() {
-    let out = Decryptor::new(key("age.txt"))
-        .decrypt("types", &read("generated/types.enc.yaml"), Format::Yaml)
+    let out = Decryptor::new(identities("age.txt"))
+        .decrypt("types", &fixture("generated/types.enc.yaml"), Format::Yaml)
         .unwrap();
     let text = String::from_utf8(out).unwrap();
     let keys = [
@@ -96,25 +87,25 @@ fn decrypted_yaml_keeps_key_order_and_types() {
 
 #[test]
 fn several_documents() {
-    check_yaml("multi", key("age.txt"));
+    check_yaml("multi", identities("age.txt"));
 }
 
 #[test]
 fn unencrypted_regex() {
-    check_yaml("unenc-regex", key("age.txt"));
+    check_yaml("unenc-regex", identities("age.txt"));
 }
 
 #[test]
 fn mac_only_encrypted() {
-    check_yaml("mac-only", key("age.txt"));
+    check_yaml("mac-only", identities("age.txt"));
 }
 
 #[test]
 fn mac_only_encrypted_ignores_edits_to_clear_values() {
-    let text = String::from_utf8(read("generated/mac-only.enc.yaml")).unwrap();
+    let text = String::from_utf8(fixture("generated/mac-only.enc.yaml")).unwrap();
     let edited = text.replace("extra: not-in-mac", "extra: changed");
     assert_ne!(text, edited);
-    let out = Decryptor::new(key("age.txt"))
+    let out = Decryptor::new(identities("age.txt"))
         .decrypt("mac-only", edited.as_bytes(), Format::Yaml)
         .unwrap();
     assert!(String::from_utf8(out).unwrap().contains("extra: changed"));
@@ -122,17 +113,17 @@ fn mac_only_encrypted_ignores_edits_to_clear_values() {
 
 #[test]
 fn either_of_two_recipients() {
-    check_yaml("two-recipients", key("age.txt"));
-    check_yaml("two-recipients", key("age-global.txt"));
+    check_yaml("two-recipients", identities("age.txt"));
+    check_yaml("two-recipients", identities("age-global.txt"));
 }
 
 #[test]
 fn key_groups_need_every_group_at_threshold_two_of_two() {
     check_yaml("groups", both_keys());
-    let err = Decryptor::new(key("age.txt"))
+    let err = Decryptor::new(identities("age.txt"))
         .decrypt(
             "groups.enc.yaml",
-            &read("generated/groups.enc.yaml"),
+            &fixture("generated/groups.enc.yaml"),
             Format::Yaml,
         )
         .unwrap_err()
@@ -147,12 +138,12 @@ fn key_groups_need_every_group_at_threshold_two_of_two() {
 #[test]
 fn shamir_threshold_two_of_three_groups() {
     // age.txt opens groups 1 and 3: enough.
-    check_yaml("threshold", key("age.txt"));
+    check_yaml("threshold", identities("age.txt"));
     // age-global.txt opens group 2 only.
-    let err = Decryptor::new(key("age-global.txt"))
+    let err = Decryptor::new(identities("age-global.txt"))
         .decrypt(
             "threshold",
-            &read("generated/threshold.enc.yaml"),
+            &fixture("generated/threshold.enc.yaml"),
             Format::Yaml,
         )
         .unwrap_err()
@@ -165,14 +156,18 @@ fn shamir_threshold_two_of_three_groups() {
 
 #[test]
 fn json_with_encrypted_suffix() {
-    let out = Decryptor::new(key("age.txt"))
-        .decrypt("suffix", &read("generated/suffix.enc.json"), Format::Json)
+    let out = Decryptor::new(identities("age.txt"))
+        .decrypt(
+            "suffix",
+            &fixture("generated/suffix.enc.json"),
+            Format::Json,
+        )
         .unwrap();
     let got: Value = serde_json::from_slice(&out).unwrap();
-    let want: Value = serde_json::from_slice(&read("generated/suffix.plain.json")).unwrap();
+    let want: Value = serde_json::from_slice(&fixture("generated/suffix.plain.json")).unwrap();
     assert_eq!(got, want);
     // Keys without the suffix stayed clear in the encrypted file.
-    let enc: Value = serde_json::from_slice(&read("generated/suffix.enc.json")).unwrap();
+    let enc: Value = serde_json::from_slice(&fixture("generated/suffix.enc.json")).unwrap();
     assert_eq!(enc["name"], Value::from("app"));
     assert!(
         enc["db_password_secret"]
@@ -184,16 +179,16 @@ fn json_with_encrypted_suffix() {
 
 #[test]
 fn dotenv_round_trips_byte_for_byte() {
-    let out = Decryptor::new(key("age.txt"))
+    let out = Decryptor::new(identities("age.txt"))
         .decrypt(
             "app.enc.env",
-            &read("generated/app.enc.env"),
+            &fixture("generated/app.enc.env"),
             Format::Dotenv,
         )
         .unwrap();
     assert_eq!(
         String::from_utf8(out).unwrap(),
-        String::from_utf8(read("generated/app.plain.env")).unwrap()
+        String::from_utf8(fixture("generated/app.plain.env")).unwrap()
     );
 }
 
@@ -201,18 +196,7 @@ fn dotenv_round_trips_byte_for_byte() {
 fn yaml_merge_keys_as_sops_writes_them() {
     // sops keeps `<<` as a key holding a copy of the aliased mapping, each value encrypted with
     // its own path (`derived:<<:user:`).
-    check_yaml("merge", key("age.txt"));
-}
-
-/// The comments of a YAML text in order (an end-of-line comment counts where sops moves it:
-/// just before its key or item, so the order is the same).
-fn comment_texts(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| match l.trim_start().strip_prefix('#') {
-            Some(c) => Some(c.trim().to_string()),
-            None => l.find(" # ").map(|i| l[i + 3..].trim().to_string()),
-        })
-        .collect()
+    check_yaml("merge", identities("age.txt"));
 }
 
 /// Files sops 3.11 encrypted with `encrypted_comment_regex` / `unencrypted_comment_regex`
@@ -222,15 +206,15 @@ fn comment_texts(text: &str) -> Vec<String> {
 #[test]
 fn comment_regexes_and_list_comments() {
     for name in ["marked", "unmarked"] {
-        check_yaml(name, key("age.txt"));
-        let out = Decryptor::new(key("age.txt"))
+        check_yaml(name, identities("age.txt"));
+        let out = Decryptor::new(identities("age.txt"))
             .decrypt(
                 name,
-                &read(&format!("generated/{name}.enc.yaml")),
+                &fixture(&format!("generated/{name}.enc.yaml")),
                 Format::Yaml,
             )
             .unwrap();
-        let plain = read(&format!("generated/{name}.plain.yaml"));
+        let plain = fixture(&format!("generated/{name}.plain.yaml"));
         assert_eq!(
             comment_texts(std::str::from_utf8(&out).unwrap()),
             comment_texts(std::str::from_utf8(&plain).unwrap()),

