@@ -76,6 +76,12 @@ impl Frame {
             Frame::Map { path, .. } | Frame::Seq { path, .. } => path,
         }
     }
+
+    fn into_path(self) -> Vec<Step> {
+        match self {
+            Frame::Map { path, .. } | Frame::Seq { path, .. } => path,
+        }
+    }
 }
 
 /// A structural line: what it opens, where, and any comment at its end.
@@ -198,10 +204,7 @@ impl Walker {
     fn close_top(&mut self) {
         if let Some(frame) = self.stack.pop() {
             let col = frame.col();
-            let path = match frame {
-                Frame::Map { path, .. } | Frame::Seq { path, .. } => path,
-            };
-            self.closed.push((path, col));
+            self.closed.push((frame.into_path(), col));
         }
     }
 
