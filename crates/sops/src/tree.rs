@@ -406,12 +406,15 @@ impl Walker<'_> {
         let Some(re) = &self.rules.encrypted_comment_regex else {
             return Ok(());
         };
+        if !more_items {
+            return Ok(());
+        }
         let outer = self.comments.len().saturating_sub(1);
         let marker_outside = self.comments[..outer]
             .iter()
             .flatten()
             .any(|c| re.is_match(c));
-        if more_items && !marker_outside {
+        if !marker_outside {
             return Err(ErrorKind::Encrypt(format!(
                 "in the list at {}, a comment follows a comment matching encrypted_comment_regex {:?} between the same items, so it would be encrypted into a list item after which sops forgets the marker and could not decrypt the rest of the list; put the marker comment last, directly above the item, or above the list's key",
                 Self::shown(path),
