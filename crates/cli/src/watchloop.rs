@@ -96,7 +96,9 @@ impl Guard {
         }
     }
 
-    async fn pause(&mut self, wait: Duration) -> Result<(), Stop> {
+    /// Waits the backoff's next pause (at least `at_least`) before trying again.
+    async fn back_off(&mut self, backoff: &mut Backoff, at_least: Duration) -> Result<(), Stop> {
+        let wait = backoff.take(at_least);
         self.run(tokio::time::sleep(wait)).await
     }
 }
@@ -108,6 +110,37 @@ fn key<K: ResourceExt>(obj: &K) -> String {
         Some(uid) if !uid.is_empty() => uid,
         _ => format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any()),
     }
+}
+
+/// Whether `known` already holds `obj` at its current version (reported, nothing new).
+fn unchanged<K: kube::Resource>(known: &HashMap<String, K>, k: &str, obj: &K) -> bool {
+    known
+        .get(k)
+        .is_some_and(|old| old.resource_version() == obj.resource_version())
+}
+
+/// What a fresh list says changed since `known` was last reported: objects new or at another
+/// version, then the ones no longer listed. `known` becomes the list.
+fn relist<K: kube::Resource + Clone>(
+    known: &mut HashMap<String, K>,
+    items: Vec<K>,
+) -> Vec<Change<K>> {
+    let mut changes = Vec::new();
+    let mut present = HashMap::with_capacity(items.len());
+    for obj in items {
+        let k = key(&obj);
+        if !unchanged(known, &k, &obj) {
+            changes.push(Change::Applied(obj.clone()));
+        }
+        present.insert(k, obj);
+    }
+    for (k, old) in known.drain() {
+        if !present.contains_key(&k) {
+            changes.push(Change::Deleted(old));
+        }
+    }
+    *known = present;
+    changes
 }
 
 /// Whether a watch or list failure means "start over from a new list": the version is too
@@ -181,8 +214,7 @@ where
                 Ok(Err(Some(fatal))) => return Err(fatal),
                 // Unreachable for now (a restart): try again after a pause.
                 Ok(Err(None)) => {
-                    let wait = backoff.take(Duration::ZERO);
-                    if guard.pause(wait).await.is_err() {
+                    if guard.back_off(&mut backoff, Duration::ZERO).await.is_err() {
                         return Ok(());
                     }
                     continue;
@@ -191,24 +223,7 @@ where
             listed_once = true;
             need_list = false;
             version = list.metadata.resource_version.clone().unwrap_or_default();
-            let mut changes = Vec::new();
-            let mut present = HashMap::with_capacity(list.items.len());
-            for obj in list.items {
-                let k = key(&obj);
-                let same = known
-                    .get(&k)
-                    .is_some_and(|old| old.resource_version() == obj.resource_version());
-                if !same {
-                    changes.push(Change::Applied(obj.clone()));
-                }
-                present.insert(k, obj);
-            }
-            for (k, old) in known.drain() {
-                if !present.contains_key(&k) {
-                    changes.push(Change::Deleted(old));
-                }
-            }
-            known = present;
+            let changes = relist(&mut known, list.items);
             if !changes.is_empty() {
                 report(changes)?;
             }
@@ -230,8 +245,7 @@ where
             }
             // Unreachable (a restart), or an error the client did not retry itself.
             Err(_) => {
-                let wait = backoff.take(Duration::ZERO);
-                if guard.pause(wait).await.is_err() {
+                if guard.back_off(&mut backoff, Duration::ZERO).await.is_err() {
                     return Ok(());
                 }
                 continue;
@@ -275,10 +289,7 @@ where
                         version = v;
                     }
                     let k = key(&obj);
-                    if known
-                        .get(&k)
-                        .is_some_and(|old| old.resource_version() == obj.resource_version())
-                    {
+                    if unchanged(&known, &k, &obj) {
                         continue;
                     }
                     known.insert(k, obj.clone());
@@ -313,11 +324,10 @@ where
                 }
             }
         }
-        if let Some(at_least) = pause {
-            let wait = backoff.take(at_least);
-            if guard.pause(wait).await.is_err() {
-                return Ok(());
-            }
+        if let Some(at_least) = pause
+            && guard.back_off(&mut backoff, at_least).await.is_err()
+        {
+            return Ok(());
         }
     }
 }
