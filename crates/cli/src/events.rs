@@ -11,7 +11,7 @@
 use crate::fluxobj::Cluster;
 use crate::kubecontext::KubeArgs;
 use crate::progress;
-use crate::table::flux_table;
+use crate::table::{StreamedRows, flux_table};
 use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 use ferroflux_api::Kustomization;
@@ -291,17 +291,6 @@ pub fn render(mut events: Vec<Event>, show_namespace: bool, now: Timestamp) -> S
     flux_table(&headers(show_namespace), &rows)
 }
 
-/// One event as `flux events --watch` prints it: with the header when it is the first, else
-/// padded on its own (flux's table writer with no header).
-fn render_streamed(e: &Event, first: bool, show_namespace: bool, now: Timestamp) -> String {
-    let headers = if first {
-        headers(show_namespace)
-    } else {
-        Vec::new()
-    };
-    flux_table(&headers, &[row(e, show_namespace, now)])
-}
-
 pub fn run(args: EventsArgs) -> anyhow::Result<()> {
     for t in &args.types {
         if !t.eq_ignore_ascii_case("Normal") && !t.eq_ignore_ascii_case("Warning") {
@@ -402,10 +391,9 @@ async fn watch_events(
     show_ns: bool,
     interrupt: Option<tokio::signal::unix::Signal>,
 ) -> anyhow::Result<()> {
-    use crate::watchloop::{Change, list_and_watch};
-    use std::io::Write;
+    use crate::watchloop::{Change, list_and_watch, write_now};
     let api = core_events(cluster, namespace);
-    let mut first = true;
+    let mut table = StreamedRows::new(headers(show_ns));
     let report = |changes: Vec<Change<DynamicObject>>| -> anyhow::Result<()> {
         let mut batch = Vec::with_capacity(changes.len());
         for change in changes {
@@ -420,17 +408,9 @@ async fn watch_events(
         batch.sort_by_key(|e| e.sort_time());
         let mut text = String::new();
         for e in &batch {
-            text.push_str(&render_streamed(e, first, show_ns, Timestamp::now()));
-            first = false;
+            text.push_str(&table.row(row(e, show_ns, Timestamp::now())));
         }
-        if text.is_empty() {
-            return Ok(());
-        }
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())?;
-        // A reader of a pipe sees each event as it arrives, not when a buffer fills.
-        out.flush()?;
-        Ok(())
+        write_now(&text)
     };
     // Bounded by --timeout like flux's watch (its context carries the timeout).
     list_and_watch(cluster, &api, None, "events", interrupt, report).await

@@ -1,7 +1,7 @@
 //! `ferroflux get`: Flux objects as the flux CLI lists them.
 
 use crate::kubecontext::KubeArgs;
-use crate::table::flux_table;
+use crate::table::{StreamedRows, flux_table};
 use anyhow::{Context as _, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
 use ferroflux_api::conditions::{READY, find_condition};
@@ -183,8 +183,7 @@ where
         + Send
         + 'static,
 {
-    use crate::watchloop::{Change, list_and_watch};
-    use std::io::Write;
+    use crate::watchloop::{Change, list_and_watch, write_now};
     if !matches!(list.output, Output::Table) {
         return Err(anyhow!("--watch prints tables only; drop -o"));
     }
@@ -199,7 +198,7 @@ where
     };
     let what = format!("{} objects", K::kind(&()));
     let fields = list.name.as_ref().map(|n| format!("metadata.name={n}"));
-    let mut first = true;
+    let mut table = StreamedRows::new(headers(list.all_namespaces));
     let report = |changes: Vec<Change<K>>| -> anyhow::Result<()> {
         let mut objects: Vec<K> = changes
             .into_iter()
@@ -216,26 +215,9 @@ where
             {
                 continue;
             }
-            // Flux's table writer, with the header for the first row only: each row padded to
-            // itself.
-            let headers = if first {
-                headers(list.all_namespaces)
-            } else {
-                Vec::new()
-            };
-            first = false;
-            text.push_str(&flux_table(
-                &headers,
-                &[cells(obj, &r, list.all_namespaces)],
-            ));
+            text.push_str(&table.row(cells(obj, &r, list.all_namespaces)));
         }
-        if text.is_empty() {
-            return Ok(());
-        }
-        let mut out = std::io::stdout().lock();
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-        Ok(())
+        write_now(&text)
     };
     list_and_watch(&cluster, &api, fields.as_deref(), &what, interrupt, report).await
 }

@@ -55,6 +55,33 @@ pub fn flux_table(headers: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// A table printed a row at a time, as `flux get --watch` and `flux events --watch` print
+/// theirs: the header with the first row only, each row padded to itself (flux's table writer,
+/// run once per row).
+pub struct StreamedRows {
+    headers: Vec<&'static str>,
+    first: bool,
+}
+
+impl StreamedRows {
+    pub fn new(headers: Vec<&'static str>) -> StreamedRows {
+        StreamedRows {
+            headers,
+            first: true,
+        }
+    }
+
+    /// The lines of one row, after the header when it is the first.
+    pub fn row(&mut self, cells: Vec<String>) -> String {
+        let headers: &[&str] = if std::mem::take(&mut self.first) {
+            &self.headers
+        } else {
+            &[]
+        };
+        flux_table(headers, &[cells])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -155,6 +155,19 @@ fn expired(status: &kube::core::Status) -> bool {
     status.code == 410 || status.reason == "Expired" || status.reason == "Gone" || too_large
 }
 
+/// Writes `text` to stdout at once: a reader of a pipe sees each row as it arrives, not when a
+/// buffer fills.
+pub fn write_now(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    if text.is_empty() {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
 /// Lists `api` (narrowed by `fields`), hands every object to `report` as
 /// [`Change::Applied`], then every change until `cluster.timeout` or Ctrl-C, surviving closed
 /// and broken watches and 410s as the module says. `report` gets a batch at a time (the first
