@@ -126,9 +126,7 @@ fn with_nested<'r, 'c: 'r>(
             let Some(nested) = recursion.nested(obj, parent).await? else {
                 continue;
             };
-            let built = build_dir(&nested.ks, &nested.root, &nested.dir, local, client)
-                .await
-                .map_err(|e| anyhow!("{}: {e:#}", nested::display(&nested.ks)))?;
+            let built = build_nested(&nested, local, client).await?;
             recursion.enter(&nested);
             let all = with_nested(recursion, &nested.ks, built, local, client).await;
             recursion.leave();
@@ -249,6 +247,18 @@ pub async fn build_local(
     let root = source_root(&source)?;
     let objects = build_dir(&ks, &root, &source, local, client).await?;
     Ok((ks, objects, source))
+}
+
+/// Builds a nested Kustomization from the directory found for it, errors naming it
+/// (`Kustomization/ns/name: …`).
+pub async fn build_nested(
+    nested: &nested::Nested,
+    local: &LocalArgs,
+    client: Option<&kube::Client>,
+) -> anyhow::Result<Vec<Value>> {
+    build_dir(&nested.ks, &nested.root, &nested.dir, local, client)
+        .await
+        .map_err(|e| anyhow!("{}: {e:#}", nested::display(&nested.ks)))
 }
 
 /// Builds `ks` from the directory `source`, the build reading files anywhere under `root`:

@@ -8,7 +8,7 @@
 //!
 //! Exit code: 0 when nothing would change, 1 when something would, 2 on error.
 
-use crate::build::{LocalArgs, build_dir, build_local};
+use crate::build::{LocalArgs, build_local, build_nested};
 use crate::kubecontext::KubeArgs;
 use crate::nested::{self, LocalSources, Recursion};
 use anyhow::{Context as _, anyhow};
@@ -193,18 +193,10 @@ impl<'a> Diff<'a> {
                     }
                 };
                 let name = nested::display(&nested.ks);
-                let built = match build_dir(
-                    &nested.ks,
-                    &nested.root,
-                    &nested.dir,
-                    self.local,
-                    Some(self.client),
-                )
-                .await
-                {
+                let built = match build_nested(&nested, self.local, Some(self.client)).await {
                     Ok(b) => b,
                     Err(e) => {
-                        errors.push(format!("{name}: {e:#}"));
+                        errors.push(format!("{e:#}"));
                         continue;
                     }
                 };
