@@ -14,7 +14,7 @@ use crate::nested::{self, LocalSources, Recursion};
 use anyhow::{Context as _, anyhow};
 use clap::{Args, Subcommand};
 use ferroflux_api::Kustomization;
-use ferroflux_apply::applier::{Applier, ApplyOptions};
+use ferroflux_apply::applier::{Applier, ApplyOptions, DryRun};
 use ferroflux_apply::changeset::Action;
 use ferroflux_apply::inventory::{inventory_of, stale_entries};
 use ferroflux_controller::kustomization::reconciler::FIELD_MANAGER;
@@ -148,68 +148,18 @@ impl<'a> Diff<'a> {
                         continue;
                     }
                 };
-                let subject = outcome.id.display_name();
-                match outcome.action {
-                    Action::Skipped => {
-                        let _ = writeln!(output, "► {subject} skipped");
-                    }
-                    Action::Created => {
-                        let _ = writeln!(output, "► {subject} created");
-                        changed = true;
-                    }
-                    Action::Configured => {
-                        let _ = writeln!(output, "► {subject} drifted");
-                        let (mut live, mut merged) = (
-                            outcome.live.unwrap_or(Value::Null),
-                            outcome.merged.unwrap_or(Value::Null),
-                        );
-                        if outcome.id.kind == "Secret" && outcome.id.group.is_empty() {
-                            sanitize_secret(&mut live, &mut merged);
-                        }
-                        output.push_str(&dyff_report(&live, &merged));
-                        changed = true;
-                    }
-                    _ => {}
-                }
+                let created = outcome.action == Action::Created;
+                changed |= describe(outcome, &mut output);
                 let Some(recursion) = recursion.as_deref_mut() else {
                     continue;
                 };
-                if outcome.action == Action::Created || !nested::is_kustomization(obj) {
+                // A new Kustomization brings only new objects: nothing more to say about it.
+                if created || !nested::is_kustomization(obj) {
                     continue;
                 }
-                if let Some(name) = recursion.remote(obj, ks) {
-                    let _ = writeln!(
-                        output,
-                        "⚠️ {name} skipped: diff not supported for remote clusters"
-                    );
-                    continue;
-                }
-                let nested = match recursion.nested(obj, ks).await {
-                    Ok(Some(n)) => n,
-                    Ok(None) => continue,
-                    Err(e) => {
-                        errors.push(format!("{e:#}"));
-                        continue;
-                    }
-                };
-                let name = nested::display(&nested.ks);
-                let built = match build_nested(&nested, self.local, Some(self.client)).await {
-                    Ok(b) => b,
-                    Err(e) => {
-                        errors.push(format!("{e:#}"));
-                        continue;
-                    }
-                };
-                recursion.enter(&nested);
-                let sub = self
-                    .objects(&nested.ks, &built, Some(&mut *recursion), errors)
-                    .await;
-                recursion.leave();
-                if sub.changed {
-                    let _ = writeln!(output, "📁 {name} changed");
-                    output.push_str(&sub.output);
-                    changed = true;
-                }
+                let sub = self.nested(obj, ks, recursion, errors).await;
+                output.push_str(&sub.output);
+                changed |= sub.changed;
             }
             if ks.spec.prune && errors.len() == errors_before {
                 match stale(ks, objects) {
@@ -224,6 +174,81 @@ impl<'a> Diff<'a> {
             }
             DiffReport { output, changed }
         })
+    }
+
+    /// The report of `obj`, a Flux Kustomization of `ks` the cluster already has, built and
+    /// diffed in turn: a `📁 Kustomization/ns/name changed` line and its report when it changes
+    /// anything, a warning line when it applies to a remote cluster; failures go to `errors`.
+    async fn nested(
+        &self,
+        obj: &Value,
+        ks: &Kustomization,
+        recursion: &mut Recursion<'a>,
+        errors: &mut Vec<String>,
+    ) -> DiffReport {
+        let mut report = DiffReport {
+            output: String::new(),
+            changed: false,
+        };
+        if let Some(name) = recursion.remote(obj, ks) {
+            report.output = format!("⚠️ {name} skipped: diff not supported for remote clusters\n");
+            return report;
+        }
+        let nested = match recursion.nested(obj, ks).await {
+            Ok(Some(n)) => n,
+            Ok(None) => return report,
+            Err(e) => {
+                errors.push(format!("{e:#}"));
+                return report;
+            }
+        };
+        let built = match build_nested(&nested, self.local, Some(self.client)).await {
+            Ok(b) => b,
+            Err(e) => {
+                errors.push(format!("{e:#}"));
+                return report;
+            }
+        };
+        recursion.enter(&nested);
+        let sub = self
+            .objects(&nested.ks, &built, Some(&mut *recursion), errors)
+            .await;
+        recursion.leave();
+        if sub.changed {
+            report.output = format!("📁 {} changed\n{}", nested::display(&nested.ks), sub.output);
+            report.changed = true;
+        }
+        report
+    }
+}
+
+/// Writes flux's line for one dry-run outcome (`► Kind/ns/name created|drifted|skipped`, a
+/// drifted object's differences after it, Secret values masked) and says whether the object
+/// would change.
+fn describe(outcome: DryRun, output: &mut String) -> bool {
+    let subject = outcome.id.display_name();
+    match outcome.action {
+        Action::Skipped => {
+            let _ = writeln!(output, "► {subject} skipped");
+            false
+        }
+        Action::Created => {
+            let _ = writeln!(output, "► {subject} created");
+            true
+        }
+        Action::Configured => {
+            let _ = writeln!(output, "► {subject} drifted");
+            let (mut live, mut merged) = (
+                outcome.live.unwrap_or(Value::Null),
+                outcome.merged.unwrap_or(Value::Null),
+            );
+            if outcome.id.kind == "Secret" && outcome.id.group.is_empty() {
+                sanitize_secret(&mut live, &mut merged);
+            }
+            output.push_str(&dyff_report(&live, &merged));
+            true
+        }
+        _ => false,
     }
 }
 
