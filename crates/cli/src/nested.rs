@@ -164,32 +164,16 @@ impl<'a> Recursion<'a> {
         let spec_path = ks.spec.path.clone().unwrap_or_else(|| "./".into());
         let (root, dir, location) = match self.local.0.get(&key) {
             Some(local) => {
-                let dir = confined(local, &spec_path).ok_or_else(|| {
-                    anyhow!(
-                        "{name}: path {spec_path:?} leaves the local source {key}={}",
-                        local.display()
-                    )
-                })?;
-                if !dir.is_dir() {
-                    bail!(
-                        "{name}: kustomization path not found: {spec_path:?} in the local source {key}={}",
-                        local.display()
-                    );
-                }
+                let place = format!("the local source {key}={}", local.display());
+                let dir = spec_dir(&name, local, &spec_path, &place)?;
                 let root = crate::build::source_root(local)?;
                 let location = location_of_dir(&dir);
                 (root, dir, location)
             }
             None => {
                 let root = self.artifact(&key, &ks).await?;
-                let dir = confined(&root, &spec_path).ok_or_else(|| {
-                    anyhow!("{name}: path {spec_path:?} leaves the artifact of {key}")
-                })?;
-                if !dir.is_dir() {
-                    bail!(
-                        "{name}: kustomization path not found: {spec_path:?} in the artifact of {key}"
-                    );
-                }
+                let place = format!("the artifact of {key}");
+                let dir = spec_dir(&name, &root, &spec_path, &place)?;
                 let location = format!("{key}:{}", normalized(&spec_path));
                 (root, dir, location)
             }
@@ -336,6 +320,17 @@ impl<'a> Recursion<'a> {
         self.artifacts.insert(key.to_string(), (dir, root.clone()));
         Ok(root)
     }
+}
+
+/// The existing directory `spec_path` names under `root` (the Kustomization `name`'s
+/// `spec.path` in its source, which `place` names in errors).
+fn spec_dir(name: &str, root: &Path, spec_path: &str, place: &str) -> anyhow::Result<PathBuf> {
+    let dir = confined(root, spec_path)
+        .ok_or_else(|| anyhow!("{name}: path {spec_path:?} leaves {place}"))?;
+    if !dir.is_dir() {
+        bail!("{name}: kustomization path not found: {spec_path:?} in {place}");
+    }
+    Ok(dir)
 }
 
 /// A local directory as a cycle key.
