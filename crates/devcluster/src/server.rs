@@ -734,6 +734,42 @@ fn list_options(
     })
 }
 
+/// The resourceVersion whose state a list reads: the newest, or a past one (a continued list,
+/// at `after`, reads the state its first page read, as etcd does).
+fn list_version(
+    st: &crate::store::State,
+    after: Option<&crate::store::ObjKey>,
+    first_rv: Option<&str>,
+    requested: ListAt,
+) -> Result<u64, ApiError> {
+    let current = st.rv;
+    if let (Some(position), Some(first)) = (after, first_rv) {
+        let first = first.parse::<u64>().unwrap_or(current);
+        if first < st.history_floor() {
+            let mut e = ApiError::gone(CONTINUE_EXPIRED);
+            let next = Continue {
+                ns: position.0.clone(),
+                name: position.1.clone(),
+                rv: None,
+            };
+            e.continue_token = Some(encode_continue(&next));
+            return Err(e);
+        }
+        return Ok(first);
+    }
+    match requested {
+        ListAt::Newest => Ok(current),
+        ListAt::NotOlderThan(n) if n > current => Err(ApiError::too_large_rv(n, current)),
+        ListAt::NotOlderThan(_) => Ok(current),
+        ListAt::Exact(n) => {
+            st.readable_at(n, || {
+                "The resourceVersion for the provided list is too old.".to_string()
+            })?;
+            Ok(n)
+        }
+    }
+}
+
 pub fn selectors(
     q: &HashMap<String, String>,
     res: &Resource,
@@ -781,41 +817,8 @@ fn list(
     let table = wants_table(headers);
     let st = app.store.lock();
     let key = r.res.key();
-    let current = st.rv;
-    let floor = st.history_floor();
-    // Which state the list reads: the newest, or the one at a past resourceVersion (a
-    // continued list reads the state its first page read, as etcd does).
-    let at = match (&after, first_rv.as_deref()) {
-        (Some(position), Some(first)) => {
-            let first = first.parse::<u64>().unwrap_or(current);
-            if first < floor {
-                let mut e = ApiError::gone(CONTINUE_EXPIRED);
-                let next = Continue {
-                    ns: position.0.clone(),
-                    name: position.1.clone(),
-                    rv: None,
-                };
-                e.continue_token = Some(encode_continue(&next));
-                return Err(e);
-            }
-            first
-        }
-        _ => match requested {
-            ListAt::Newest => current,
-            ListAt::NotOlderThan(n) if n > current => {
-                return Err(ApiError::too_large_rv(n, current));
-            }
-            ListAt::NotOlderThan(_) => current,
-            ListAt::Exact(n) if n > current => return Err(ApiError::too_large_rv(n, current)),
-            ListAt::Exact(n) if n < floor => {
-                return Err(ApiError::gone(
-                    "The resourceVersion for the provided list is too old.",
-                ));
-            }
-            ListAt::Exact(n) => n,
-        },
-    };
-    let snapshot = (at < current).then(|| st.snapshot(&key, at));
+    let at = list_version(&st, after.as_ref(), first_rv.as_deref(), requested)?;
+    let snapshot = (at < st.rv).then(|| st.snapshot(&key, at));
     let objects = match &snapshot {
         Some(map) => crate::store::range_of(map, r.ns.as_deref(), after),
         None => st.list_stored(&key, r.ns.as_deref(), after),

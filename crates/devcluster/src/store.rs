@@ -177,6 +177,20 @@ impl State {
         self.history_floor
     }
 
+    /// Whether the state at resourceVersion `rv` can be read or watched from: not one the
+    /// server has not reached (its state was lost, or the client made it up: the API server's
+    /// watch cache waits a moment for it, then answers 504), nor one compacted away (410 Gone,
+    /// saying `too_old`).
+    pub fn readable_at(&self, rv: u64, too_old: impl FnOnce() -> String) -> Result<(), ApiError> {
+        if rv > self.rv {
+            return Err(ApiError::too_large_rv(rv, self.rv));
+        }
+        if rv < self.history_floor {
+            return Err(ApiError::gone(too_old()));
+        }
+        Ok(())
+    }
+
     /// The objects of resource `key` as they were at resourceVersion `rv` (between
     /// [`State::history_floor`] and the current version), rebuilt from the current ones by
     /// undoing every change made after it, as an `Exact` read from etcd's history returns them.
@@ -576,16 +590,10 @@ impl Store {
         let st = self.lock();
         let rx = self.events.subscribe();
         let backlog = match from {
-            // A version the server has not reached (its state was lost, or the client made it
-            // up): the API server's watch cache waits a moment for it, then says so.
-            Some(rv) if rv > st.rv => return Err(ApiError::too_large_rv(rv, st.rv)),
             Some(rv) => {
-                if rv < st.history_floor {
-                    return Err(ApiError::gone(format!(
-                        "too old resource version: {rv} ({})",
-                        st.history_floor
-                    )));
-                }
+                st.readable_at(rv, || {
+                    format!("too old resource version: {rv} ({})", st.history_floor)
+                })?;
                 st.history
                     .iter()
                     .filter(|e| e.rv > rv && e.key == key && ns.is_none_or(|n| e.namespace == n))
