@@ -69,6 +69,16 @@ struct ListArgs {
     watch: bool,
 }
 
+impl ListArgs {
+    /// Whether `--status-selector` (if given) keeps the object of row `r`.
+    fn keeps(&self, r: &Row) -> anyhow::Result<bool> {
+        match &self.status_selector {
+            Some(sel) => matches_selector(&r.conditions, sel),
+            None => Ok(true),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Output {
     Table,
@@ -153,9 +163,7 @@ fn render_all<K: Serialize + ResourceExt + Resource<DynamicType = ()>>(
     let mut rows = Vec::new();
     for item in items {
         let r = row(item);
-        if let Some(sel) = &list.status_selector
-            && !matches_selector(&r.conditions, sel)?
-        {
+        if !list.keeps(&r)? {
             continue;
         }
         let mut cells = cells(item, &r, list.all_namespaces);
@@ -210,9 +218,7 @@ where
         let mut text = String::new();
         for obj in &objects {
             let r = row(obj);
-            if let Some(sel) = &list.status_selector
-                && !matches_selector(&r.conditions, sel)?
-            {
+            if !list.keeps(&r)? {
                 continue;
             }
             text.push_str(&table.row(cells(obj, &r, list.all_namespaces)));
@@ -282,9 +288,7 @@ fn render<K: Serialize + ResourceExt>(
     let mut kept = Vec::new();
     for item in items {
         let r = row(item);
-        if let Some(sel) = &list.status_selector
-            && !matches_selector(&r.conditions, sel)?
-        {
+        if !list.keeps(&r)? {
             continue;
         }
         kept.push((item, r));
