@@ -70,6 +70,19 @@ struct ListArgs {
 }
 
 impl ListArgs {
+    /// The objects of every namespace with `-A`, else of `--namespace`.
+    fn api<K>(&self, client: &kube::Client, kube: &KubeArgs) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        K::DynamicType: Default,
+    {
+        if self.all_namespaces {
+            Api::all(client.clone())
+        } else {
+            Api::namespaced(client.clone(), &kube.namespace)
+        }
+    }
+
     /// Whether `--status-selector` (if given) keeps the object of row `r`.
     fn keeps(&self, r: &Row) -> anyhow::Result<bool> {
         match &self.status_selector {
@@ -199,11 +212,7 @@ where
     let interrupt = crate::fluxobj::listen_for_interrupt();
     // A watch holds its connection open until --timeout: no read timeout on it.
     let cluster = crate::fluxobj::Cluster::connect_watching(kube).await?;
-    let api: Api<K> = if list.all_namespaces {
-        Api::all(cluster.client.clone())
-    } else {
-        Api::namespaced(cluster.client.clone(), &kube.namespace)
-    };
+    let api: Api<K> = list.api(&cluster.client, kube);
     let what = format!("{} objects", K::kind(&()));
     let fields = list.name.as_ref().map(|n| format!("metadata.name={n}"));
     let mut table = StreamedRows::new(headers(list.all_namespaces));
@@ -236,11 +245,7 @@ where
         + std::fmt::Debug,
     K::DynamicType: Default,
 {
-    let api: Api<K> = if list.all_namespaces {
-        Api::all(client.clone())
-    } else {
-        Api::namespaced(client.clone(), &kube.namespace)
-    };
+    let api: Api<K> = list.api(client, kube);
     let kind = K::kind(&K::DynamicType::default()).to_string();
     let items = match &list.name {
         Some(name) => vec![
