@@ -143,6 +143,12 @@ fn relist<K: kube::Resource + Clone>(
     changes
 }
 
+/// Whether a list or watch failure is one retrying cannot help: not allowed (any more), or the
+/// kind is gone.
+fn hopeless(status: &kube::core::Status) -> bool {
+    matches!(status.code, 401 | 403 | 404)
+}
+
 /// Whether a watch or list failure means "start over from a new list": the version is too
 /// old (410), or newer than the server knows (its state was restored or lost), as client-go's
 /// reflector decides.
@@ -206,8 +212,7 @@ where
             let listed = if listed_once {
                 guard.run(api.list(&lp)).await.map(|r| {
                     r.map_err(|e| match e {
-                        // Not allowed any more, or the kind is gone: retrying cannot help.
-                        kube::Error::Api(s) if matches!(s.code, 401 | 403 | 404) => {
+                        kube::Error::Api(s) if hopeless(&s) => {
                             Some(anyhow!("{listing}: {}", s.message))
                         }
                         _ => None,
@@ -252,8 +257,7 @@ where
                 need_list = true;
                 continue;
             }
-            // Not allowed to watch, or the kind is gone: retrying cannot help.
-            Err(kube::Error::Api(status)) if matches!(status.code, 401 | 403 | 404) => {
+            Err(kube::Error::Api(status)) if hopeless(&status) => {
                 return Err(anyhow!("watching {what}: {}", status.message));
             }
             // Unreachable (a restart), or an error the client did not retry itself.
