@@ -240,7 +240,7 @@ where
             };
             listed_once = true;
             need_list = false;
-            version = list.metadata.resource_version.clone().unwrap_or_default();
+            version = list.metadata.resource_version.unwrap_or_default();
             let changes = relist(&mut known, list.items);
             if !changes.is_empty() {
                 report(changes)?;
