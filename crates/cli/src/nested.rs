@@ -15,6 +15,7 @@ use ferroflux_api::{GitRepository, Kustomization};
 use ferroflux_controller::artifact;
 use kube::ResourceExt as _;
 use kube::api::Api;
+use serde::Deserialize as _;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -240,7 +241,7 @@ impl<'a> Recursion<'a> {
     }
 
     fn to_kustomization(&self, obj: &Value) -> anyhow::Result<Kustomization> {
-        let mut ks: Kustomization = serde_json::from_value(obj.clone()).map_err(|e| {
+        let mut ks = Kustomization::deserialize(obj).map_err(|e| {
             let name = obj
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
