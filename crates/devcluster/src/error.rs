@@ -216,7 +216,11 @@ impl ApiError {
             name: "",
         };
         let mut e = ApiError::invalid(&target, causes);
-        e.message = format!("{kind}.meta.k8s.io{}", &e.message[kind.len()..]);
+        // The API server names the options' kind with its group here (`ListOptions.meta.k8s.io
+        // "" is invalid`), where an object's message names the kind alone.
+        if let Some(rest) = e.message.strip_prefix(kind) {
+            e.message = format!("{kind}.meta.k8s.io{rest}");
+        }
         e
     }
     /// 504 for a read at a resourceVersion the server has not reached, with the one-second
