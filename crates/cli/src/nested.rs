@@ -13,12 +13,13 @@ use anyhow::{Context as _, anyhow, bail};
 use ferroflux_api::kustomization::SourceKind;
 use ferroflux_api::{GitRepository, Kustomization};
 use ferroflux_controller::artifact;
+use ferroflux_controller::kustomization::build::confined;
 use kube::ResourceExt as _;
 use kube::api::Api;
 use serde::Deserialize as _;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// The example every `--local-sources` error shows.
 const EXAMPLE: &str = "GitRepository/flux-system/flux-system=./";
@@ -340,25 +341,6 @@ fn location_of_dir(dir: &Path) -> String {
         .unwrap_or_else(|_| dir.to_path_buf())
         .display()
         .to_string()
-}
-
-/// `path` under `root`, or None when it would leave it.
-fn confined(root: &Path, path: &str) -> Option<PathBuf> {
-    let mut out = root.to_path_buf();
-    for c in Path::new(path).components() {
-        match c {
-            Component::Normal(p) => out.push(p),
-            Component::CurDir | Component::RootDir => {}
-            Component::ParentDir => {
-                if out == root {
-                    return None;
-                }
-                out.pop();
-            }
-            Component::Prefix(_) => return None,
-        }
-    }
-    Some(out)
 }
 
 /// `./apps/` and `apps` alike, for comparing paths inside one artifact.

@@ -76,8 +76,8 @@ pub fn resolve_path(root: &Path, spec_path: Option<&str>) -> Result<PathBuf, Bui
     Ok(dir)
 }
 
-/// `path` under `root`, or None when it would leave it.
-fn confined(root: &Path, path: &str) -> Option<PathBuf> {
+/// `path` under `root`, or None when it would leave it (`..` never climbs above `root`).
+pub fn confined(root: &Path, path: &str) -> Option<PathBuf> {
     let mut out = root.to_path_buf();
     for c in Path::new(path).components() {
         match c {
