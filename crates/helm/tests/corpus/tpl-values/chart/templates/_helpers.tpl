@@ -1,0 +1,3 @@
+{{- define "tplv.render" -}}
+{{- if typeIs "string" .value }}{{ tpl .value .context }}{{ else }}{{ tpl (.value | toYaml) .context }}{{ end }}
+{{- end -}}
