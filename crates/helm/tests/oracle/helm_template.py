@@ -262,6 +262,10 @@ def _flag_display(name: str, shorthand: bool = False) -> str:
 # --- values (pkg/cli/values/options.go MergeValues) --------------------------------------------
 
 
+class YamlSeparatorError(Exception):
+    pass
+
+
 def yaml_documents(data: str):
     """k8s.io/apimachinery utilyaml.YAMLReader: documents split at lines starting with `---`."""
     buf: list[str] = []
@@ -270,7 +274,7 @@ def yaml_documents(data: str):
         if line.startswith("---"):
             trimmed = go_trim_space(line[3:])
             if trimmed and trimmed[0] != "#":
-                raise HelmError(f"error reading yaml document: invalid Yaml document separator: {trimmed}")
+                raise YamlSeparatorError(f"error reading yaml document: invalid Yaml document separator: {trimmed}")
             if buf:
                 yield "".join(buf)
                 buf = []
@@ -287,7 +291,11 @@ def load_values_file(path: str) -> dict:
     except FileNotFoundError:
         raise HelmError(f"open {path}: no such file or directory") from None
     values: dict = {}
-    for doc in yaml_documents(raw):
+    try:
+        docs = list(yaml_documents(raw))
+    except YamlSeparatorError as e:
+        raise HelmError(f"failed to parse {path}: {e}") from None
+    for doc in docs:
         try:
             current = json.loads(native("helm_values_from_yaml", doc))
         except HelmError as e:
@@ -489,7 +497,8 @@ def template(o: dict, strict: bool) -> tuple[str, list[tuple[str, str]]]:
     if o["api_versions"]:
         opts["api_versions"] = o["api_versions"]
     if o["skip_schema_validation"]:
-        opts["skip_schema_validation"] = True
+        # The ABI accepts the key but still validates (checked against a failing schema).
+        raise Unsupported("--skip-schema-validation is not honoured by helm_install of libhelm_c 0.2.2")
     try:
         rel = json.loads(
             _native.call_string(

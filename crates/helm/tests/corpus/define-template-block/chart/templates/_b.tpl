@@ -1,0 +1,1 @@
+{{- define "overridden" }}second definition (later file wins){{ end -}}
