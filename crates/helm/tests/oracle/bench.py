@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""The Helm side of issue 14's benchmark: every corpus run rendered by Helm's own engine in-process.
+
+Usage: venv/bin/python bench.py [--repeat N] [CORPUS_DIR]
+
+For each run (an `args` file, see ../corpus/README.md) the chart is loaded and the values merged
+before the clock starts; the timed part is one `helm_install` dry-run (action.Install, what
+`helm template` runs: dependencies, values, schema, render, sort) through libhelm_c. A fresh chart
+handle is loaded for each repetition (the install processes the chart in place). The best of N
+repetitions is reported per run, and the sum of those bests as the total. Runs that fail before
+rendering (argument, values or chart-loading errors) are listed as skipped: Helm's engine never
+runs for them. Hooks, --show-only and --output-dir are assembled by the CLI around this call and
+are not part of the timing; rendering errors are timed like successes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+sys.argv = sys.argv[:1] + sys.argv[1:]
+import helm_template as ht  # noqa: E402  (redirects Go's stderr, loads libhelm_c)
+from helm_python import _native  # noqa: E402
+
+
+def runs(corpus: str):
+    for case in sorted(os.listdir(corpus)):
+        d = os.path.join(corpus, case)
+        if not os.path.isdir(d):
+            continue
+        for f in sorted(os.listdir(d)):
+            if f == "args" or f.endswith(".args"):
+                with open(os.path.join(d, f), encoding="utf-8") as fh:
+                    args = fh.read().split("\n")[:-1]
+                name = case if f == "args" else f"{case}/{f[:-5]}"
+                yield name, d, args
+
+
+def prepare(d: str, args: list[str]):
+    """Everything before Helm's engine: returns (chart_path, release, values_json, opts_json)."""
+    o = ht.parse_args(["/tmp/bench-out" if a == "$OUT" else a for a in args])
+    name, ref = ht.name_and_chart(o)
+    cwd = os.getcwd()
+    os.chdir(d)
+    try:
+        path = ht.locate_chart(ref)
+        vals = ht.merge_values(o)
+    finally:
+        os.chdir(cwd)
+    opts = {"dry_run": "client", "namespace": o["namespace"] or "default", "replace": True}
+    if o["kube_version"]:
+        opts["kube_version"] = o["kube_version"]
+    if o["api_versions"]:
+        opts["api_versions"] = o["api_versions"]
+    return path, name, json.dumps(vals), json.dumps(opts)
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    repeat = 5
+    if argv[:1] == ["--repeat"]:
+        repeat = int(argv[1])
+        argv = argv[2:]
+    corpus = argv[0] if argv else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "corpus")
+    cfg = ht.config()
+    total = 0.0
+    timed = 0
+    skipped = []
+    for name, d, args in runs(corpus):
+        try:
+            path, rel, vals, opts = prepare(d, args)
+            ht.load_chart(path).close()
+        except (ht.HelmError, ht.Unsupported) as e:
+            skipped.append((name, str(e).split("\n")[0]))
+            continue
+        best = None
+        for _ in range(repeat):
+            chart = ht.load_chart(path)
+            t0 = time.perf_counter()
+            try:
+                _native.call_string("helm_install", cfg._raw(), _native.HANDLE(0), chart._raw(), None, rel, vals, opts)
+            except Exception:  # a rendering error is a render too
+                pass
+            dt = time.perf_counter() - t0
+            chart.close()
+            best = dt if best is None else min(best, dt)
+        total += best
+        timed += 1
+        print(f"{best * 1000:9.3f} ms  {name}")
+    for name, why in skipped:
+        print(f"  skipped  {name}: {why}")
+    print(f"total: {total * 1000:.1f} ms over {timed} runs (best of {repeat} each; {len(skipped)} skipped)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
