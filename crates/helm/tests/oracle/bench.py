@@ -58,6 +58,7 @@ def prepare(d: str, args: list[str]):
 
 
 def main() -> int:
+    sys.setrecursionlimit(60000)  # as helm_template.main: 10000-deep values
     argv = sys.argv[1:]
     repeat = 5
     if argv[:1] == ["--repeat"]:

@@ -300,7 +300,7 @@ def load_values_file(path: str) -> dict:
             current = json.loads(native("helm_values_from_yaml", doc))
         except HelmError as e:
             msg = str(e)
-            if not msg.startswith("error converting YAML to JSON"):
+            if "into Go value of type" in msg:
                 # ReadValues decodes into chartutil.Values, LoadValues into map[string]any: the
                 # type named in a JSON error differs, so only YAML syntax errors are reproduced.
                 raise Unsupported(f"values file {path}: {msg}") from None
@@ -631,6 +631,8 @@ def output_dir(o, name, crds, manifest, hooks):
 
 
 def main(argv: list[str]) -> int:
+    # Values may nest up to Go's JSON limit (10000): JSON decoding and merging recurse that deep.
+    sys.setrecursionlimit(60000)
     strict = False
     if argv and argv[0] == "--strict":
         strict = True
@@ -644,6 +646,13 @@ def main(argv: list[str]) -> int:
         return 1
     except Unsupported as e:
         _REAL_STDERR.write(f"oracle: cannot reproduce helm here: {e}\n")
+        _REAL_STDERR.flush()
+        return 2
+    except Exception as e:  # a failure of the harness itself is never a Helm answer
+        import traceback
+
+        traceback.print_exc(file=_REAL_STDERR)
+        _REAL_STDERR.write(f"oracle: internal failure: {e!r}\n")
         _REAL_STDERR.flush()
         return 2
     sys.stdout.buffer.write(out.encode("utf-8", errors="surrogateescape"))
