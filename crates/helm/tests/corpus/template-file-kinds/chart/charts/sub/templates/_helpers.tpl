@@ -1,0 +1,1 @@
+{{ define "sub.name" }}defined-in-a-subchart-{{ .Chart.Name }}{{ end }}
