@@ -18,7 +18,8 @@ mod credentials;
 mod error;
 mod fetch;
 mod http;
-pub mod semver;
+/// Masterminds semver, now shared from its own crate.
+pub use ferroflux_semver as semver;
 mod server;
 mod ssh;
 mod storage;

@@ -1,9 +1,14 @@
-//! Semantic versions and version ranges with the rules Flux applies to `spec.ref.semver`.
+//! Semantic versions and version ranges with Masterminds/semver v3's rules, shared by Flux's
+//! `spec.ref.semver` (crates/source), Helm's chart versions, `kubeVersion` and dependency ranges
+//! (crates/helm) and Sprig's semver functions.
+//!
+//! Owns: parsing versions and ranges and matching one against the other. Must not touch: I/O,
+//! Git tags or charts (its callers bring the strings).
 //!
 //! Flux parses ranges with Masterminds/semver v3 and tags with `fluxcd/pkg/version.ParseVersion`,
 //! whose rules differ from Cargo's (`1.2.3` alone means `=1.2.3`, `||` is allowed, and a
 //! pre-release only matches when its AND group names a pre-release). The `semver` crate follows
-//! Cargo, so this module is its own parser, written from the documented behaviour.
+//! Cargo, so this crate is its own parser, written from the documented behaviour.
 
 use std::cmp::Ordering;
 use std::fmt;
