@@ -267,11 +267,15 @@ impl<'t> State<'t, '_> {
             Node::Continue => return Ok(Flow::Continue),
             Node::If(b) => {
                 self.at(At::Node(node, b.pos));
-                return self.walk_if_or_with(false, dot, b);
+                return stacker::maybe_grow(RED_ZONE, STACK_GROWTH, || {
+                    self.walk_if_or_with(false, dot, b)
+                });
             }
             Node::With(b) => {
                 self.at(At::Node(node, b.pos));
-                return self.walk_if_or_with(true, dot, b);
+                return stacker::maybe_grow(RED_ZONE, STACK_GROWTH, || {
+                    self.walk_if_or_with(true, dot, b)
+                });
             }
             Node::Range(b) => {
                 self.at(At::Node(node, b.pos));

@@ -92,6 +92,22 @@ pub(crate) struct Pipe {
     pub cmds: Vec<Command>,
 }
 
+/// Deeply nested trees are dropped level by level on a growing stack (the derived drop would
+/// recurse once per nesting level).
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        let cmds = std::mem::take(&mut self.cmds);
+        stacker::maybe_grow(RED_ZONE, STACK_GROWTH, move || drop(cmds));
+    }
+}
+
+impl Drop for Branch {
+    fn drop(&mut self) {
+        let lists = (std::mem::take(&mut self.list), self.else_list.take());
+        stacker::maybe_grow(RED_ZONE, STACK_GROWTH, move || drop(lists));
+    }
+}
+
 /// A variable reference `$x.a.b` (idents: `$x`, `a`, `b`).
 #[derive(Debug)]
 pub(crate) struct Variable {
@@ -229,6 +245,12 @@ impl fmt::Display for Command {
 
 impl fmt::Display for Pipe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        stacker::maybe_grow(RED_ZONE, STACK_GROWTH, || self.write(f))
+    }
+}
+
+impl Pipe {
+    fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if !self.decl.is_empty() {
             for (i, v) in self.decl.iter().enumerate() {
                 if i > 0 {
@@ -257,6 +279,12 @@ fn write_list(f: &mut fmt::Formatter<'_>, list: &[Node]) -> fmt::Result {
 
 impl fmt::Display for Node {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        stacker::maybe_grow(RED_ZONE, STACK_GROWTH, || self.write(f))
+    }
+}
+
+impl Node {
+    fn write(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let branch = |f: &mut fmt::Formatter<'_>, word: &str, b: &Branch| {
             write!(f, "{{{{{word} {}}}}}", b.pipe)?;
             write_list(f, &b.list)?;
@@ -353,10 +381,10 @@ impl Parser<'_> {
 
     fn next(&mut self) -> Item {
         let it = self.item(self.cursor).clone();
-        if self.cursor < self.items.len() - 1 {
-            self.cursor += 1;
-        }
-        self.furthest = self.furthest.max(self.cursor.saturating_sub(1));
+        // Reading past the end keeps returning the last token (Eof or Error); the cursor
+        // still moves, so a backup after it returns to that same token.
+        self.furthest = self.furthest.max(self.cursor);
+        self.cursor += 1;
         it
     }
 
@@ -1273,6 +1301,11 @@ mod tests {
             "template: t:1: integer overflow: \"99999999999999999999\""
         );
         assert_eq!(err("{{ \"\\q\" }}"), "template: t:1: invalid syntax");
+        // Found by the fuzz test: a lexical error right after a space once looped forever.
+        assert_eq!(
+            err("{{.a.b\t3k"),
+            "template: t:1: bad number syntax: \"3k\""
+        );
     }
 
     #[test]
