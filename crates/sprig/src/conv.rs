@@ -1,0 +1,216 @@
+//! The Go conversions Sprig leans on: `strval` (Sprig's `toString`), spf13/cast v1.7's
+//! `ToInt64`/`ToInt`/`ToFloat64` (which Sprig's arithmetic calls and whose errors it ignores, so
+//! a bad input is 0), `strconv`'s integer parsing, and Sprig's `empty` rule.
+
+use ferroflux_gotemplate::{Value, fmt};
+
+/// Sprig's `strval`: strings as they are, `[]byte` as text, everything else as `%v` (a host
+/// object's `String()` when it has one).
+pub fn strval(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.to_string(),
+        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        other => fmt::sprint(std::slice::from_ref(other)),
+    }
+}
+
+/// Go's conversion of a float64 to int64 on amd64: truncation toward zero, and the "integer
+/// indefinite" value for NaN and out-of-range input.
+pub fn float_to_int(f: f64) -> i64 {
+    // 2^63 as a float: the first value outside i64.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if f.is_nan() || !(-LIMIT..LIMIT).contains(&f) {
+        i64::MIN
+    } else {
+        f as i64
+    }
+}
+
+/// cast's `trimZeroDecimal`: `"3.00"` becomes `"3"` (so `int "3.0"` works, `int "3.5"` does not).
+fn trim_zero_decimal(s: &str) -> &str {
+    let b = s.as_bytes();
+    let mut found_zero = false;
+    for i in (1..=b.len()).rev() {
+        match b[i - 1] {
+            b'.' => {
+                if found_zero {
+                    return &s[..i - 1];
+                }
+            }
+            b'0' => found_zero = true,
+            _ => return s,
+        }
+    }
+    s
+}
+
+/// Go's `strconv.ParseInt(s, base, 64)` for base 0 (prefixes `0x`, `0o`, `0b`, a leading `0`
+/// for octal, and `_` separators after a prefix) and explicit bases. On overflow Go returns the
+/// clamped value with an error; this returns `Err(Some(clamped))` then, `Err(None)` for syntax.
+pub fn parse_int(s: &str, base: u32) -> Result<i64, Option<i64>> {
+    let (neg, digits) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if digits.is_empty() {
+        return Err(None);
+    }
+    let (radix, body, prefixed) = if base == 0 {
+        let lower = digits.to_ascii_lowercase();
+        if lower.starts_with("0x") {
+            (16, &digits[2..], true)
+        } else if lower.starts_with("0o") {
+            (8, &digits[2..], true)
+        } else if lower.starts_with("0b") {
+            (2, &digits[2..], true)
+        } else if digits.len() > 1 && digits.starts_with('0') {
+            (8, &digits[1..], true)
+        } else {
+            (10, digits, false)
+        }
+    } else {
+        (base, digits, false)
+    };
+    // Underscores only with base 0, only between digits (or after the prefix).
+    let body_clean: String = if base == 0 && body.contains('_') {
+        if !prefixed || body.ends_with('_') || body.contains("__") {
+            return Err(None);
+        }
+        body.replace('_', "")
+    } else {
+        body.to_string()
+    };
+    if body_clean.is_empty() {
+        return Err(None);
+    }
+    let mut acc: u128 = 0;
+    for c in body_clean.chars() {
+        let d = c.to_digit(radix).ok_or(None)?;
+        acc = acc * radix as u128 + d as u128;
+        if acc > 1u128 << 64 {
+            acc = 1u128 << 64;
+        }
+    }
+    let limit = if neg { 1u128 << 63 } else { (1u128 << 63) - 1 };
+    if acc > limit {
+        return Err(Some(if neg { i64::MIN } else { i64::MAX }));
+    }
+    Ok(if neg {
+        (acc as i128).wrapping_neg() as i64
+    } else {
+        acc as i64
+    })
+}
+
+/// cast `ToInt64E`; `None` where cast returns an error.
+pub fn to_int64_checked(v: &Value) -> Option<i64> {
+    match v {
+        Value::Nil => Some(0),
+        Value::Bool(b) => Some(i64::from(*b)),
+        Value::Int(i) | Value::Int64(i) => Some(*i),
+        Value::Float(f) => Some(float_to_int(*f)),
+        Value::String(s) => parse_int(trim_zero_decimal(s), 0).ok(),
+        _ => None,
+    }
+}
+
+/// cast `ToInt64` (errors are 0).
+pub fn to_int64(v: &Value) -> i64 {
+    to_int64_checked(v).unwrap_or(0)
+}
+
+/// cast `ToFloat64` (errors are 0).
+pub fn to_float64(v: &Value) -> f64 {
+    match v {
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        Value::Int(i) | Value::Int64(i) => *i as f64,
+        Value::Float(f) => *f,
+        Value::String(s) => parse_float(s).unwrap_or(0.0),
+        _ => 0.0,
+    }
+}
+
+/// Go's `strconv.ParseFloat(s, 64)` for decimal input, `Inf`/`NaN` spellings included.
+pub fn parse_float(s: &str) -> Option<f64> {
+    if s.is_empty() || s.contains('_') || s.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let lower = s.trim_start_matches(['+', '-']).to_ascii_lowercase();
+    if lower.starts_with("0x") {
+        return None;
+    }
+    if matches!(lower.as_str(), "inf" | "infinity" | "nan")
+        || lower.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+    {
+        return s.parse::<f64>().ok();
+    }
+    None
+}
+
+/// Sprig's `empty`: nil, false, zero numbers and empty strings, lists and maps; a host object
+/// (a struct or pointer) is never empty.
+pub fn empty(v: &Value) -> bool {
+    match v {
+        Value::Object(_) => false,
+        other => !other.truth(),
+    }
+}
+
+/// Go's `%v` of `reflect.Kind` for Sprig's `Cannot … on type X` errors; nil has no type, and
+/// Go dereferences it (the message is the runtime's nil-pointer panic).
+pub fn kind_for_error(v: &Value) -> Result<String, String> {
+    if v.is_nil() {
+        return Err(NIL_DEREF.into());
+    }
+    Ok(v.kind_name())
+}
+
+/// The runtime panic Go raises when Sprig calls a method on the type of a nil value.
+pub const NIL_DEREF: &str = "runtime error: invalid memory address or nil pointer dereference";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cast_rules() {
+        assert_eq!(to_int64(&Value::from("42")), 42);
+        assert_eq!(to_int64(&Value::from("3.00")), 3);
+        assert_eq!(to_int64(&Value::from("3.5")), 0);
+        assert_eq!(to_int64(&Value::from("0x1F")), 31);
+        assert_eq!(to_int64(&Value::from("010")), 8);
+        assert_eq!(to_int64(&Value::from("08")), 0);
+        assert_eq!(to_int64(&Value::from("1_000")), 0);
+        assert_eq!(to_int64(&Value::from("0x_1F")), 31);
+        assert_eq!(to_int64(&Value::from("-7")), -7);
+        assert_eq!(to_int64(&Value::from("abc")), 0);
+        assert_eq!(to_int64(&Value::Float(2.9)), 2);
+        assert_eq!(to_int64(&Value::Float(-2.9)), -2);
+        assert_eq!(to_int64(&Value::Float(1e30)), i64::MIN);
+        assert_eq!(to_int64(&Value::Bool(true)), 1);
+        assert_eq!(to_int64(&Value::Nil), 0);
+        assert_eq!(to_float64(&Value::from("1.5e3")), 1500.0);
+        assert_eq!(to_float64(&Value::from("x")), 0.0);
+        assert_eq!(to_float64(&Value::Int64(3)), 3.0);
+        assert!(to_float64(&Value::from("NaN")).is_nan());
+    }
+
+    #[test]
+    fn strconv_parse_int() {
+        assert_eq!(parse_int("9223372036854775807", 10), Ok(i64::MAX));
+        assert_eq!(parse_int("9223372036854775808", 10), Err(Some(i64::MAX)));
+        assert_eq!(parse_int("-9223372036854775808", 10), Ok(i64::MIN));
+        assert_eq!(parse_int("12a", 10), Err(None));
+        assert_eq!(parse_int("777", 8), Ok(511));
+    }
+
+    #[test]
+    fn strval_and_empty() {
+        assert_eq!(strval(&Value::from("x")), "x");
+        assert_eq!(strval(&Value::Float(1e6)), "1e+06");
+        assert_eq!(strval(&Value::Nil), "<nil>");
+        assert!(empty(&Value::Nil) && empty(&Value::Float(0.0)) && empty(&Value::from("")));
+        assert!(!empty(&Value::from(" ")) && !empty(&Value::Bool(true)));
+    }
+}
