@@ -166,15 +166,29 @@ pub fn untitle(s: &str) -> String {
         .collect()
 }
 
-fn to_lower(c: char) -> char {
+/// Go's `unicode.ToLower`: the simple (one-character) mapping.
+pub fn to_lower(c: char) -> char {
     let mut l = c.to_lowercase();
     match (l.next(), l.next()) {
         (Some(x), None) => x,
+        // Only U+0130 (İ) has a multi-character full lower case; its simple one is 'i'.
+        (Some(x), Some(_)) if c == '\u{130}' => x,
         _ => c,
     }
 }
 
-fn to_upper(c: char) -> char {
+/// Go's `strings.ToUpper`: per character, simple mappings only (`ß` stays `ß`).
+pub fn go_upper(s: &str) -> String {
+    s.chars().map(to_upper).collect()
+}
+
+/// Go's `strings.ToLower`: per character, simple mappings only.
+pub fn go_lower(s: &str) -> String {
+    s.chars().map(to_lower).collect()
+}
+
+/// Go's `unicode.ToUpper`: the simple (one-character) mapping.
+pub fn to_upper(c: char) -> char {
     let mut u = c.to_uppercase();
     match (u.next(), u.next()) {
         (Some(x), None) => x,

@@ -156,6 +156,12 @@ pub fn parse(raw: &str) -> Result<Url, String> {
         let host = match authority.rfind('@') {
             Some(at) => {
                 let info = &authority[..at];
+                let valid = info
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || b"-._:~!$&'()*+,;=%@".contains(&c));
+                if !valid {
+                    return Err(wrap("net/url: invalid userinfo".into()));
+                }
                 let (user, pass) = match info.split_once(':') {
                     Some((u, p)) => (unescape(u).map_err(wrap)?, Some(unescape(p).map_err(wrap)?)),
                     None => (unescape(info).map_err(wrap)?, None),

@@ -134,6 +134,12 @@ pub(crate) fn merge_maps(dst: &Map, src: &Map, overwrite: bool) {
         if let (Value::Map(sm), Some(Value::Map(dm))) = (&s, &d) {
             merge_maps(dm, sm, overwrite);
         }
+        // mergo's slice branch: with overwrite the source list replaces the destination's,
+        // even when empty.
+        if overwrite && matches!(s, Value::List(_) | Value::Bytes(_)) {
+            dst.insert(key, s);
+            continue;
+        }
         if let Some(d) = &d
             && !empty(d)
             && (matches!(s, Value::List(_) | Value::Bytes(_))

@@ -179,8 +179,9 @@ pub(crate) fn defs() -> Vec<Def> {
         fixed(n, &[Int, Any], |a| {
             let size = int(&a[0]);
             let l = items(&a[1], "chunk")?;
+            // Sprig sizes its slices from floats; a size of 0 or less makes Go's make() panic.
             if size <= 0 {
-                return Err(err("runtime error: integer divide by zero"));
+                return Err(err("runtime error: makeslice: len out of range"));
             }
             list(
                 l.chunks(size as usize)

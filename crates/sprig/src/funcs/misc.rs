@@ -339,7 +339,15 @@ pub(crate) fn defs() -> Vec<Def> {
                     ))),
                 }
             };
+            // Sprig re-reads the user info through a whole URL to escape it.
             let userinfo = get("userinfo")?;
+            let userinfo = if userinfo.is_empty() {
+                None
+            } else {
+                url::parse(&format!("proto://{userinfo}@host"))
+                    .map_err(|e| err(format!("unable to parse userinfo in dict: {e}")))?
+                    .userinfo
+            };
             let u = url::Url {
                 scheme: get("scheme")?,
                 host: get("host")?,
@@ -347,7 +355,7 @@ pub(crate) fn defs() -> Vec<Def> {
                 raw_query: get("query")?,
                 opaque: get("opaque")?,
                 fragment: get("fragment")?,
-                userinfo: (!userinfo.is_empty()).then_some(userinfo),
+                userinfo,
             };
             text(u.to_string())
         }),

@@ -22,8 +22,8 @@ pub(crate) fn defs() -> Vec<Def> {
             text(t::trunc(int(&a[0]), s(&a[1])))
         }),
         fixed("trim", &[Str], |a| text(t::trim_space(s(&a[0])))),
-        fixed("upper", &[Str], |a| text(s(&a[0]).to_uppercase())),
-        fixed("lower", &[Str], |a| text(s(&a[0]).to_lowercase())),
+        fixed("upper", &[Str], |a| text(t::go_upper(s(&a[0])))),
+        fixed("lower", &[Str], |a| text(t::go_lower(s(&a[0])))),
         fixed("title", &[Str], |a| text(t::title(s(&a[0])))),
         fixed("untitle", &[Str], |a| text(t::untitle(s(&a[0])))),
         fixed("substr", &[Int, Int, Str], |a| {
