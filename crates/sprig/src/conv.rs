@@ -9,7 +9,7 @@ use ferroflux_gotemplate::{Value, fmt};
 pub fn strval(v: &Value) -> String {
     match v {
         Value::String(s) => s.to_string(),
-        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::Bytes(b) => crate::text::lossy(b),
         other => fmt::sprint(std::slice::from_ref(other)),
     }
 }

@@ -671,7 +671,7 @@ pub fn decrypt_aes(password: &str, text: &str) -> Result<String, String> {
         ));
     }
     out.truncate(out.len() - pad);
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    Ok(crate::text::lossy(&out))
 }
 
 #[cfg(test)]

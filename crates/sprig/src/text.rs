@@ -15,9 +15,18 @@ pub fn go_quote(s: &str) -> String {
     crate::gotime::go_quote(s)
 }
 
-/// Text from bytes that Go would have sliced mid-character.
-fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+/// Text from bytes that may not be UTF-8 (Go slices strings by byte): each byte that is not
+/// part of a valid character becomes U+FFFD, as Go's `encoding/json` and `strings.ToValidUTF8`
+/// per byte show Go's raw bytes.
+pub fn lossy(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for _ in chunk.invalid() {
+            out.push('\u{fffd}');
+        }
+    }
+    out
 }
 
 /// Go's `unicode.IsSpace`.
@@ -73,33 +82,33 @@ pub fn substr(start: i64, end: i64, s: &str) -> Result<String, String> {
 
 /// goutils `AbbreviateFull` with Sprig's guards (`abbrev` is offset 0).
 pub fn abbreviate(s: &str, offset: i64, width: i64) -> String {
-    let b = s.as_bytes();
+    lossy(&abbreviate_bytes(s.as_bytes(), offset, width))
+}
+
+/// The byte-level algorithm: Go slices the string by bytes, also in its recursion.
+fn abbreviate_bytes(b: &[u8], offset: i64, width: i64) -> Vec<u8> {
     let len = b.len() as i64;
-    if s.is_empty() || width < 4 {
-        return if width < 4 {
-            String::new()
-        } else {
-            s.to_string()
-        };
+    if b.is_empty() || width < 4 {
+        return if width < 4 { Vec::new() } else { b.to_vec() };
     }
     if len <= width {
-        return s.to_string();
+        return b.to_vec();
     }
     let mut offset = offset.min(len);
     if len - offset < width - 3 {
         offset = len - (width - 3);
     }
+    let dots = |rest: &[u8]| [b"...".as_slice(), rest].concat();
     if offset <= 4 {
-        return lossy(&b[..(width - 3) as usize]) + "...";
+        return [&b[..(width - 3) as usize], b"...".as_slice()].concat();
     }
     if width < 7 {
-        return String::new();
+        return Vec::new();
     }
     if offset + width - 3 < len {
-        let tail = lossy(&b[offset as usize..]);
-        return format!("...{}", abbreviate(&tail, 0, width - 3));
+        return dots(&abbreviate_bytes(&b[offset as usize..], 0, width - 3));
     }
-    format!("...{}", lossy(&b[(len - (width - 3)) as usize..]))
+    dots(&b[(len - (width - 3)) as usize..])
 }
 
 /// `abbrev width s`.
@@ -196,17 +205,36 @@ pub fn to_upper(c: char) -> char {
     }
 }
 
+/// Go's `unicode.IsTitle`: the four title-case digraphs and the Greek capitals with
+/// prosgegrammeni.
+fn is_title(c: char) -> bool {
+    matches!(c as u32, 0x1C5 | 0x1C8 | 0x1CB | 0x1F2 | 0x1F88..=0x1F8F | 0x1F98..=0x1F9F | 0x1FA8..=0x1FAF | 0x1FBC | 0x1FCC | 0x1FFC)
+}
+
+/// Go's `unicode.ToTitle`: like upper case except for the digraphs (`ǆ` becomes `ǅ`).
+pub fn to_title(c: char) -> char {
+    match c as u32 {
+        0x1C4..=0x1C6 => '\u{1C5}',
+        0x1C7..=0x1C9 => '\u{1C8}',
+        0x1CA..=0x1CC => '\u{1CB}',
+        0x1F1..=0x1F3 => '\u{1F2}',
+        _ if is_title(c) => c,
+        _ => to_upper(c),
+    }
+}
+
 /// goutils `SwapCase`: upper becomes lower; lower becomes upper (title case after whitespace).
 pub fn swapcase(s: &str) -> String {
     let mut ws = true;
     s.chars()
         .map(|c| {
-            if c.is_uppercase() {
+            if c.is_uppercase() || is_title(c) {
                 ws = false;
                 to_lower(c)
             } else if c.is_lowercase() {
+                let was_ws = ws;
                 ws = false;
-                to_upper(c)
+                if was_ws { to_title(c) } else { to_upper(c) }
             } else {
                 ws = is_go_space(c);
                 c
@@ -227,7 +255,7 @@ pub fn title(s: &str) -> String {
                 is_go_space(prev)
             };
             prev = c;
-            if sep { to_upper(c) } else { c }
+            if sep { to_title(c) } else { c }
         })
         .collect()
 }
@@ -411,6 +439,10 @@ pub fn pascal_case(s: &str) -> String {
         out.push(c);
     }
     let Some(mut r0) = r0 else {
+        // Only connectors: Go writes the last one a second time.
+        if let Some(last) = s.chars().last() {
+            out.push(last);
+        }
         return out;
     };
     for c in chars {
@@ -686,7 +718,7 @@ mod tests {
             ("GOLANG_IS_GREAT", "GolangIsGreat"),
             ("some words", "SomeWords"),
             ("x", "X"),
-            ("__", "__"),
+            ("__", "___"),
         ] {
             assert_eq!(pascal_case(input), pascal, "{input}");
         }

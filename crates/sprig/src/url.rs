@@ -97,7 +97,7 @@ fn unescape(s: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    Ok(crate::text::lossy(&out))
 }
 
 /// `url.Parse`.

@@ -77,8 +77,23 @@ fn run(case: &Case) -> Result<String, String> {
 
 #[test]
 fn every_case_matches_helm() {
-    let cases = parse_cases(include_str!("cases.txt"));
-    assert!(cases.len() >= 45, "the table has {} cases", cases.len());
+    check(include_str!("cases.txt"), 45);
+}
+
+/// `sweep.txt`: the string functions over 40 awkward inputs each (Unicode, whitespace, case
+/// boundaries, separators), generated once and recorded from Helm.
+#[test]
+fn string_sweep_matches_helm() {
+    check(include_str!("sweep.txt"), 30);
+}
+
+fn check(text: &str, at_least: usize) {
+    let cases = parse_cases(text);
+    assert!(
+        cases.len() >= at_least,
+        "the table has {} cases",
+        cases.len()
+    );
     let mut failures = Vec::new();
     for case in &cases {
         let got = run(case);
