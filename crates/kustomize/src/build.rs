@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::config::TransformerConfig;
 use crate::error::{BuildError, Result};
 use crate::fsys::{Fs, Limits, LoadRestrictions};
 use crate::kustomization::{Kustomization, VarArgs};
@@ -67,6 +68,8 @@ pub(crate) struct Ctx<'a> {
 pub(crate) struct Acc {
     pub resources: Vec<Res>,
     pub vars: Vec<VarArgs>,
+    /// Custom transformer configurations of this kustomization and those it includes.
+    pub config: TransformerConfig,
 }
 
 impl Build {
@@ -118,8 +121,13 @@ impl Build {
         let acc = ctx.accumulate(&dir, &kfile, &kust, Acc::default(), false)?;
         let mut resources = acc.resources;
         transform::hash::add_hashes(&mut resources, &kfile, ctx.fs)?;
-        transform::nameref::fix_back_references(&mut resources)?;
-        transform::vars::resolve(&mut resources, &acc.vars, &ctx.fs.display(&kfile))?;
+        transform::nameref::fix_back_references(&mut resources, &acc.config.name_refs)?;
+        transform::vars::resolve(
+            &mut resources,
+            &acc.vars,
+            &acc.config.var_refs,
+            &ctx.fs.display(&kfile),
+        )?;
         resources.retain(|r| {
             !r.annotations()
                 .iter()
@@ -273,7 +281,7 @@ fn check_unsupported(k: &Kustomization, path: &Path) -> Result<()> {
         field: field.into(),
         why: why.into(),
     };
-    let fields: [(&str, bool, &str); 10] = [
+    let fields: [(&str, bool, &str); 9] = [
         (
             "helmCharts",
             k.helm_charts.is_some(),
@@ -303,11 +311,6 @@ fn check_unsupported(k: &Kustomization, path: &Path) -> Result<()> {
             "validators",
             k.validators.is_some(),
             "validator plugins and KRM functions run external programs",
-        ),
-        (
-            "configurations",
-            k.configurations.is_some(),
-            "custom transformer configurations are not implemented",
         ),
         (
             "crds",
@@ -360,7 +363,9 @@ impl Ctx<'_> {
                 format!("expected kind 'Component' for a component but got '{kind}'"),
             ));
         }
-        if !is_component && kind == "Component" {
+        // kustomize checks the kind of directories it reaches through `resources` only: a
+        // Component given to `kustomize build` itself builds like a Kustomization.
+        if !is_component && kind == "Component" && !self.stack.borrow().is_empty() {
             return Err(BuildError::invalid(
                 shown,
                 "expected kind != 'Component' for a resource directory (list it under components)",
@@ -418,6 +423,7 @@ impl Ctx<'_> {
                 let (child, child_file) = load_kustomization(self, &real)?;
                 let sub = self.accumulate(&real, &child_file, &child, Acc::default(), false)?;
                 pending.extend(sub.resources);
+                acc.config.merge(&sub.config);
                 for v in sub.vars {
                     if acc.vars.iter().any(|k| k.name == v.name) {
                         return Err(BuildError::invalid(
@@ -449,7 +455,14 @@ impl Ctx<'_> {
             let taken = std::mem::take(acc);
             *acc = self.accumulate(&real, &child_file, &child, taken, true)?;
         }
-        transform::run_all(self, dir, kfile, kust, &mut acc.resources)?;
+        for entry in &kust.configurations {
+            let p = self.fs.join(dir, entry)?;
+            let real = self.fs.confine_loaded(&p, dir, "configuration file")?;
+            let text = self.fs.read_text(&real)?;
+            let config = TransformerConfig::parse(&text, &self.fs.display(&real))?;
+            acc.config.merge(&config);
+        }
+        transform::run_all(self, dir, kfile, kust, &acc.config, &mut acc.resources)?;
         transform::vars::merge(&mut acc.resources, &kust.vars, &mut acc.vars, &shown)?;
         Ok(())
     }

@@ -57,7 +57,8 @@ pub struct Kustomization {
     pub generators: Option<Value>,
     pub transformers: Option<Value>,
     pub validators: Option<Value>,
-    pub configurations: Option<Value>,
+    #[serde(default)]
+    pub configurations: Vec<String>,
     pub crds: Option<Value>,
     #[serde(rename = "openapi")]
     pub openapi: Option<Value>,

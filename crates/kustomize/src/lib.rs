@@ -13,6 +13,7 @@
 //! ```
 
 mod build;
+mod config;
 mod error;
 mod fieldspec;
 mod fsys;

@@ -155,7 +155,8 @@ fn label_specs(k: &Kustomization) -> Vec<LabelSet> {
     out
 }
 
-pub fn labels(res: &mut [Res], k: &Kustomization) -> Result<(), String> {
+/// `extra`: the `commonLabels` field specs of custom transformer configurations.
+pub fn labels(res: &mut [Res], k: &Kustomization, extra: &[FieldSpec]) -> Result<(), String> {
     for l in &k.labels {
         string_map(&l.pairs, "labels")?;
     }
@@ -164,6 +165,7 @@ pub fn labels(res: &mut [Res], k: &Kustomization) -> Result<(), String> {
         let pairs = string_map(cl, "commonLabels")?;
         let mut specs = fieldspec::builtin("commonLabels");
         specs.extend(fieldspec::builtin("metadataLabels"));
+        specs.extend(extra.iter().cloned());
         sets.push((pairs, specs));
     }
     for (pairs, specs) in &sets {
@@ -192,11 +194,17 @@ fn set_pairs(v: &mut Value, pairs: &[(String, String)]) -> Result<(), String> {
     }
 }
 
-pub fn annotations(res: &mut [Res], pairs: &[(String, String)]) -> Result<(), String> {
+/// `extra`: the `commonAnnotations` field specs of custom transformer configurations.
+pub fn annotations(
+    res: &mut [Res],
+    pairs: &[(String, String)],
+    extra: &[FieldSpec],
+) -> Result<(), String> {
     if pairs.is_empty() {
         return Ok(());
     }
-    let specs = fieldspec::builtin("commonAnnotations");
+    let mut specs = fieldspec::builtin("commonAnnotations");
+    specs.extend(extra.iter().cloned());
     for r in res.iter_mut() {
         apply_specs(r, &specs, Create::Map, &mut |v| set_pairs(v, pairs))?;
     }

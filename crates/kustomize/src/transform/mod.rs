@@ -13,6 +13,7 @@ pub mod vars;
 use std::path::Path;
 
 use crate::build::Ctx;
+use crate::config::TransformerConfig;
 use crate::error::{BuildError, Result};
 use crate::kustomization::Kustomization;
 use crate::resource::Res;
@@ -25,6 +26,7 @@ pub fn run_all(
     dir: &Path,
     kfile: &Path,
     k: &Kustomization,
+    config: &TransformerConfig,
     res: &mut Vec<Res>,
 ) -> Result<()> {
     let shown = ctx.fs.display(kfile);
@@ -42,10 +44,10 @@ pub fn run_all(
     if let Some(s) = &k.name_suffix {
         basic::prefix_suffix(res, s, false).map_err(inv)?;
     }
-    basic::labels(res, k).map_err(inv)?;
+    basic::labels(res, k, &config.common_labels).map_err(inv)?;
     if let Some(a) = &k.common_annotations {
         let pairs = crate::kustomization::string_map(a, "commonAnnotations").map_err(inv)?;
-        basic::annotations(res, &pairs).map_err(inv)?;
+        basic::annotations(res, &pairs, &config.common_annotations).map_err(inv)?;
     }
     patches::json6902_list(ctx, dir, &shown, &k.patches_json6902, res)?;
     for r in &k.replicas {

@@ -53,7 +53,8 @@ fn gvk_selected(info: &Info, kind: &str, group: &str, version: &str) -> bool {
     })
 }
 
-pub fn fix_back_references(res: &mut [Res]) -> Result<()> {
+/// `extra`: the `nameReference` rules of custom transformer configurations.
+pub fn fix_back_references(res: &mut [Res], extra: &[NameRef]) -> Result<()> {
     let infos: Vec<Info> = res
         .iter()
         .map(|r| {
@@ -84,7 +85,8 @@ pub fn fix_back_references(res: &mut [Res]) -> Result<()> {
             }
         }
     }
-    let rules = fieldspec::name_references();
+    let mut rules = fieldspec::name_references();
+    rules.extend(extra.iter().cloned());
     for i in 0..res.len() {
         let referrer = &infos[i];
         let org_kind = res[i].org_kind().to_string();

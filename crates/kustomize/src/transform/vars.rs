@@ -202,7 +202,13 @@ fn expand(
     Value::String(out)
 }
 
-pub fn resolve(res: &mut [Res], vars: &[VarArgs], shown: &Path) -> Result<()> {
+/// `extra`: the `varReference` field specs of custom transformer configurations.
+pub fn resolve(
+    res: &mut [Res],
+    vars: &[VarArgs],
+    extra: &[fieldspec::FieldSpec],
+    shown: &Path,
+) -> Result<()> {
     if vars.is_empty() {
         return Ok(());
     }
@@ -238,7 +244,8 @@ pub fn resolve(res: &mut [Res], vars: &[VarArgs], shown: &Path) -> Result<()> {
         };
         values.insert(v.name.clone(), found);
     }
-    let specs = fieldspec::var_references();
+    let mut specs = fieldspec::var_references();
+    specs.extend(extra.iter().cloned());
     let mut counts = HashMap::new();
     for r in res.iter_mut() {
         let av = r.api_version().to_string();

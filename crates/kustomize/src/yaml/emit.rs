@@ -420,14 +420,15 @@ fn is_break_char(c: char) -> bool {
     matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
+/// go-yaml's `is_printable`, which reads UTF-8 bytes and accepts only one-to-three-byte sequences:
+/// NEL (U+0085) and every character outside the Basic Multilingual Plane count as unprintable, so
+/// a value holding one is double-quoted and the character written as `\N` or `\U0001F680`.
 fn is_printable(c: char) -> bool {
     let v = c as u32;
     v == 0x0A
         || (0x20..=0x7E).contains(&v)
-        || v == 0x85
         || (0xA0..=0xD7FF).contains(&v)
         || ((0xE000..=0xFFFD).contains(&v) && v != 0xFEFF)
-        || (0x10000..=0x10FFFF).contains(&v)
 }
 
 fn analyze(value: &str) -> Analysis {

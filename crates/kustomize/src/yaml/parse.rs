@@ -176,6 +176,29 @@ fn parse_with(text: &str, booleans: Booleans) -> Result<Vec<Document>, YamlError
                 None => return Err(err("unknown anchor".into())),
             },
             Event::Scalar(text, style, anchor, tag) => {
+                let text = match style {
+                    ScalarStyle::Literal | ScalarStyle::Folded => {
+                        let header = span
+                            .start
+                            .byte_offset()
+                            .and_then(|o| source.get(o..))
+                            .unwrap_or("");
+                        let at_end = span.end.byte_offset().is_some_and(|o| {
+                            source.get(o..).is_some_and(|rest| rest.trim().is_empty())
+                        });
+                        let ends_in_break = source.ends_with('\n') || source.ends_with('\r');
+                        match block_scalar_as_go_yaml(
+                            &text,
+                            style == ScalarStyle::Folded,
+                            header,
+                            at_end && !ends_in_break,
+                        ) {
+                            Some(t) => t.into(),
+                            None => text,
+                        }
+                    }
+                    _ => text,
+                };
                 is_merge = style == ScalarStyle::Plain && tag.is_none() && text == "<<";
                 let v = match yaml11_boolean(&text) {
                     Some(b)
@@ -339,6 +362,127 @@ fn merge_into(map: &mut Map<String, Value>, src: Value) -> Result<(), String> {
     }
 }
 
+/// The chomping indicator of a block scalar header (`|-`, `>+2`, `|`): -1 strip, 1 keep, 0 clip.
+fn chomping(header: &str) -> i8 {
+    for c in header.chars().skip(1) {
+        match c {
+            '-' => return -1,
+            '+' => return 1,
+            '1'..='9' => continue,
+            _ => break,
+        }
+    }
+    0
+}
+
+/// A block scalar's text as kustomize ends up holding it, where that differs from saphyr's
+/// reading; `None` when it does not.
+///
+/// Two differences are known. go-yaml ends a clipped scalar that runs to the end of an input
+/// without a final line break without one (saphyr adds it). And kustomize writes every resource
+/// with go-yaml v3 and reads it again, keeping each scalar's style: v3's folded writer puts an
+/// extra line break after a line that does not start with a blank (it tests the value's first
+/// character where it means the next line's), which the reader keeps wherever folding does not
+/// apply — before a more-indented line, and at the end under `+` chomping.
+fn block_scalar_as_go_yaml(
+    text: &str,
+    folded: bool,
+    header: &str,
+    ends_unterminated_input: bool,
+) -> Option<String> {
+    let chomp = chomping(header);
+    let mut out = None;
+    if ends_unterminated_input && chomp == 0 && text.ends_with('\n') {
+        out = Some(text[..text.len() - 1].to_string());
+    }
+    if folded {
+        let current = out.as_deref().unwrap_or(text);
+        let rewritten = folded_write_read(current);
+        if rewritten != current {
+            out = Some(rewritten);
+        }
+    }
+    out
+}
+
+/// go-yaml v3's folded-scalar writer followed by its block-scalar reader, for a value that the
+/// writer keeps in folded style. Values holding other line breaks than `\n` are left alone
+/// (not seen in practice; modelled nowhere else here either).
+fn folded_write_read(value: &str) -> String {
+    if value.is_empty() || value.contains(['\r', '\u{85}', '\u{2028}', '\u{2029}']) {
+        return value.to_string();
+    }
+    let blank = |c: Option<char>| matches!(c, Some(' ' | '\t'));
+    // The writer: the test that should look at the line after the break looks at the value's
+    // first character instead.
+    let first_is_blankz = matches!(value.chars().find(|&c| c != '\n'), None | Some(' ' | '\t'));
+    let mut written = String::with_capacity(value.len() + 8);
+    let (mut breaks, mut leading_spaces) = (true, true);
+    for c in value.chars() {
+        if c == '\n' {
+            if !breaks && !leading_spaces && !first_is_blankz {
+                written.push('\n');
+            }
+            written.push('\n');
+            breaks = true;
+        } else {
+            if breaks {
+                leading_spaces = c == ' ' || c == '\t';
+            }
+            written.push(c);
+            breaks = false;
+        }
+    }
+    let chomp = if !value.ends_with('\n') {
+        -1
+    } else if value.len() == 1 || value[..value.len() - 1].ends_with('\n') {
+        1
+    } else {
+        0
+    };
+    // The reader, over the written lines (each followed by a line break: the document goes on).
+    if !written.ends_with('\n') {
+        written.push('\n');
+    }
+    let lines: Vec<&str> = written[..written.len() - 1].split('\n').collect();
+    let mut s = String::with_capacity(value.len());
+    let (mut leading_break, mut trailing_breaks) = (false, 0usize);
+    let mut leading_blank = false;
+    let mut i = 0;
+    while i < lines.len() && lines[i].is_empty() {
+        trailing_breaks += 1;
+        i += 1;
+    }
+    while i < lines.len() {
+        let line = lines[i];
+        let trailing_blank = blank(line.chars().next());
+        if leading_break && !leading_blank && !trailing_blank {
+            if trailing_breaks == 0 {
+                s.push(' ');
+            }
+        } else if leading_break {
+            s.push('\n');
+        }
+        s.extend(std::iter::repeat_n('\n', trailing_breaks));
+        trailing_breaks = 0;
+        leading_blank = trailing_blank;
+        s.push_str(line);
+        leading_break = true;
+        i += 1;
+        while i < lines.len() && lines[i].is_empty() {
+            trailing_breaks += 1;
+            i += 1;
+        }
+    }
+    if chomp != -1 && leading_break {
+        s.push('\n');
+    }
+    if chomp == 1 {
+        s.extend(std::iter::repeat_n('\n', trailing_breaks));
+    }
+    s
+}
+
 fn scalar_value(
     text: &str,
     style: ScalarStyle,
@@ -391,6 +535,28 @@ mod tests {
         assert!(
             e.message.contains("nesting") || e.message.contains("recursion limit"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn block_scalars_read_as_kustomize_holds_them() {
+        let doc = |t: &str| parse_documents(t).unwrap().remove(0);
+        // A clipped literal ending an input with no final line break gets none.
+        assert_eq!(doc("a: |\n  x\n  y"), serde_json::json!({"a": "x\ny"}));
+        assert_eq!(doc("a: |\n  x\n  y\n"), serde_json::json!({"a": "x\ny\n"}));
+        // Folded: a more-indented line gets the extra line break go-yaml v3's writer puts there.
+        assert_eq!(
+            doc("a: >-\n  f(c,\n    more\n  )\nb: 1\n"),
+            serde_json::json!({"a": "f(c,\n\n  more\n)", "b": 1})
+        );
+        assert_eq!(
+            doc("a: >+\n  x\n  y\n\nb: >+\n  x\n\n    y\n\n\n"),
+            serde_json::json!({"a": "x y\n\n\n", "b": "x\n\n\n  y\n\n\n"})
+        );
+        // Plain folding round-trips unchanged.
+        assert_eq!(
+            doc("y: >-\n  one\n  two\n\n  three\nz: >2\n    lead\n  normal\n  again\n"),
+            serde_json::json!({"y": "one two\nthree", "z": "  lead\nnormal again\n"})
         );
     }
 
