@@ -187,9 +187,11 @@ fn parse_with(text: &str, booleans: Booleans) -> Result<Vec<Document>, YamlError
                             source.get(o..).is_some_and(|rest| rest.trim().is_empty())
                         });
                         let ends_in_break = source.ends_with('\n') || source.ends_with('\r');
+                        // The folded write-read is kustomize's (kyaml keeps styles); readers
+                        // of sigs.k8s.io/yaml (Helm values, postBuild) never write in between.
                         match block_scalar_as_go_yaml(
                             &text,
-                            style == ScalarStyle::Folded,
+                            style == ScalarStyle::Folded && booleans == Booleans::Yaml12,
                             header,
                             at_end && !ends_in_break,
                         ) {
@@ -557,6 +559,11 @@ mod tests {
         assert_eq!(
             doc("y: >-\n  one\n  two\n\n  three\nz: >2\n    lead\n  normal\n  again\n"),
             serde_json::json!({"y": "one two\nthree", "z": "  lead\nnormal again\n"})
+        );
+        // Only kustomize writes between its reads: sigs.k8s.io/yaml keeps the value as read.
+        assert_eq!(
+            parse_documents_yaml11("a: >-\n  f(c,\n    more\n  )\n").unwrap()[0],
+            serde_json::json!({"a": "f(c,\n  more\n)"})
         );
     }
 
