@@ -56,25 +56,25 @@ pub fn parse_int(s: &str, base: u32) -> Result<i64, Option<i64>> {
     if digits.is_empty() {
         return Err(None);
     }
-    let (radix, body, prefixed) = if base == 0 {
+    let (radix, body) = if base == 0 {
         let lower = digits.to_ascii_lowercase();
         if lower.starts_with("0x") {
-            (16, &digits[2..], true)
+            (16, &digits[2..])
         } else if lower.starts_with("0o") {
-            (8, &digits[2..], true)
+            (8, &digits[2..])
         } else if lower.starts_with("0b") {
-            (2, &digits[2..], true)
+            (2, &digits[2..])
         } else if digits.len() > 1 && digits.starts_with('0') {
-            (8, &digits[1..], true)
+            (8, &digits[1..])
         } else {
-            (10, digits, false)
+            (10, digits)
         }
     } else {
-        (base, digits, false)
+        (base, digits)
     };
-    // Underscores only with base 0, only between digits (or after the prefix).
-    let body_clean: String = if base == 0 && body.contains('_') {
-        if !prefixed || body.ends_with('_') || body.contains("__") {
+    // Underscores only with base 0, between digits (Go's literal syntax).
+    let body_clean: String = if body.contains('_') {
+        if base != 0 || !underscore_ok(s) {
             return Err(None);
         }
         body.replace('_', "")
@@ -101,6 +101,38 @@ pub fn parse_int(s: &str, base: u32) -> Result<i64, Option<i64>> {
     } else {
         acc as i64
     })
+}
+
+/// Go's `underscoreOK`: each `_` separates digits (a base prefix counts as a digit).
+fn underscore_ok(s: &str) -> bool {
+    let s = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let b = s.as_bytes();
+    let mut saw = b'^';
+    let mut i = 0;
+    let mut hex = false;
+    if b.len() >= 2 && b[0] == b'0' && matches!(b[1].to_ascii_lowercase(), b'b' | b'o' | b'x') {
+        i = 2;
+        saw = b'0';
+        hex = b[1].to_ascii_lowercase() == b'x';
+    }
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_digit() || (hex && c.is_ascii_hexdigit()) {
+            saw = b'0';
+        } else if c == b'_' {
+            if saw != b'0' {
+                return false;
+            }
+            saw = b'_';
+        } else {
+            if saw == b'_' {
+                return false;
+            }
+            saw = b'!';
+        }
+        i += 1;
+    }
+    saw != b'_'
 }
 
 /// cast `ToInt64E`; `None` where cast returns an error.
@@ -131,21 +163,33 @@ pub fn to_float64(v: &Value) -> f64 {
     }
 }
 
-/// Go's `strconv.ParseFloat(s, 64)` for decimal input, `Inf`/`NaN` spellings included.
+/// Go's `strconv.ParseFloat(s, 64)` for decimal input, `Inf`/`NaN` spellings and `_`
+/// separators included; out of range (`1e400`) is an error, as in Go.
 pub fn parse_float(s: &str) -> Option<f64> {
-    if s.is_empty() || s.contains('_') || s.starts_with(char::is_whitespace) {
+    if s.is_empty() || s.starts_with(char::is_whitespace) {
         return None;
     }
     let lower = s.trim_start_matches(['+', '-']).to_ascii_lowercase();
     if lower.starts_with("0x") {
         return None;
     }
-    if matches!(lower.as_str(), "inf" | "infinity" | "nan")
-        || lower.starts_with(|c: char| c.is_ascii_digit() || c == '.')
-    {
+    if matches!(lower.as_str(), "inf" | "infinity" | "nan") {
         return s.parse::<f64>().ok();
     }
-    None
+    if !lower.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let cleaned;
+    let text = if s.contains('_') {
+        if !underscore_ok(s) {
+            return None;
+        }
+        cleaned = s.replace('_', "");
+        cleaned.as_str()
+    } else {
+        s
+    };
+    text.parse::<f64>().ok().filter(|f| f.is_finite())
 }
 
 /// Sprig's `empty`: nil, false, zero numbers and empty strings, lists and maps; a host object
@@ -181,7 +225,11 @@ mod tests {
         assert_eq!(to_int64(&Value::from("0x1F")), 31);
         assert_eq!(to_int64(&Value::from("010")), 8);
         assert_eq!(to_int64(&Value::from("08")), 0);
-        assert_eq!(to_int64(&Value::from("1_000")), 0);
+        assert_eq!(to_int64(&Value::from("1_000")), 1000);
+        assert_eq!(to_int64(&Value::from("1__000")), 0);
+        assert_eq!(to_int64(&Value::from("_1")), 0);
+        assert_eq!(to_float64(&Value::from("1_000.5")), 1000.5);
+        assert_eq!(to_float64(&Value::from("1e400")), 0.0);
         assert_eq!(to_int64(&Value::from("0x_1F")), 31);
         assert_eq!(to_int64(&Value::from("-7")), -7);
         assert_eq!(to_int64(&Value::from("abc")), 0);

@@ -87,6 +87,13 @@ fn string_sweep_matches_helm() {
     check(include_str!("sweep.txt"), 30);
 }
 
+/// `numbers.txt`: the conversions and arithmetic over 46 awkward values (float64 edge cases,
+/// strings in every base and spelling, bools, nil, a list, a map), recorded from Helm.
+#[test]
+fn number_sweep_matches_helm() {
+    check(include_str!("numbers.txt"), 30);
+}
+
 fn check(text: &str, at_least: usize) {
     let cases = parse_cases(text);
     assert!(
