@@ -2,7 +2,7 @@
 //! `ToInt64`/`ToInt`/`ToFloat64` (which Sprig's arithmetic calls and whose errors it ignores, so
 //! a bad input is 0), `strconv`'s integer parsing, and Sprig's `empty` rule.
 
-use ferroflux_gotemplate::{Value, fmt};
+use ferroflux_gotemplate::{Object, Value, fmt};
 
 /// Sprig's `strval`: strings as they are, `[]byte` as text, everything else as `%v` (a host
 /// object's `String()` when it has one).
@@ -193,11 +193,80 @@ pub fn parse_float(s: &str) -> Option<f64> {
 }
 
 /// Sprig's `empty`: nil, false, zero numbers and empty strings, lists and maps; a host object
-/// (a struct or pointer) is never empty.
+/// (a struct or pointer) is never empty, a typed slice when it has no items.
 pub fn empty(v: &Value) -> bool {
     match v {
-        Value::Object(_) => false,
+        Value::Object(o) => o.as_value().is_some_and(|inner| !inner.truth()),
         other => !other.truth(),
+    }
+}
+
+/// A Go slice with a concrete element type (`[]string`, `[]int`), as Sprig returns from
+/// `splitList`, `keys`, `regexFindAll`, `until`…: printed, ranged and indexed as a list, but
+/// `typeOf` names its type and `reflect.DeepEqual` tells it from `[]interface {}`.
+pub struct TypedSlice {
+    elem: &'static str,
+    items: Value,
+}
+
+impl Object for TypedSlice {
+    fn type_name(&self) -> String {
+        format!("[]{}", self.elem)
+    }
+    fn kind_name(&self) -> String {
+        "slice".into()
+    }
+    fn format(&self) -> String {
+        fmt::sprint(std::slice::from_ref(&self.items))
+    }
+    fn truth(&self) -> bool {
+        self.items.truth()
+    }
+    fn to_json(&self) -> serde_json::Value {
+        self.items.to_json()
+    }
+    fn as_value(&self) -> Option<Value> {
+        Some(self.items.clone())
+    }
+}
+
+/// A `[]string`.
+pub fn string_slice(items: Vec<String>) -> Value {
+    Value::object(TypedSlice {
+        elem: "string",
+        items: Value::list(items.into_iter().map(Value::from).collect()),
+    })
+}
+
+/// A `[]int`.
+pub fn int_slice(items: Vec<i64>) -> Value {
+    Value::object(TypedSlice {
+        elem: "int",
+        items: Value::list(items.into_iter().map(Value::Int).collect()),
+    })
+}
+
+/// The items of a list or of a typed slice.
+pub fn slice_items(v: &Value) -> Option<Vec<Value>> {
+    match v {
+        Value::List(l) => Some(l.to_vec()),
+        Value::Object(o) if o.kind_name() == "slice" => o
+            .as_value()
+            .and_then(|i| i.as_list().map(<[Value]>::to_vec)),
+        _ => None,
+    }
+}
+
+/// `reflect.DeepEqual`: same Go types and equal contents, typed slices included.
+pub fn deep_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) if x.kind_name() == "slice" => {
+            x.type_name() == y.type_name() && slice_items(a) == slice_items(b)
+        }
+        (Value::List(x), Value::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| deep_equal(p, q))
+        }
+        _ => a == b,
     }
 }
 

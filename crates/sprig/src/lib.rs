@@ -17,8 +17,6 @@
 //!
 //! Differences from Sprig on Go, all forced by the value model or by determinism:
 //! - `keys`, `values` (and so `pluck` over them) come in sorted key order; Go's map order is random.
-//! - Go's typed slices (`[]string` from `splitList`, `keys`, `regexFindAll`; `[]int` from `until`)
-//!   are lists of strings or ints here, so `typeOf` says `[]interface {}` for them.
 //! - `time.Time` printed with `%v` omits Go's monotonic clock suffix (`m=+0.01`) on `now`.
 //! - Regex syntax errors carry the `regex` crate's description after Go's prefix.
 //! - `genPrivateKey "dsa"` is not supported (an error text in place of the key).
@@ -36,6 +34,7 @@ pub mod paths;
 pub mod text;
 pub mod url;
 
+pub use conv::TypedSlice;
 pub use funcs::dates::GoTime;
 pub use funcs::misc::{CertObject, SemverObject};
 

@@ -4,8 +4,8 @@
 //! `crates/gotemplate/tests/oracle/render.py cases.txt` with helm-python-sdk 0.2.2, Helm 4.2.3).
 //! Values are JSON, so their numbers are float64 as in Helm. Non-deterministic functions appear
 //! only through properties of their results (lengths, prefixes, round trips). A case may add an
-//! `ours` section after Helm's `want`: a known, documented difference (Go's typed slices such as
-//! `[]string` are lists here), which is what this side must print instead.
+//! `ours` section next to Helm's `want`: a known difference documented in the crate docs, which
+//! is what this side must print instead (none today).
 
 use ferroflux_gotemplate::{MissingKey, Template, Value};
 

@@ -136,14 +136,14 @@ pub(crate) fn merge_maps(dst: &Map, src: &Map, overwrite: bool) {
         }
         // mergo's slice branch: with overwrite the source list replaces the destination's,
         // even when empty.
-        if overwrite && matches!(s, Value::List(_) | Value::Bytes(_)) {
+        let is_slice = matches!(s, Value::Bytes(_)) || crate::conv::slice_items(&s).is_some();
+        if overwrite && is_slice {
             dst.insert(key, s);
             continue;
         }
         if let Some(d) = &d
             && !empty(d)
-            && (matches!(s, Value::List(_) | Value::Bytes(_))
-                || matches!((&s, d), (Value::Map(_), Value::Map(_))))
+            && (is_slice || matches!((&s, d), (Value::Map(_), Value::Map(_))))
         {
             continue;
         }

@@ -7,15 +7,17 @@
 use ferroflux_gotemplate::{FuncError, Type, Value};
 
 use super::{Def, err, fixed, int, variadic};
-use crate::conv::{NIL_DEREF, empty, to_int64};
+use crate::conv::{NIL_DEREF, deep_equal, empty, slice_items, to_int64};
 
 use Type::{Any, Int};
 
 /// The items of a slice argument, or Sprig's error `Cannot <what> on type <kind>` (`what`
 /// includes Sprig's verb: `push on`, `find first on`, `chunk`).
 fn items(v: &Value, what: &str) -> Result<Vec<Value>, FuncError> {
+    if let Some(items) = slice_items(v) {
+        return Ok(items);
+    }
     match v {
-        Value::List(l) => Ok(l.to_vec()),
         Value::Bytes(b) => Ok(b.iter().map(|x| Value::Int(i64::from(*x))).collect()),
         Value::Nil => Err(err(NIL_DEREF)),
         other => Err(err(format!("Cannot {what} type {}", other.kind_name()))),
@@ -41,7 +43,9 @@ pub(crate) fn defs() -> Vec<Def> {
             for l in a {
                 match l {
                     Value::Nil => return Err(err(NIL_DEREF)),
-                    Value::List(_) | Value::Bytes(_) => out.extend(items(l, "")?),
+                    _ if slice_items(l).is_some() || matches!(l, Value::Bytes(_)) => {
+                        out.extend(items(l, "")?)
+                    }
                     other => {
                         return Err(err(format!(
                             "Cannot concat type {} as list",
@@ -111,7 +115,7 @@ pub(crate) fn defs() -> Vec<Def> {
         fixed(n, &[Any], |a| {
             let mut out: Vec<Value> = Vec::new();
             for item in items(&a[0], "find uniq on")? {
-                if !out.contains(&item) {
+                if !out.iter().any(|o| deep_equal(o, &item)) {
                     out.push(item);
                 }
             }
@@ -124,7 +128,7 @@ pub(crate) fn defs() -> Vec<Def> {
             list(
                 items(&a[0], "find without on")?
                     .into_iter()
-                    .filter(|i| !omit.contains(i))
+                    .filter(|i| !omit.iter().any(|o| deep_equal(o, i)))
                     .collect(),
             )
         })
@@ -134,7 +138,11 @@ pub(crate) fn defs() -> Vec<Def> {
             if a[1].is_nil() {
                 return Ok(Value::Bool(false));
             }
-            Ok(Value::Bool(items(&a[1], "find has on")?.contains(&a[0])))
+            Ok(Value::Bool(
+                items(&a[1], "find has on")?
+                    .iter()
+                    .any(|i| deep_equal(&a[0], i)),
+            ))
         })
     });
     both(&mut v, "compact", "mustCompact", |n| {
@@ -149,8 +157,10 @@ pub(crate) fn defs() -> Vec<Def> {
     });
     both(&mut v, "slice", "mustSlice", |n| {
         variadic(n, &[Any], Any, |a| {
+            let typed = matches!(&a[0], Value::Object(o) if o.kind_name() == "slice");
             let l = match &a[0] {
                 Value::List(_) | Value::Bytes(_) => items(&a[0], "")?,
+                _ if typed => items(&a[0], "")?,
                 Value::Nil => return Err(err(NIL_DEREF)),
                 other => {
                     return Err(err(format!(
@@ -172,7 +182,21 @@ pub(crate) fn defs() -> Vec<Def> {
             if end > len {
                 return Err(err("reflect.Value.Slice: slice index out of bounds"));
             }
-            list(l[start as usize..end as usize].to_vec())
+            let part = l[start as usize..end as usize].to_vec();
+            // Go's reflect slicing keeps the slice's type ([]string stays []string).
+            if let Value::Object(o) = &a[0]
+                && typed
+            {
+                if o.type_name() == "[]int" {
+                    return Ok(crate::conv::int_slice(
+                        part.iter().map(super::int).collect(),
+                    ));
+                }
+                return Ok(crate::conv::string_slice(
+                    part.iter().map(|v| super::s(v).to_string()).collect(),
+                ));
+            }
+            list(part)
         })
     });
     both(&mut v, "chunk", "mustChunk", |n| {

@@ -293,7 +293,9 @@ pub(crate) fn defs() -> Vec<Def> {
         fixed("kindIs", &[Str, Any], |a| {
             Ok(Value::Bool(s(&a[0]) == a[1].kind_name()))
         }),
-        fixed("deepEqual", &[Any, Any], |a| Ok(Value::Bool(a[0] == a[1]))),
+        fixed("deepEqual", &[Any, Any], |a| {
+            Ok(Value::Bool(crate::conv::deep_equal(&a[0], &a[1])))
+        }),
         // Network: Helm replaces Sprig's lookup with one that returns "" unless DNS is enabled
         // (`--enable-dns`, off by default). A render here never touches the network, so this is
         // Helm's default behaviour, always.

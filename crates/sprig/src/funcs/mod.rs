@@ -83,7 +83,7 @@ pub(crate) fn text(s: impl Into<String>) -> Result<Value, FuncError> {
     Ok(Value::from(s.into()))
 }
 
-/// A list of strings (Go's `[]string`, which this value model holds as a list).
+/// A Go `[]string`.
 pub(crate) fn strings_value(items: Vec<String>) -> Value {
-    Value::list(items.into_iter().map(Value::from).collect())
+    crate::conv::string_slice(items)
 }

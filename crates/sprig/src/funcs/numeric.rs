@@ -121,7 +121,7 @@ pub(crate) fn defs() -> Vec<Def> {
 }
 
 fn ints(v: Vec<i64>) -> Value {
-    Value::list(v.into_iter().map(Value::Int).collect())
+    crate::conv::int_slice(v)
 }
 
 fn extreme(a: &[Value], max: bool) -> i64 {

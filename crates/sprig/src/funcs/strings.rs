@@ -139,6 +139,7 @@ pub(crate) fn defs() -> Vec<Def> {
         fixed("sortAlpha", &[Any], |a| {
             let mut items = match &a[0] {
                 Value::List(_) | Value::Bytes(_) => strslice(&a[0]),
+                other if crate::conv::slice_items(other).is_some() => strslice(other),
                 other => vec![strval(other)],
             };
             items.sort();
@@ -239,9 +240,11 @@ fn indexed(parts: Vec<String>) -> Value {
 
 /// Sprig's `strslice`: a list's non-nil items as strings, nil as nothing, a scalar as itself.
 pub(crate) fn strslice(v: &Value) -> Vec<String> {
+    if let Some(items) = crate::conv::slice_items(v) {
+        return items.iter().filter(|i| !i.is_nil()).map(strval).collect();
+    }
     match v {
         Value::Nil => Vec::new(),
-        Value::List(items) => items.iter().filter(|i| !i.is_nil()).map(strval).collect(),
         Value::Bytes(b) => b.iter().map(|x| x.to_string()).collect(),
         other => vec![strval(other)],
     }
