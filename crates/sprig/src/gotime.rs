@@ -204,7 +204,13 @@ impl Time {
             return (0, "UTC".to_string());
         };
         let info = self.tz.to_offset_info(ts);
-        (info.offset().seconds(), info.abbreviation().to_string())
+        // A fixed zone from a parsed numeric offset has no name in Go; MST then prints -0700.
+        let name = if self.location.is_empty() {
+            String::new()
+        } else {
+            info.abbreviation().to_string()
+        };
+        (info.offset().seconds(), name)
     }
 
     fn civil(&self) -> Civil {
@@ -599,7 +605,9 @@ pub fn parse_in_location(
         elem: go_quote(elem),
     };
     let (mut year, mut month, mut day, mut hour, mut minute, mut second, mut nanos) =
-        (1i64, 1u32, 1u32, 0u32, 0u32, 0u32, 0u32);
+        // Go: elements missing from the layout are zero, or one where zero is impossible, so a
+        // layout without a year parses into year 0.
+        (0i64, 1u32, 1u32, 0u32, 0u32, 0u32, 0u32);
     let mut yday: Option<u32> = None;
     let mut pm: Option<bool> = None;
     let mut offset: Option<i32> = None;

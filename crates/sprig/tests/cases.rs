@@ -94,6 +94,14 @@ fn number_sweep_matches_helm() {
     check(include_str!("numbers.txt"), 30);
 }
 
+/// `times.txt`: 18 Go layouts x 6 instants x 8 zones (half-hour, 45-minute and DST zones),
+/// `toDate`/`mustToDate` over 22 layout/value pairs, Go's JSON floats and duration texts,
+/// recorded from Helm.
+#[test]
+fn time_sweep_matches_helm() {
+    check(include_str!("times.txt"), 30);
+}
+
 fn check(text: &str, at_least: usize) {
     let cases = parse_cases(text);
     assert!(
