@@ -39,6 +39,10 @@ pub enum Type {
     List,
     /// `map[string]interface{}`; a missing value arrives as [`Value::Nil`].
     Map,
+    /// A host type by its Go name (`time.Time`, `*semver.Version`): accepts a
+    /// [`Value::Object`] whose [`crate::Object::type_name`] is this name. Pointer, slice and map
+    /// types (`*…`, `[]…`, `map[…`) accept no value as [`Value::Nil`].
+    Object(&'static str),
 }
 
 impl Type {
@@ -54,12 +58,17 @@ impl Type {
             Type::Bytes => "[]uint8",
             Type::List => "[]interface {}",
             Type::Map => "map[string]interface {}",
+            Type::Object(name) => name,
         }
     }
 
     /// Whether Go's nil converts to this type (`reflect.Zero` of a slice, map or interface).
     pub fn can_be_nil(self) -> bool {
-        matches!(self, Type::Any | Type::Bytes | Type::List | Type::Map)
+        match self {
+            Type::Any | Type::Bytes | Type::List | Type::Map => true,
+            Type::Object(name) => name.starts_with(['*', '[']) || name.starts_with("map["),
+            _ => false,
+        }
     }
 
     /// Whether a value of this dynamic type is assignable to the parameter.
@@ -74,6 +83,7 @@ impl Type {
             Type::Bytes => matches!(v, Value::Bytes(_)),
             Type::List => matches!(v, Value::List(_)),
             Type::Map => matches!(v, Value::Map(_)),
+            Type::Object(name) => matches!(v, Value::Object(o) if o.type_name() == name),
         }
     }
 }
@@ -345,6 +355,10 @@ mod tests {
         assert!(Type::Any.accepts(&Value::Nil));
         assert!(Type::Map.can_be_nil() && !Type::Int.can_be_nil());
         assert_eq!(Type::Map.go_name(), "map[string]interface {}");
+        assert_eq!(Type::Object("time.Time").go_name(), "time.Time");
+        assert!(!Type::Object("time.Time").can_be_nil());
+        assert!(Type::Object("*semver.Version").can_be_nil());
+        assert!(!Type::Object("time.Time").accepts(&Value::from("x")));
     }
 
     #[test]
