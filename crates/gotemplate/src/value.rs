@@ -496,6 +496,12 @@ pub trait Object: Send + Sync {
     fn as_value(&self) -> Option<Value> {
         None
     }
+
+    /// The object itself, for a host that wants its own type back from a [`Value::Object`]
+    /// (sprig's `date` reading its `time.Time`). Implement as `Some(self)`.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 #[cfg(test)]
