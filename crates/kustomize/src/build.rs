@@ -10,6 +10,7 @@ use crate::config::TransformerConfig;
 use crate::error::{BuildError, Result};
 use crate::fsys::{Fs, Limits, LoadRestrictions};
 use crate::kustomization::{Kustomization, VarArgs};
+use crate::origin::{self, BuildMetadata};
 use crate::resource::Res;
 use crate::transform;
 use crate::yaml::parse::{parse_documents, parse_documents_with_raw};
@@ -62,6 +63,9 @@ pub(crate) struct Ctx<'a> {
     pub fs: &'a Fs,
     stack: RefCell<Vec<PathBuf>>,
     pub warnings: RefCell<Vec<String>>,
+    /// With `buildMetadata: [originAnnotations]`: the path, relative to the directory being
+    /// built, of the kustomization being accumulated (kustomize's `kt.origin`).
+    pub origin: RefCell<Option<String>>,
 }
 
 #[derive(Default)]
@@ -108,6 +112,7 @@ impl Build {
             fs: &self.fs,
             stack: RefCell::new(Vec::new()),
             warnings: RefCell::new(Vec::new()),
+            origin: RefCell::new(None),
         };
         let start = if path.is_absolute() {
             path.to_path_buf()
@@ -118,6 +123,16 @@ impl Build {
             .fs
             .confine(&start, self.fs.root(), "kustomization directory")?;
         let (kust, kfile) = load_kustomization(&ctx, &dir)?;
+        let build_metadata = BuildMetadata::parse(kust.build_metadata.as_ref()).map_err(|why| {
+            BuildError::Unsupported {
+                path: ctx.fs.display(&kfile),
+                field: "buildMetadata".into(),
+                why,
+            }
+        })?;
+        if build_metadata.origin_annotations {
+            *ctx.origin.borrow_mut() = Some(String::new());
+        }
         let acc = ctx.accumulate(&dir, &kfile, &kust, Acc::default(), false)?;
         let mut resources = acc.resources;
         transform::hash::add_hashes(&mut resources, &kfile, ctx.fs)?;
@@ -140,6 +155,7 @@ impl Build {
             transform::sort::sort(&mut resources, kust.sort_options.as_ref())
                 .map_err(|m| BuildError::invalid(ctx.fs.display(&kfile), m))?;
         }
+        origin::finish(&mut resources, build_metadata);
         let warnings = ctx.warnings.into_inner();
         let quoted_placeholders = resources.iter_mut().map(still_quoted).collect();
         Ok(BuildOutput {
@@ -281,7 +297,7 @@ fn check_unsupported(k: &Kustomization, path: &Path) -> Result<()> {
         field: field.into(),
         why: why.into(),
     };
-    let fields: [(&str, bool, &str); 9] = [
+    let fields: [(&str, bool, &str); 8] = [
         (
             "helmCharts",
             k.helm_charts.is_some(),
@@ -321,11 +337,6 @@ fn check_unsupported(k: &Kustomization, path: &Path) -> Result<()> {
             "openapi",
             k.openapi.is_some(),
             "custom OpenAPI schemas are not implemented",
-        ),
-        (
-            "buildMetadata",
-            k.build_metadata.is_some(),
-            "origin and transformer annotations are not implemented",
         ),
     ];
     for (f, set, why) in fields {
@@ -421,7 +432,10 @@ impl Ctx<'_> {
             let real = self.fs.confine(&p, self.fs.root(), "resource")?;
             if real.is_dir() {
                 let (child, child_file) = load_kustomization(self, &real)?;
-                let sub = self.accumulate(&real, &child_file, &child, Acc::default(), false)?;
+                let saved = self.enter_origin(entry);
+                let sub = self.accumulate(&real, &child_file, &child, Acc::default(), false);
+                *self.origin.borrow_mut() = saved;
+                let sub = sub?;
                 pending.extend(sub.resources);
                 acc.config.merge(&sub.config);
                 for v in sub.vars {
@@ -435,7 +449,13 @@ impl Ctx<'_> {
                 }
             } else {
                 let real = self.fs.confine_loaded(&p, dir, "resource file")?;
-                let loaded = self.load_resources(&real)?;
+                let mut loaded = self.load_resources(&real)?;
+                if let Some(base) = self.origin.borrow().as_deref() {
+                    let annotation = origin::of_file(&origin::join(base, entry));
+                    for r in &mut loaded {
+                        origin::annotate(r, &annotation);
+                    }
+                }
                 pending.extend(loaded);
             }
         }
@@ -453,7 +473,10 @@ impl Ctx<'_> {
             let real = self.fs.confine(&p, self.fs.root(), "component")?;
             let (child, child_file) = load_kustomization(self, &real)?;
             let taken = std::mem::take(acc);
-            *acc = self.accumulate(&real, &child_file, &child, taken, true)?;
+            let saved = self.enter_origin(entry);
+            let accumulated = self.accumulate(&real, &child_file, &child, taken, true);
+            *self.origin.borrow_mut() = saved;
+            *acc = accumulated?;
         }
         for entry in &kust.configurations {
             let p = self.fs.join(dir, entry)?;
@@ -465,6 +488,17 @@ impl Ctx<'_> {
         transform::run_all(self, dir, kfile, kust, &acc.config, &mut acc.resources)?;
         transform::vars::merge(&mut acc.resources, &kust.vars, &mut acc.vars, &shown)?;
         Ok(())
+    }
+
+    /// Moves the origin into the directory `entry` (when origins are recorded) and returns the
+    /// one to restore afterwards.
+    fn enter_origin(&self, entry: &str) -> Option<String> {
+        let mut origin = self.origin.borrow_mut();
+        let saved = origin.clone();
+        if let Some(o) = origin.as_mut() {
+            *o = origin::join(o, entry);
+        }
+        saved
     }
 
     /// Loads the objects of one manifest file (`kind: List` objects are expanded).

@@ -18,6 +18,7 @@ mod error;
 mod fieldspec;
 mod fsys;
 mod kustomization;
+mod origin;
 mod resource;
 mod smp;
 mod transform;

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use crate::build::{Ctx, append_all};
 use crate::error::{BuildError, Result};
 use crate::kustomization::{GeneratorArgs, GeneratorOptions, Kustomization, string_map};
+use crate::origin;
 use crate::resource::Res;
 
 pub fn run(
@@ -18,12 +19,25 @@ pub fn run(
     k: &Kustomization,
     res: &mut Vec<Res>,
 ) -> Result<()> {
+    let configured_in = ctx.origin.borrow().as_deref().map(|base| {
+        let file = kfile
+            .file_name()
+            .map(|f| f.to_string_lossy())
+            .unwrap_or_default();
+        origin::join(base, &file)
+    });
     for g in &k.config_map_generator {
-        let r = generate(ctx, dir, kfile, g, k.generator_options.as_ref(), false)?;
+        let mut r = generate(ctx, dir, kfile, g, k.generator_options.as_ref(), false)?;
+        if let Some(c) = &configured_in {
+            origin::annotate(&mut r, &origin::of_generator(c, "ConfigMapGenerator"));
+        }
         absorb(ctx, kfile, g, r, res)?;
     }
     for g in &k.secret_generator {
-        let r = generate(ctx, dir, kfile, g, k.generator_options.as_ref(), true)?;
+        let mut r = generate(ctx, dir, kfile, g, k.generator_options.as_ref(), true)?;
+        if let Some(c) = &configured_in {
+            origin::annotate(&mut r, &origin::of_generator(c, "SecretGenerator"));
+        }
         absorb(ctx, kfile, g, r, res)?;
     }
     Ok(())
@@ -73,6 +87,12 @@ fn absorb(ctx: &Ctx, kfile: &Path, g: &GeneratorArgs, new: Res, res: &mut Vec<Re
         ));
     }
     let old = &mut res[matches[0]];
+    // A merge keeps where the object came from; a replace takes the generator's origin.
+    let kept_origin = if behavior == "merge" {
+        origin::get(old)
+    } else {
+        None
+    };
     if behavior == "replace" {
         for field in ["data", "binaryData", "type", "immutable"] {
             match new.obj.get(field) {
@@ -116,12 +136,12 @@ fn absorb(ctx: &Ctx, kfile: &Path, g: &GeneratorArgs, new: Res, res: &mut Vec<Re
             }
         }
     }
-    old.needs_hash = old.needs_hash || new.needs_hash;
-    if new.needs_hash {
-        old.needs_hash = true;
-    } else if g.options.as_ref().and_then(|o| o.disable_name_suffix_hash) == Some(true) {
-        old.needs_hash = false;
+    if let Some(Value::String(o)) = kept_origin {
+        origin::annotate(old, &o);
     }
+    // Whether the name gets a hash suffix is a build annotation, and kustomize's
+    // CopyMergeMetaDataFieldsFrom takes build annotations from the object merged into only:
+    // the generator that first made it decides, whatever the merging generator's options.
     old.generated = true;
     Ok(())
 }

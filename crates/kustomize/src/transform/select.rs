@@ -29,9 +29,61 @@ fn anchored(p: &str) -> Result<Option<Regex>, String> {
     if p.is_empty() {
         return Ok(None);
     }
-    Regex::new(&format!("^(?:{p})$"))
+    Regex::new(&format!("^(?:{})$", go_literal_braces(p)))
         .map(Some)
         .map_err(|e| format!("invalid regular expression {p:?}: {e}"))
+}
+
+/// Go's regexp takes a `{` that does not open a repeat count (`{2}`, `{2,}`, `{2,5}`) as a
+/// literal — `\${cluster_name}` matches `${cluster_name}` — where the `regex` crate refuses it;
+/// such braces are escaped.
+fn go_literal_braces(p: &str) -> std::borrow::Cow<'_, str> {
+    if !p.contains('{') {
+        return p.into();
+    }
+    let b = p.as_bytes();
+    let mut out = String::with_capacity(p.len() + 4);
+    let (mut i, mut in_class) = (0, false);
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\\' && i + 1 < b.len() {
+            // Copy the escape whole (it may be a multi-byte character).
+            let len = p[i + 1..].chars().next().map_or(1, char::len_utf8);
+            out.push_str(&p[i..i + 1 + len]);
+            i += 1 + len;
+            continue;
+        }
+        match c {
+            b'[' => in_class = true,
+            b']' => in_class = false,
+            b'{' if !in_class && !is_repeat_count(&p[i..]) => {
+                out.push_str("\\{");
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let len = p[i..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&p[i..i + len]);
+        i += len;
+    }
+    out.into()
+}
+
+/// Whether `s` starts with a repeat count as Go's parser reads one: `{n}`, `{n,}` or `{n,m}`.
+fn is_repeat_count(s: &str) -> bool {
+    let Some(body) = s
+        .strip_prefix('{')
+        .and_then(|r| r.split_once('}'))
+        .map(|(b, _)| b)
+    else {
+        return false;
+    };
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|d| d.is_ascii_digit());
+    match body.split_once(',') {
+        None => digits(body),
+        Some((min, max)) => digits(min) && (max.is_empty() || digits(max)),
+    }
 }
 
 fn parse_selector(s: &str) -> Result<Vec<Req>, String> {
@@ -145,5 +197,22 @@ impl Compiled {
             return false;
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn braces_that_are_no_repeat_count_are_literal_as_in_go() {
+        let re = anchored("\\${cluster_name}-hello").unwrap().unwrap();
+        assert!(re.is_match("${cluster_name}-hello"));
+        let re = anchored("a{2}[{]x{").unwrap().unwrap();
+        assert!(re.is_match("aa{x{"));
+        assert!(
+            anchored("a{2,1}").is_err(),
+            "a real repeat count is still checked"
+        );
     }
 }
