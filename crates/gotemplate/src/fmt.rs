@@ -90,7 +90,12 @@ pub fn format_float(f: f64, fmt: char, prec: i32) -> String {
                 let p = (d.digits.len() as i32 - d.dp).max(0) as usize;
                 d.write_f(&mut out, p);
             } else {
-                out.push_str(&format!("{:.*}", prec as usize, abs));
+                // Rust formats at most 65,535 digits; a double's exact expansion ends within
+                // 1,074 fractional digits, so what lies beyond is zeros.
+                let prec = prec as usize;
+                let exact = prec.min(EXACT_FRACTION_DIGITS);
+                out.push_str(&format!("{abs:.exact$}"));
+                out.extend(std::iter::repeat_n('0', prec - exact));
             }
         }
         _ => {
@@ -131,6 +136,11 @@ pub fn format_float(f: f64, fmt: char, prec: i32) -> String {
     out
 }
 
+/// More digits than any double's exact decimal expansion has after the point (1,074).
+const EXACT_FRACTION_DIGITS: usize = 1_100;
+/// More significant digits than any double's exact decimal expansion has (767).
+const EXACT_SIGNIFICANT_DIGITS: usize = 800;
+
 /// A float's decimal digits (no trailing zeros; empty for zero) and the decimal point's place:
 /// the value is `0.DIGITS × 10^dp`.
 struct Decimal {
@@ -144,8 +154,10 @@ impl Decimal {
         Decimal::parse(&format!("{abs:e}"))
     }
 
-    /// `n` significant digits, correctly rounded.
+    /// `n` significant digits, correctly rounded (digits past a double's exact expansion,
+    /// at most 767 significant ones, are zeros and left implicit).
     fn rounded(abs: f64, n: usize) -> Decimal {
+        let n = n.min(EXACT_SIGNIFICANT_DIGITS);
         Decimal::parse(&format!("{:.*e}", n.saturating_sub(1), abs))
     }
 
@@ -1161,5 +1173,14 @@ mod tests {
         assert_eq!(format_float(100.0, 'g', 3), "100");
         assert_eq!(format_float(1000.0, 'g', 3), "1e+03");
         assert_eq!(format_float(0.5, 'e', 0), "5e-01");
+        // Precisions beyond Rust's formatter (found by the fuzz test): zeros past the exact digits.
+        let f = format_float(0.1, 'f', 100_000);
+        assert_eq!(f.len(), 100_002);
+        assert!(f.starts_with("0.1000000000000000055511151231257827"));
+        assert!(f.ends_with("000"));
+        assert_eq!(
+            format_float(0.5, 'e', 100_000).len(),
+            "5.".len() + 100_000 + "e-01".len()
+        );
     }
 }

@@ -283,3 +283,94 @@ fn deep_nesting_never_overflows() {
     );
     assert!(v == v.clone());
 }
+
+#[test]
+fn printf_never_panics() {
+    const PIECES: &[&str] = &[
+        "%",
+        "%%",
+        "d",
+        "s",
+        "v",
+        "q",
+        "x",
+        "X",
+        "f",
+        "e",
+        "g",
+        "T",
+        "c",
+        "U",
+        "t",
+        "b",
+        "o",
+        "O",
+        "z",
+        "+",
+        "-",
+        "#",
+        " ",
+        "0",
+        "1",
+        "9",
+        "12",
+        "*",
+        ".",
+        "[",
+        "]",
+        "[1]",
+        "[3]",
+        "é",
+        "x",
+        "1000000",
+        "99999999999",
+    ];
+    let args = [
+        Value::Int(42),
+        Value::Int(-7),
+        Value::Int64(1 << 40),
+        Value::Float(-0.5),
+        Value::Float(f64::NAN),
+        Value::Float(1e300),
+        Value::from("héllo"),
+        Value::Nil,
+        Value::Bool(true),
+        Value::list(vec![Value::Int(1), Value::from("a"), Value::Nil]),
+        data(),
+        Value::Bytes(std::sync::Arc::from(&b"\xff\x00a"[..])),
+        Value::Int(1_000_001),
+    ];
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    for i in 0..20_000 {
+        let format: String = (0..rng.below(12)).map(|_| rng.pick(PIECES)).collect();
+        let argv: Vec<Value> = (0..rng.below(5))
+            .map(|_| args[rng.below(args.len())].clone())
+            .collect();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            ferroflux_gotemplate::fmt::sprintf(&format, &argv)
+        }));
+        assert!(
+            r.is_ok(),
+            "iteration {i}: sprintf panicked on {format:?} with {argv:?}"
+        );
+    }
+}
+
+#[test]
+fn sets_and_values_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Template>();
+    send_sync::<Value>();
+    let mut t = Template::new();
+    t.parse("t", "{{ .n }}").unwrap();
+    let data = Value::from_json(&serde_json::json!({"n": 1}));
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let (t, data) = (t.clone(), data.clone());
+            std::thread::spawn(move || t.execute("t", &data))
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(h.join().unwrap().unwrap(), "1");
+    }
+}
