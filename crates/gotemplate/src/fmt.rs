@@ -5,8 +5,8 @@
 //! (`+ - # space 0`), width and precision (also `*` and `%[n]` argument indexes), and Go's error
 //! forms (`%!d(string=x)`, `%!s(MISSING)`, `%!(EXTRA int=1)`, `%!(NOVERB)`, `%!(BADWIDTH)`,
 //! `%!(BADPREC)`, `%!v(BADINDEX)`). Floats print as Go's shortest `%g` (`1e+06`, `3`, `0.1`).
-//! Known gaps: `%x`/`%b` of floats fall back to `%g`, `%#v` of containers is an approximation,
-//! and Go's `unicode.IsPrint` (for `%q`) is approximated.
+//! Known gaps: `%#v` of containers is an approximation, and Go's `unicode.IsPrint` (for `%q`)
+//! is approximated.
 
 use crate::value::Value;
 
@@ -71,6 +71,8 @@ pub fn format_float(f: f64, fmt: char, prec: i32) -> String {
     let abs = f.abs();
     let shortest = prec < 0;
     match fmt {
+        'b' => format_b(abs, &mut out),
+        'x' | 'X' => format_x(abs, prec, fmt, &mut out),
         'e' | 'E' => {
             let d = if shortest {
                 Decimal::shortest(abs)
@@ -134,6 +136,81 @@ pub fn format_float(f: f64, fmt: char, prec: i32) -> String {
         }
     }
     out
+}
+
+/// A double's mantissa (with the implicit bit) and binary exponent, as strconv splits it.
+fn mant_exp(abs: f64) -> (u64, i32) {
+    let bits = abs.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    let mant = bits & ((1u64 << 52) - 1);
+    if exp == 0 {
+        (mant, 1 - 1023)
+    } else {
+        (mant | 1u64 << 52, exp - 1023)
+    }
+}
+
+/// strconv's `%b`: `ddddp±ddd`, the mantissa and the power of two as decimal integers.
+fn format_b(abs: f64, out: &mut String) {
+    let (mant, exp) = mant_exp(abs);
+    let exp = exp - 52;
+    out.push_str(&mant.to_string());
+    out.push('p');
+    if exp >= 0 {
+        out.push('+');
+    }
+    out.push_str(&exp.to_string());
+}
+
+/// strconv's `%x`: `0x1.yyyp±dd` (hexadecimal mantissa, rounded to `prec` digits if given).
+fn format_x(abs: f64, prec: i32, fmt: char, out: &mut String) {
+    let (mut mant, mut exp) = mant_exp(abs);
+    if mant == 0 {
+        exp = 0;
+    }
+    mant <<= 60 - 52;
+    while mant != 0 && mant & (1 << 60) == 0 {
+        mant <<= 1;
+        exp -= 1;
+    }
+    if (0..15).contains(&prec) {
+        let shift = prec as u32 * 4;
+        let extra = (mant << shift) & ((1u64 << 60) - 1);
+        mant >>= 60 - shift;
+        if extra | (mant & 1) > 1 << 59 {
+            mant += 1;
+        }
+        mant <<= 60 - shift;
+        if mant & (1 << 61) != 0 {
+            mant >>= 1;
+            exp += 1;
+        }
+    }
+    let digits = if fmt == 'X' { UPPER } else { LOWER };
+    out.push('0');
+    out.push(fmt);
+    out.push(char::from(b'0' + ((mant >> 60) & 1) as u8));
+    mant <<= 4;
+    if prec < 0 && mant != 0 {
+        out.push('.');
+        while mant != 0 {
+            out.push(char::from(digits[((mant >> 60) & 15) as usize]));
+            mant <<= 4;
+        }
+    } else if prec > 0 {
+        out.push('.');
+        for _ in 0..prec {
+            out.push(char::from(digits[((mant >> 60) & 15) as usize]));
+            mant <<= 4;
+        }
+    }
+    out.push(if fmt == 'X' { 'P' } else { 'p' });
+    out.push(if exp < 0 { '-' } else { '+' });
+    let e = exp.unsigned_abs();
+    if e < 10 {
+        out.push('0');
+    }
+    out.push_str(&e.to_string());
 }
 
 /// More digits than any double's exact decimal expansion has after the point (1,074).
@@ -225,6 +302,63 @@ impl Decimal {
             }
         }
     }
+}
+
+/// Go's `#` flag on a float: always a decimal point, and for `%g`/`%x` trailing zeros up to
+/// the precision (6 when none is given).
+fn sharp_float(num: &str, verb: char, prec: i32) -> String {
+    let mut digits: i32 = match verb {
+        'v' | 'g' | 'G' | 'x' => {
+            if prec == -1 {
+                6
+            } else {
+                prec
+            }
+        }
+        _ => 0,
+    };
+    let (sign, body) = match num.strip_prefix(['-', '+']) {
+        Some(b) => (&num[..1], b),
+        None => ("", num),
+    };
+    let mut mant = body.to_string();
+    let mut tail = String::new();
+    let mut has_point = false;
+    let mut saw_nonzero = false;
+    for (i, c) in body.char_indices() {
+        match c {
+            '.' => has_point = true,
+            'p' | 'P' => {
+                tail = body[i..].to_string();
+                mant = body[..i].to_string();
+                break;
+            }
+            'e' | 'E' if verb != 'x' && verb != 'X' => {
+                tail = body[i..].to_string();
+                mant = body[..i].to_string();
+                break;
+            }
+            _ => {
+                if c != '0' {
+                    saw_nonzero = true;
+                }
+                if saw_nonzero {
+                    digits -= 1;
+                }
+            }
+        }
+    }
+    if !has_point {
+        if mant == "0" {
+            digits -= 1;
+        }
+        mant.push('.');
+    }
+    while digits > 0 {
+        mant.push('0');
+        digits -= 1;
+    }
+    format!("{sign}{mant}{tail}")
 }
 
 /// The flags, width and precision of one verb.
@@ -434,11 +568,7 @@ impl Printer {
                     .and_then(char::from_u32)
                     .unwrap_or('\u{FFFD}');
                 let mut b = [0u8; 4];
-                let q = if self.f.sharp && c != '`' && c != '\u{FEFF}' && is_print(c) {
-                    format!("'{c}'")
-                } else {
-                    quote_with(c.encode_utf8(&mut b).as_bytes(), '\'', self.f.plus)
-                };
+                let q = quote_with(c.encode_utf8(&mut b).as_bytes(), '\'', self.f.plus);
                 self.pad(&q);
             }
             'U' => {
@@ -461,12 +591,17 @@ impl Printer {
     fn fmt_float(&mut self, v: f64, verb: char) {
         let (conv, default_prec) = match verb {
             'v' => ('g', -1),
-            'b' | 'g' | 'G' | 'x' | 'X' => (if verb == 'G' { 'G' } else { 'g' }, -1),
+            'b' | 'g' | 'G' | 'x' | 'X' if self.f.sharp_v => ('g', -1),
+            'b' | 'g' | 'G' | 'x' | 'X' => (verb, -1),
+            'f' | 'F' | 'e' | 'E' if self.f.sharp_v => ('g', -1),
             'f' | 'F' | 'e' | 'E' => (verb, 6),
             _ => return self.bad_verb_value(verb, &Value::Float(v)),
         };
         let prec = self.f.prec.map(|p| p as i32).unwrap_or(default_prec);
         let mut num = format_float(v, conv, prec);
+        if self.f.sharp && conv != 'b' && !num.ends_with("Inf") && num != "NaN" {
+            num = sharp_float(&num, conv, prec);
+        }
         if !num.starts_with('-') && !num.starts_with('+') {
             num.insert(0, '+');
         }
@@ -603,6 +738,9 @@ impl Printer {
             Value::Nil => {
                 if self.f.sharp_v {
                     self.buf.push_str("interface {}(nil)");
+                } else if depth > 0 {
+                    // Go writes a nil element of a container without padding.
+                    self.buf.push_str("<nil>");
                 } else {
                     self.pad("<nil>");
                 }

@@ -72,9 +72,9 @@ def render(case):
         with open(os.path.join(root, "Chart.yaml"), "w") as f:
             f.write("apiVersion: v2\nname: chart\nversion: 0.1.0\n")
         values = body(case, "values") or "{}"
-        with open(os.path.join(root, "values.yaml"), "w") as f:
-            f.write(json.dumps(json.loads(values)))
-        with open(os.path.join(root, "templates", "t.yaml"), "w") as f:
+        with open(os.path.join(root, "values.yaml"), "w", encoding="utf-8") as f:
+            f.write(json.dumps(json.loads(values), ensure_ascii=False))
+        with open(os.path.join(root, "templates", "t.yaml"), "w", encoding="utf-8") as f:
             f.write(body(case, "template"))
         chart = hp.Chart.load(root)
         opts = {"name": "release-name", "namespace": "default"}
