@@ -85,7 +85,8 @@ impl Builtin {
 
     /// Calls the builtin with evaluated arguments; the error is Go's message (the executor
     /// prefixes `error calling NAME: `).
-    pub(crate) fn call(self, args: &[Val]) -> Result<Val, String> {
+    /// `first_arg` is the text of the first argument's node (Go's `call` names it).
+    pub(crate) fn call(self, args: &[Val], first_arg: &str) -> Result<Val, String> {
         let concrete = |v: Value| Ok(Val::Concrete(v));
         let values = || -> Vec<Value> {
             args.iter()
@@ -111,7 +112,10 @@ impl Builtin {
             Builtin::Slice => slice(&args[0], &args[1..]),
             Builtin::Call => match args[0].indirect() {
                 None => Err("call of nil".into()),
-                Some(v) => Err(format!("non-function of type {}", v.type_name())),
+                Some(v) => Err(format!(
+                    "non-function {first_arg} of type {}",
+                    v.type_name()
+                )),
             },
             Builtin::Print => concrete(Value::from(crate::fmt::sprint(&values()))),
             Builtin::Println => concrete(Value::from(crate::fmt::sprintln(&values()))),

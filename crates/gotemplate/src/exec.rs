@@ -751,8 +751,8 @@ impl<'t> State<'t, '_> {
 
         let result = match &callee {
             Callee::Builtin(b) => {
-                let b = *b;
-                b.call(&argv)
+                let first = args.first().map(|a| a.to_string()).unwrap_or_default();
+                b.call(&argv, &first)
             }
             Callee::Host(f) => {
                 let values: Vec<Value> = argv.into_iter().map(Val::into_value).collect();

@@ -43,7 +43,7 @@
 //! Known differences from Go:
 //! - complex constants (`1+2i`) parse but fail at execution (`complex constant … is not
 //!   supported`); channels and Go function values do not exist, so `call` always fails
-//!   (`non-function of type …`, `call of nil`);
+//!   (`non-function NODE of type …`, `call of nil`);
 //! - strings are UTF-8: a `"\xff"` escape or a byte-wise `slice` through a character gives
 //!   U+FFFD where Go keeps the raw byte; `index` of a string gives an `int`, not a `uint8`;
 //! - only `int`, `int64` and `float64` numbers exist (no `uint`, `float32`); typed slices such as
