@@ -353,6 +353,20 @@ impl<'t> State<'t, '_> {
                 }
                 !items.is_empty()
             }
+            Some(Value::Bytes(b)) => {
+                for (i, byte) in b.iter().enumerate() {
+                    let f = self.one_iteration(
+                        r,
+                        mark,
+                        Val::Concrete(Value::Int(i as i64)),
+                        Val::Concrete(Value::Int(i64::from(*byte))),
+                    )?;
+                    if f == Flow::Break {
+                        break;
+                    }
+                }
+                !b.is_empty()
+            }
             Some(Value::Map(m)) => {
                 let entries = m.entries();
                 for (k, item) in &entries {

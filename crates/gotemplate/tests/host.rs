@@ -191,6 +191,22 @@ fn tpl_errors_name_the_tpl_template() {
 }
 
 #[test]
+fn bytes_range_len_index_and_print_like_go() {
+    let mut t = helm_like();
+    t.parse(
+        "t",
+        "{{ range $i, $b := .b }}{{ $i }}:{{ $b }} {{ end }}{{ len .b }} {{ index .b 1 }} {{ .b }} {{ printf \"%s|%x|%q\" .b .b .b }}",
+    )
+    .unwrap();
+    let data = ferroflux_gotemplate::Map::new();
+    data.insert("b", Value::Bytes(std::sync::Arc::from(&b"hi"[..])));
+    assert_eq!(
+        t.execute("t", &Value::Map(data)).unwrap(),
+        "0:104 1:105 2 105 [104 105] hi|6869|\"hi\""
+    );
+}
+
+#[test]
 fn typed_parameters_convert_and_check_like_go() {
     let run = |t: &str| {
         render(
