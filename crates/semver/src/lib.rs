@@ -34,6 +34,14 @@ pub enum SemverError {
     InvalidVersion(String),
     #[error("improper constraint: {0:?}")]
     ImproperConstraint(String),
+    /// A numeric pre-release identifier with a leading zero (`1.2.3-01`), Masterminds'
+    /// `ErrSegmentStartsZero`.
+    #[error("version segment starts with 0")]
+    SegmentStartsZero(String),
+    /// A comparison that has the shape of one (`~1.2x`, `1.2.3-01`, a stray `|`) but whose
+    /// version does not parse; Masterminds' text for it carries no detail.
+    #[error("constraint parser error")]
+    ConstraintParser(String),
 }
 
 impl Version {
@@ -82,7 +90,7 @@ impl Version {
                 .split('.')
                 .any(|p| p.len() > 1 && p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit()))
         {
-            return Err(bad());
+            return Err(SemverError::SegmentStartsZero(s.to_string()));
         }
         let num = |p: &str| p.parse::<u64>().map_err(|_| bad());
         Ok(Version {
@@ -200,6 +208,7 @@ impl Range {
         for segment in text.split("||") {
             let rewritten = rewrite_hyphen_ranges(segment).ok_or_else(|| improper(segment))?;
             let mut group = Vec::new();
+            let mut parser_error = false;
             let mut cur = Cursor::new(&rewritten);
             loop {
                 let had_ws = cur.skip_ws();
@@ -216,7 +225,16 @@ impl Range {
                 }
                 let op = cur.op();
                 cur.skip_ws();
-                group.push(parse_constraint(op, &mut cur).ok_or_else(|| improper(segment))?);
+                match parse_constraint(op, &mut cur) {
+                    Ok(c) => group.push(c),
+                    // Masterminds checks the whole segment's shape first, then parses each
+                    // comparison, so an improper later comparison wins over this.
+                    Err(Bad::Parser) => parser_error = true,
+                    Err(Bad::Improper) => return Err(improper(segment)),
+                }
+            }
+            if parser_error {
+                return Err(SemverError::ConstraintParser(segment.to_string()));
             }
             if group.is_empty() {
                 return Err(improper(segment));
@@ -263,33 +281,53 @@ fn rewrite_hyphen_ranges(segment: &str) -> Option<String> {
     Some(format!("{before}>= {lower}, <= {upper} {rest}"))
 }
 
-fn parse_constraint(op: Op, cur: &mut Cursor<'_>) -> Option<Constraint> {
+/// Why one comparison failed: not the shape of a comparison (`improper constraint`), or the
+/// shape but a version that does not parse (`constraint parser error`).
+enum Bad {
+    Improper,
+    Parser,
+}
+
+fn parse_constraint(op: Op, cur: &mut Cursor<'_>) -> Result<Constraint, Bad> {
     cur.eat('v');
-    let major = cur.component()?;
+    let major = cur.component().ok_or(Bad::Improper)?;
     let minor = if cur.eat('.') {
-        Some(cur.component()?)
+        Some(cur.component().ok_or(Bad::Improper)?)
     } else {
         None
     };
     let patch = if cur.eat('.') {
-        Some(cur.component()?)
+        Some(cur.component().ok_or(Bad::Improper)?)
     } else {
         None
     };
-    let pre = if cur.eat('-') { cur.identifiers()? } else { "" };
+    let pre = if cur.eat('-') {
+        cur.identifiers().ok_or(Bad::Improper)?
+    } else {
+        ""
+    };
     if cur.eat('+') {
-        cur.identifiers()?;
+        cur.identifiers().ok_or(Bad::Improper)?;
     }
     // The next character must end this comparison.
     if !(cur.at_end() || cur.peek().is_some_and(|c| c.is_whitespace() || c == ',')) {
-        return None;
+        return Err(Bad::Improper);
+    }
+    // From here the text has a comparison's shape; what fails is Masterminds' NewVersion of
+    // the comparison's version.
+    if !pre.is_empty()
+        && pre
+            .split('.')
+            .any(|p| p.len() > 1 && p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(Bad::Parser);
     }
     let is_x = |s: &str| matches!(s, "x" | "X" | "*");
-    let num = |s: &str| -> Option<u64> {
+    let num = |s: &str| -> Result<u64, Bad> {
         if s.bytes().all(|b| b.is_ascii_digit()) {
-            s.parse().ok()
+            s.parse().map_err(|_| Bad::Parser)
         } else {
-            None
+            Err(Bad::Parser)
         }
     };
     let (version, dirty, minor_dirty, patch_dirty) = if is_x(major) {
@@ -297,7 +335,7 @@ fn parse_constraint(op: Op, cur: &mut Cursor<'_>) -> Option<Constraint> {
     } else if minor.is_none_or(is_x) {
         (Version::triple(num(major)?, 0, 0, pre), true, true, false)
     } else if patch.is_none_or(is_x) {
-        let minor = num(minor?)?;
+        let minor = num(minor.unwrap_or_default())?;
         (
             Version::triple(num(major)?, minor, 0, pre),
             true,
@@ -305,7 +343,8 @@ fn parse_constraint(op: Op, cur: &mut Cursor<'_>) -> Option<Constraint> {
             true,
         )
     } else {
-        let (minor, patch) = (num(minor?)?, num(patch?)?);
+        let minor = num(minor.unwrap_or_default())?;
+        let patch = num(patch.unwrap_or_default())?;
         (
             Version::triple(num(major)?, minor, patch, pre),
             false,
@@ -313,7 +352,7 @@ fn parse_constraint(op: Op, cur: &mut Cursor<'_>) -> Option<Constraint> {
             false,
         )
     };
-    Some(Constraint {
+    Ok(Constraint {
         op,
         version,
         dirty,
@@ -462,8 +501,10 @@ impl<'a> Cursor<'a> {
         let d = self.take_while(|c| c.is_ascii_digit());
         (!d.is_empty()).then_some(d)
     }
+    /// A version component as Masterminds' pattern takes it: `[0-9|x|X|*]+` (the `|` inside
+    /// its character class is literal, so a stray `|` is a component that fails to parse).
     fn component(&mut self) -> Option<&'a str> {
-        let d = self.take_while(|c| c.is_ascii_digit() || matches!(c, 'x' | 'X' | '*'));
+        let d = self.take_while(|c| c.is_ascii_digit() || matches!(c, 'x' | 'X' | '*' | '|'));
         (!d.is_empty()).then_some(d)
     }
     /// Dot-separated non-empty identifiers of `[0-9A-Za-z-]`.
@@ -594,6 +635,22 @@ mod tests {
         ] {
             assert!(Range::parse(bad).is_err(), "{bad:?} should not parse");
         }
+    }
+
+    #[test]
+    fn masterminds_error_kinds() {
+        let err = |r: &str| Range::parse(r).unwrap_err().to_string();
+        // The shape of a comparison with a version that does not parse.
+        assert_eq!(err("~1.2x"), "constraint parser error");
+        assert_eq!(err("1.2.3-01"), "constraint parser error");
+        assert_eq!(err(">=1.2.3 ||| 2"), "constraint parser error");
+        // Not the shape of a comparison.
+        assert_eq!(err("abc"), "improper constraint: \"abc\"");
+        assert_eq!(err("1.2.3.4"), "improper constraint: \"1.2.3.4\"");
+        assert_eq!(
+            Version::parse_loose("1.2.3-01").unwrap_err().to_string(),
+            "version segment starts with 0"
+        );
     }
 
     #[test]

@@ -102,6 +102,13 @@ fn time_sweep_matches_helm() {
     check(include_str!("times.txt"), 30);
 }
 
+/// `semver.txt`: 44 Masterminds constraints x 20 versions, and 30 malformed constraints and
+/// versions with their error texts, recorded from Helm.
+#[test]
+fn semver_sweep_matches_helm() {
+    check(include_str!("semver.txt"), 60);
+}
+
 fn check(text: &str, at_least: usize) {
     let cases = parse_cases(text);
     assert!(

@@ -170,6 +170,7 @@ fn semver_error(e: SemverError) -> FuncError {
         SemverError::ImproperConstraint(c) => {
             err(format!("improper constraint: {}", fmt::quote(&c)))
         }
+        other => err(other.to_string()),
     }
 }
 
