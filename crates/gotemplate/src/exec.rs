@@ -337,67 +337,47 @@ impl<'t> State<'t, '_> {
         {
             v = Some(inner);
         }
+        let index = |i: usize| Val::Concrete(Value::Int(i as i64));
         let ran = match &v {
             None => false,
-            Some(Value::List(items)) => {
-                for (i, item) in items.iter().enumerate() {
-                    let f = self.one_iteration(
-                        r,
-                        mark,
-                        Val::Concrete(Value::Int(i as i64)),
-                        Val::Iface(item.clone()),
-                    )?;
-                    if f == Flow::Break {
-                        break;
-                    }
-                }
-                !items.is_empty()
-            }
-            Some(Value::Bytes(b)) => {
-                for (i, byte) in b.iter().enumerate() {
-                    let f = self.one_iteration(
-                        r,
-                        mark,
-                        Val::Concrete(Value::Int(i as i64)),
-                        Val::Concrete(Value::Int(i64::from(*byte))),
-                    )?;
-                    if f == Flow::Break {
-                        break;
-                    }
-                }
-                !b.is_empty()
-            }
-            Some(Value::Map(m)) => {
-                let entries = m.entries();
-                for (k, item) in &entries {
-                    let f = self.one_iteration(
-                        r,
-                        mark,
-                        Val::Concrete(Value::from(k.as_str())),
-                        Val::Iface(item.clone()),
-                    )?;
-                    if f == Flow::Break {
-                        break;
-                    }
-                }
-                !entries.is_empty()
-            }
-            Some(Value::Int(n) | Value::Int64(n)) => {
+            Some(Value::List(items)) => self.iterate(
+                r,
+                mark,
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| (index(i), Val::Iface(item.clone()))),
+            )?,
+            Some(Value::Bytes(b)) => self.iterate(
+                r,
+                mark,
+                b.iter()
+                    .enumerate()
+                    .map(|(i, byte)| (index(i), Val::Concrete(Value::Int(i64::from(*byte))))),
+            )?,
+            Some(Value::Map(m)) => self.iterate(
+                r,
+                mark,
+                m.entries()
+                    .into_iter()
+                    .map(|(k, item)| (Val::Concrete(Value::from(k)), Val::Iface(item))),
+            )?,
+            Some(n @ (Value::Int(_) | Value::Int64(_))) => {
                 if r.pipe.decl.len() > 1 {
                     return Err(self.errorf(format_args!(
                         "can't use {} to iterate over more than one variable",
-                        crate::fmt::sprint(std::slice::from_ref(v.as_ref().unwrap_or(&Value::Nil)))
+                        crate::fmt::sprint(std::slice::from_ref(n))
                     )));
                 }
-                let is64 = matches!(v, Some(Value::Int64(_)));
-                for i in 0..*n {
-                    let e = if is64 { Value::Int64(i) } else { Value::Int(i) };
-                    let f = self.one_iteration(r, mark, Val::Missing, Val::Concrete(e))?;
-                    if f == Flow::Break {
-                        break;
-                    }
-                }
-                *n > 0
+                // Go 1.22+: range over an integer n yields 0..n of the same type.
+                let (is64, n) = match n {
+                    Value::Int64(n) => (true, *n),
+                    Value::Int(n) => (false, *n),
+                    _ => (false, 0),
+                };
+                let elem =
+                    move |i| Val::Concrete(if is64 { Value::Int64(i) } else { Value::Int(i) });
+                self.iterate(r, mark, (0..n).map(|i| (Val::Missing, elem(i))))?
             }
             Some(other) => {
                 return Err(self.errorf(format_args!(
@@ -410,6 +390,23 @@ impl<'t> State<'t, '_> {
             self.walk_list(dot, e)?;
         }
         Ok(())
+    }
+
+    /// Runs the range body once per (index, element) until a `{{break}}`; whether it ran.
+    fn iterate(
+        &mut self,
+        r: &'t Branch,
+        mark: usize,
+        items: impl Iterator<Item = (Val, Val)>,
+    ) -> R<bool> {
+        let mut ran = false;
+        for (index, elem) in items {
+            ran = true;
+            if self.one_iteration(r, mark, index, elem)? == Flow::Break {
+                break;
+            }
+        }
+        Ok(ran)
     }
 
     fn one_iteration(&mut self, r: &'t Branch, mark: usize, index: Val, elem: Val) -> R<Flow> {
@@ -701,6 +698,8 @@ impl<'t> State<'t, '_> {
         self.eval_call(dot, callee, cmd, name, args, final_)
     }
 
+    /// Go's `evalCall`: checks the argument count, evaluates and converts the arguments
+    /// (`and`/`or` lazily), calls, and wraps a failure as `error calling NAME: MSG`.
     fn eval_call(
         &mut self,
         dot: &Val,
@@ -716,21 +715,12 @@ impl<'t> State<'t, '_> {
             Callee::Host(f) => f.signature().clone(),
             Callee::Method(_, s) => s.clone(),
         };
-        let raw = matches!(&callee, Callee::Builtin(b) if b.raw_args());
         let num_in = args.len() + usize::from(final_.is_some());
-        let num_fixed = sig.params.len();
-        if sig.variadic.is_some() {
-            if num_in < num_fixed {
-                return Err(self.errorf(format_args!(
-                    "wrong number of args for {name}: want at least {num_fixed} got {}",
-                    args.len()
-                )));
-            }
-        } else if num_in != num_fixed {
-            return Err(self.errorf(format_args!(
-                "wrong number of args for {name}: want {num_fixed} got {num_in}"
-            )));
+        self.check_count(&sig, name, args.len(), num_in)?;
+        if let Callee::Builtin(b @ (builtins::Builtin::And | builtins::Builtin::Or)) = &callee {
+            return self.and_or(dot, *b == builtins::Builtin::Or, args, final_);
         }
+        let raw = matches!(&callee, Callee::Builtin(b) if b.raw_args());
         let arg_type = |i: usize| {
             if raw {
                 ArgType::Raw
@@ -738,57 +728,74 @@ impl<'t> State<'t, '_> {
                 ArgType::Typed(sig.param(i))
             }
         };
-
-        if let Callee::Builtin(b @ (builtins::Builtin::And | builtins::Builtin::Or)) = &callee {
-            let is_or = *b == builtins::Builtin::Or;
-            let mut v = Val::Missing;
-            for arg in args {
-                v = self.eval_arg(dot, ArgType::Raw, arg)?;
-                if v.truth() == is_or {
-                    return Ok(v);
-                }
-            }
-            if let Some(f) = final_ {
-                v = f;
-            }
-            return Ok(v);
-        }
-
         let mut argv: Vec<Val> = Vec::with_capacity(num_in);
         for (i, arg) in args.iter().enumerate() {
             argv.push(self.eval_arg(dot, arg_type(i), arg)?);
         }
         if let Some(f) = final_ {
-            let t = arg_type(num_in - 1);
-            argv.push(self.validate(f, t)?);
+            argv.push(self.validate(f, arg_type(num_in - 1))?);
         }
-
-        let result = match &callee {
-            Callee::Builtin(b) => {
-                let first = args.first().map(|a| a.to_string()).unwrap_or_default();
-                b.call(&argv, &first)
-            }
-            Callee::Host(f) => {
-                let values: Vec<Value> = argv.into_iter().map(Val::into_value).collect();
-                let mut ctx = CallContext { host: self };
-                catch_unwind(AssertUnwindSafe(|| f.call(&mut ctx, &values)))
-                    .unwrap_or_else(|p| Err(crate::FuncError::new(panic_text(&p))))
-                    .map(Val::from_result)
-                    .map_err(|e| e.0)
-            }
-            Callee::Method(o, _) => {
-                let values: Vec<Value> = argv.into_iter().map(Val::into_value).collect();
-                let mut ctx = CallContext { host: self };
-                catch_unwind(AssertUnwindSafe(|| o.call_method(name, &mut ctx, &values)))
-                    .unwrap_or_else(|p| Err(crate::FuncError::new(panic_text(&p))))
-                    .map(Val::from_result)
-                    .map_err(|e| e.0)
-            }
-        };
-        result.map_err(|msg| {
+        self.invoke(&callee, name, args, argv).map_err(|msg| {
             self.at(node);
             self.errorf(format_args!("error calling {name}: {msg}"))
         })
+    }
+
+    /// Go's argument count check. (Its variadic message counts the arguments without the
+    /// piped one, as Go's does.)
+    fn check_count(&self, sig: &Signature, name: &str, given: usize, num_in: usize) -> R<()> {
+        let num_fixed = sig.params.len();
+        if sig.variadic.is_some() {
+            if num_in < num_fixed {
+                return Err(self.errorf(format_args!(
+                    "wrong number of args for {name}: want at least {num_fixed} got {given}"
+                )));
+            }
+        } else if num_in != num_fixed {
+            return Err(self.errorf(format_args!(
+                "wrong number of args for {name}: want {num_fixed} got {num_in}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// `and`/`or` (Go 1.18+): arguments are evaluated left to right only until one decides.
+    fn and_or(&mut self, dot: &Val, is_or: bool, args: &'t [Arg], final_: Option<Val>) -> R<Val> {
+        let mut v = Val::Missing;
+        for arg in args {
+            v = self.eval_arg(dot, ArgType::Raw, arg)?;
+            if v.truth() == is_or {
+                return Ok(v);
+            }
+        }
+        Ok(final_.unwrap_or(v))
+    }
+
+    /// Calls a builtin, host function or method with evaluated arguments; the error is the
+    /// callee's message (a panic's text for a host that panicked, as Go's `safeCall`).
+    fn invoke(
+        &mut self,
+        callee: &Callee<'t>,
+        name: &str,
+        args: &'t [Arg],
+        argv: Vec<Val>,
+    ) -> Result<Val, String> {
+        if let Callee::Builtin(b) = callee {
+            let first = args.first().map(|a| a.to_string()).unwrap_or_default();
+            return b.call(&argv, &first);
+        }
+        let values: Vec<Value> = argv.into_iter().map(Val::into_value).collect();
+        let mut ctx = CallContext { host: self };
+        let result = catch_unwind(AssertUnwindSafe(|| match callee {
+            Callee::Host(f) => f.call(&mut ctx, &values),
+            Callee::Method(o, _) => o.call_method(name, &mut ctx, &values),
+            // Builtins returned above.
+            Callee::Builtin(_) => Ok(Value::Nil),
+        }));
+        result
+            .unwrap_or_else(|p| Err(crate::FuncError::new(panic_text(&p))))
+            .map(Val::from_result)
+            .map_err(|e| e.0)
     }
 
     /// Go's `validateType`: checks (and for no value, converts) an evaluated argument.

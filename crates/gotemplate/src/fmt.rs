@@ -834,156 +834,179 @@ impl Printer {
         (arg_num, i + wid, ok)
     }
 
+    /// Go's `doPrintf`: literal text, then one verb per `%`, then `%!(EXTRA …)` for unused
+    /// arguments (unless an explicit index reordered them).
     fn do_printf(&mut self, format: &str, args: &[Value]) {
         let fb = format.as_bytes();
-        let end = fb.len();
-        let mut arg_num = 0usize;
-        let mut after_index;
+        let mut cur = Cursor { i: 0, arg_num: 0 };
         self.reordered = false;
-        let mut i = 0usize;
-        'format: while i < end {
+        while cur.i < fb.len() {
             self.good_arg_num = true;
-            let last = i;
-            while i < end && fb[i] != b'%' {
-                i += 1;
+            let last = cur.i;
+            while cur.i < fb.len() && fb[cur.i] != b'%' {
+                cur.i += 1;
             }
-            if i > last {
-                self.buf.push_str(&format[last..i]);
+            if cur.i > last {
+                self.buf.push_str(&format[last..cur.i]);
             }
-            if i >= end {
+            if cur.i >= fb.len() {
                 break;
             }
-            i += 1;
-            self.f = Flags::default();
-            while i < end {
-                let c = fb[i];
-                match c {
-                    b'#' => self.f.sharp = true,
-                    b'0' => self.f.zero = !self.f.minus,
-                    b'+' => self.f.plus = true,
-                    b'-' => {
-                        self.f.minus = true;
-                        self.f.zero = false;
-                    }
-                    b' ' => self.f.space = true,
-                    _ => {
-                        if c.is_ascii_lowercase() && arg_num < args.len() {
-                            if c == b'v' {
-                                self.f.sharp_v = self.f.sharp;
-                                self.f.sharp = false;
-                                self.f.plus_v = self.f.plus;
-                                self.f.plus = false;
-                            }
-                            self.print_arg(&args[arg_num], char::from(c));
-                            arg_num += 1;
-                            i += 1;
-                            continue 'format;
-                        }
-                        break;
-                    }
-                }
-                i += 1;
-            }
-
-            (arg_num, i, after_index) = self.arg_number(arg_num, fb, i, args.len());
-
-            if i < end && fb[i] == b'*' {
-                i += 1;
-                let (w, ok, n) = int_from_arg(args, arg_num);
-                arg_num = n;
-                if !ok {
-                    self.buf.push_str("%!(BADWIDTH)");
-                    self.f.wid = None;
-                } else if w < 0 {
-                    self.f.wid = Some(w.unsigned_abs() as usize);
-                    self.f.minus = true;
-                    self.f.zero = false;
-                } else {
-                    self.f.wid = Some(w as usize);
-                }
-                after_index = false;
-            } else {
-                let (w, ok, ni) = parse_num(fb, i, end);
-                i = ni;
-                self.f.wid = ok.then_some(w);
-                if after_index && ok {
-                    self.good_arg_num = false;
-                }
-            }
-
-            if i + 1 < end && fb[i] == b'.' {
-                i += 1;
-                if after_index {
-                    self.good_arg_num = false;
-                }
-                (arg_num, i, after_index) = self.arg_number(arg_num, fb, i, args.len());
-                if i < end && fb[i] == b'*' {
-                    i += 1;
-                    let (p, ok, n) = int_from_arg(args, arg_num);
-                    arg_num = n;
-                    if p < 0 {
-                        self.f.prec = None;
-                    } else {
-                        self.f.prec = ok.then_some(p as usize);
-                    }
-                    if !ok {
-                        self.buf.push_str("%!(BADPREC)");
-                    }
-                    after_index = false;
-                } else {
-                    let (p, ok, ni) = parse_num(fb, i, end);
-                    i = ni;
-                    self.f.prec = Some(if ok { p } else { 0 });
-                }
-            }
-
-            if !after_index {
-                (arg_num, i, _) = self.arg_number(arg_num, fb, i, args.len());
-            }
-
-            if i >= end {
+            cur.i += 1;
+            if !self.one_verb(format, &mut cur, args) {
                 self.buf.push_str("%!(NOVERB)");
                 break;
             }
-            let verb = format[i..].chars().next().unwrap_or('?');
-            i += verb.len_utf8();
-
-            if verb == '%' {
-                self.buf.push('%');
-            } else if !self.good_arg_num {
-                self.buf.push_str(&format!("%!{verb}(BADINDEX)"));
-            } else if arg_num >= args.len() {
-                self.buf.push_str(&format!("%!{verb}(MISSING)"));
-            } else {
-                if verb == 'v' {
-                    self.f.sharp_v = self.f.sharp;
-                    self.f.sharp = false;
-                    self.f.plus_v = self.f.plus;
-                    self.f.plus = false;
-                }
-                self.print_arg(&args[arg_num], verb);
-                arg_num += 1;
-            }
         }
-
-        if !self.reordered && arg_num < args.len() {
-            self.f = Flags::default();
-            self.buf.push_str("%!(EXTRA ");
-            for (i, arg) in args[arg_num..].iter().enumerate() {
-                if i > 0 {
-                    self.buf.push_str(", ");
-                }
-                if arg.is_nil() {
-                    self.buf.push_str("<nil>");
-                } else {
-                    self.buf.push_str(&arg.type_name());
-                    self.buf.push('=');
-                    self.print_arg(arg, 'v');
-                }
-            }
-            self.buf.push(')');
+        if !self.reordered && cur.arg_num < args.len() {
+            self.extra(&args[cur.arg_num..]);
         }
     }
+
+    /// Flags, width, precision, argument indexes and the verb after a `%`; false when the
+    /// format ends before the verb.
+    fn one_verb(&mut self, format: &str, cur: &mut Cursor, args: &[Value]) -> bool {
+        if self.flags(format.as_bytes(), cur, args) {
+            return true;
+        }
+        self.width_and_precision(format.as_bytes(), cur, args);
+        let Some(verb) = format[cur.i..].chars().next() else {
+            return false;
+        };
+        cur.i += verb.len_utf8();
+        if verb == '%' {
+            self.buf.push('%');
+        } else if !self.good_arg_num {
+            self.buf.push_str(&format!("%!{verb}(BADINDEX)"));
+        } else if cur.arg_num >= args.len() {
+            self.buf.push_str(&format!("%!{verb}(MISSING)"));
+        } else {
+            self.print_verb(&args[cur.arg_num], verb);
+            cur.arg_num += 1;
+        }
+        true
+    }
+
+    /// Reads the flags; a plain lowercase verb right after them is printed at once (Go's fast
+    /// path), which returns true.
+    fn flags(&mut self, fb: &[u8], cur: &mut Cursor, args: &[Value]) -> bool {
+        self.f = Flags::default();
+        while let Some(&c) = fb.get(cur.i) {
+            match c {
+                b'#' => self.f.sharp = true,
+                b'0' => self.f.zero = !self.f.minus,
+                b'+' => self.f.plus = true,
+                b'-' => {
+                    self.f.minus = true;
+                    self.f.zero = false;
+                }
+                b' ' => self.f.space = true,
+                _ if c.is_ascii_lowercase() && cur.arg_num < args.len() => {
+                    self.print_verb(&args[cur.arg_num], char::from(c));
+                    cur.arg_num += 1;
+                    cur.i += 1;
+                    return true;
+                }
+                _ => return false,
+            }
+            cur.i += 1;
+        }
+        false
+    }
+
+    /// `%v` turns `#` and `+` into Go-syntax and field-name modes; then prints.
+    fn print_verb(&mut self, arg: &Value, verb: char) {
+        if verb == 'v' {
+            self.f.sharp_v = self.f.sharp;
+            self.f.sharp = false;
+            self.f.plus_v = self.f.plus;
+            self.f.plus = false;
+        }
+        self.print_arg(arg, verb);
+    }
+
+    /// Width and precision, each a number, `*` (taken from the arguments) or after `[n]`.
+    fn width_and_precision(&mut self, fb: &[u8], cur: &mut Cursor, args: &[Value]) {
+        let end = fb.len();
+        let mut after_index;
+        (cur.arg_num, cur.i, after_index) = self.arg_number(cur.arg_num, fb, cur.i, args.len());
+        if cur.i < end && fb[cur.i] == b'*' {
+            cur.i += 1;
+            let (w, ok, n) = int_from_arg(args, cur.arg_num);
+            cur.arg_num = n;
+            if !ok {
+                self.buf.push_str("%!(BADWIDTH)");
+                self.f.wid = None;
+            } else if w < 0 {
+                self.f.wid = Some(w.unsigned_abs() as usize);
+                self.f.minus = true;
+                self.f.zero = false;
+            } else {
+                self.f.wid = Some(w as usize);
+            }
+            after_index = false;
+        } else {
+            let (w, ok, ni) = parse_num(fb, cur.i, end);
+            cur.i = ni;
+            self.f.wid = ok.then_some(w);
+            if after_index && ok {
+                self.good_arg_num = false;
+            }
+        }
+        if cur.i + 1 < end && fb[cur.i] == b'.' {
+            cur.i += 1;
+            if after_index {
+                self.good_arg_num = false;
+            }
+            (cur.arg_num, cur.i, after_index) = self.arg_number(cur.arg_num, fb, cur.i, args.len());
+            if cur.i < end && fb[cur.i] == b'*' {
+                cur.i += 1;
+                let (p, ok, n) = int_from_arg(args, cur.arg_num);
+                cur.arg_num = n;
+                self.f.prec = if p < 0 {
+                    None
+                } else {
+                    ok.then_some(p as usize)
+                };
+                if !ok {
+                    self.buf.push_str("%!(BADPREC)");
+                }
+                after_index = false;
+            } else {
+                let (p, ok, ni) = parse_num(fb, cur.i, end);
+                cur.i = ni;
+                self.f.prec = Some(if ok { p } else { 0 });
+            }
+        }
+        if !after_index {
+            (cur.arg_num, cur.i, _) = self.arg_number(cur.arg_num, fb, cur.i, args.len());
+        }
+    }
+
+    /// `%!(EXTRA type=value, …)`.
+    fn extra(&mut self, args: &[Value]) {
+        self.f = Flags::default();
+        self.buf.push_str("%!(EXTRA ");
+        for (i, arg) in args.iter().enumerate() {
+            if i > 0 {
+                self.buf.push_str(", ");
+            }
+            if arg.is_nil() {
+                self.buf.push_str("<nil>");
+            } else {
+                self.buf.push_str(&arg.type_name());
+                self.buf.push('=');
+                self.print_arg(arg, 'v');
+            }
+        }
+        self.buf.push(')');
+    }
+}
+
+/// Where `do_printf` is: the byte in the format and the next argument.
+struct Cursor {
+    i: usize,
+    arg_num: usize,
 }
 
 /// Go's `tooLarge`: widths and precisions beyond a million are refused.
