@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Helm side of issue 14's benchmark: every corpus run rendered by Helm's own engine in-process.
 
-Usage: venv/bin/python bench.py [--repeat N] [CORPUS_DIR]
+Usage: venv/bin/python bench.py [--repeat N] [--ferroflux BIN] [CORPUS_DIR]
 
 For each run (an `args` file, see ../corpus/README.md) the chart is loaded and the values merged
 before the clock starts; the timed part is one `helm_install` dry-run (action.Install, what
@@ -11,13 +11,19 @@ repetitions is reported per run, and the sum of those bests as the total. Runs t
 rendering (argument, values or chart-loading errors) are listed as skipped: Helm's engine never
 runs for them. Hooks, --show-only and --output-dir are assembled by the CLI around this call and
 are not part of the timing; rendering errors are timed like successes.
+
+With --ferroflux BIN, each timed run is also run as `BIN helm template ARGS` in its case directory,
+one process per run, process start included (the best of N wall-clock times), and the two totals
+and their ratio are printed. Only runs Helm's side timed are counted on both sides.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.argv = sys.argv[:1] + sys.argv[1:]
@@ -57,17 +63,38 @@ def prepare(d: str, args: list[str]):
     return path, name, json.dumps(vals), json.dumps(opts)
 
 
+def time_process(binary: str, d: str, args: list[str], repeat: int) -> float:
+    """Best wall-clock time of `binary helm template args` run in the case directory."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HELM_") and k != "KUBECONFIG"}
+    best = None
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as out:
+            argv = [binary, "helm", "template"] + [out if a == "$OUT" else a for a in args]
+            t0 = time.perf_counter()
+            subprocess.run(argv, cwd=d, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    return best
+
+
 def main() -> int:
     sys.setrecursionlimit(60000)  # as helm_template.main: 10000-deep values
     argv = sys.argv[1:]
     repeat = 5
-    if argv[:1] == ["--repeat"]:
-        repeat = int(argv[1])
+    ferroflux = None
+    while argv[:1] in (["--repeat"], ["--ferroflux"]):
+        if argv[0] == "--repeat":
+            repeat = int(argv[1])
+        else:
+            ferroflux = os.path.abspath(argv[1])
         argv = argv[2:]
     corpus = argv[0] if argv else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "corpus")
     cfg = ht.config()
     total = 0.0
+    ff_total = 0.0
     timed = 0
+    if ferroflux is not None:
+        print("     helm  ferroflux  run")
     skipped = []
     for name, d, args in runs(corpus):
         try:
@@ -89,10 +116,18 @@ def main() -> int:
             best = dt if best is None else min(best, dt)
         total += best
         timed += 1
-        print(f"{best * 1000:9.3f} ms  {name}")
+        if ferroflux is None:
+            print(f"{best * 1000:9.3f} ms  {name}")
+            continue
+        ours = time_process(ferroflux, d, args, repeat)
+        ff_total += ours
+        print(f"{best * 1000:9.3f} ms  {ours * 1000:9.3f} ms  {name}")
     for name, why in skipped:
         print(f"  skipped  {name}: {why}")
     print(f"total: {total * 1000:.1f} ms over {timed} runs (best of {repeat} each; {len(skipped)} skipped)")
+    if ferroflux is not None:
+        print(f"ferroflux total (one process per run): {ff_total * 1000:.1f} ms; "
+              f"helm in-process / ferroflux = {total / ff_total:.2f}x")
     return 0
 
 
