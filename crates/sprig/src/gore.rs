@@ -1,31 +1,120 @@
-//! Go's `regexp` (RE2 syntax) on the `regex` crate, which implements the same syntax with two
-//! differences this module removes: Go's `\d`, `\w`, `\s` and `\b` are ASCII-only while Rust's
-//! are Unicode-aware, so they are rewritten to their ASCII classes before compiling. Also
-//! `Regexp.Split` and the `All` variants' limits, which Rust spells differently.
-//!
-//! Error texts start as Go's (`error parsing regexp: `) but the detail after it is the `regex`
-//! crate's description, not Go's code (`missing closing ]`).
+//! Go's `regexp` (RE2 syntax) on the `regex` crate, which reads most of the same syntax. The
+//! differences this module removes, each found against Helm's engine (tests/regex.txt):
+//! Go's `\d`, `\w`, `\s` and `\b` are ASCII-only (Rust's are Unicode); Go has `\Q…\E` quoting
+//! and octal escapes (`\101`); a `{` that starts no valid repetition is a literal in Go (`a{,2}`);
+//! inside brackets Go has no nested classes or set operations, so `[`, `&&`, `~~` and a `-` after
+//! a class escape (`[\d-z]`) are literals; and Go refuses stacked repetitions (`a**`) that Rust
+//! accepts. Syntax errors carry Go's texts for the common cases (`missing closing )`,
+//! `invalid escape sequence`, `invalid nested repetition operator`…). Also `Regexp.Split` and the
+//! `All` variants' limits, which Rust spells differently.
 
 use regex::Regex;
 
 /// Compiles a Go regular expression; a syntax error gets Go's text
 /// (`error parsing regexp: missing closing ): `a(b``).
 pub fn compile(pattern: &str) -> Result<Regex, String> {
-    if let Err(e) = regex_syntax::ast::parse::Parser::new().parse(pattern) {
-        return Err(go_syntax_error(pattern, &e));
+    if let Some(op) = nested_repetition(pattern) {
+        return Err(format!(
+            "error parsing regexp: invalid nested repetition operator: `{op}`"
+        ));
     }
-    Regex::new(&rewrite(pattern)).map_err(|e| {
-        let detail = match &e {
-            regex::Error::Syntax(s) => s
-                .lines()
-                .rev()
-                .find(|l| l.starts_with("error: "))
-                .map(|l| l.trim_start_matches("error: ").to_string())
-                .unwrap_or_else(|| s.clone()),
-            other => other.to_string(),
+    let rewritten = rewrite(pattern);
+    regex::RegexBuilder::new(&rewritten)
+        .octal(true)
+        .build()
+        .map_err(|e| {
+            // Report with Go's words for the pattern as written, when the parser can say.
+            if let Err(ast) = regex_syntax::ast::parse::ParserBuilder::new()
+                .octal(true)
+                .build()
+                .parse(pattern)
+            {
+                return go_syntax_error(pattern, &ast);
+            }
+            let detail = match &e {
+                regex::Error::Syntax(s) => s
+                    .lines()
+                    .rev()
+                    .find(|l| l.starts_with("error: "))
+                    .map(|l| l.trim_start_matches("error: ").to_string())
+                    .unwrap_or_else(|| s.clone()),
+                other => other.to_string(),
+            };
+            format!("error parsing regexp: {detail}: `{pattern}`")
+        })
+}
+
+/// Go refuses a repetition operator right after another (`a**`, `a+*`, `a{2}{3}`; a `?` that
+/// makes the first one lazy is part of it). Returns the operators as Go quotes them.
+fn nested_repetition(p: &str) -> Option<&str> {
+    let b = p.as_bytes();
+    let mut i = 0;
+    let mut in_class = false;
+    let mut last_rep: Option<usize> = None;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\\' {
+            if b.get(i + 1) == Some(&b'Q') && !in_class {
+                i = p[i + 2..].find("\\E").map_or(b.len(), |e| i + 2 + e + 2);
+            } else {
+                i += 2;
+            }
+            last_rep = None;
+            continue;
+        }
+        if in_class {
+            if c == b']' {
+                in_class = false;
+            }
+            i += 1;
+            continue;
+        }
+        let rep_len = match c {
+            b'*' | b'+' | b'?' => Some(1),
+            b'{' => repeat_len(&p[i..]),
+            _ => None,
         };
-        format!("error parsing regexp: {detail}: `{pattern}`")
-    })
+        match rep_len {
+            Some(n) => {
+                let mut end = i + n;
+                if b.get(end) == Some(&b'?') {
+                    end += 1;
+                }
+                if let Some(start) = last_rep {
+                    return Some(&p[start..end]);
+                }
+                last_rep = Some(i);
+                i = end;
+            }
+            None => {
+                if c == b'[' {
+                    in_class = true;
+                    // A `]` first in the class is a literal.
+                    if b.get(i + 1) == Some(&b'^') {
+                        i += 1;
+                    }
+                    if b.get(i + 1) == Some(&b']') {
+                        i += 1;
+                    }
+                }
+                last_rep = None;
+                i += 1;
+            }
+        }
+    }
+    None
+}
+
+/// The length of a valid `{n}`, `{n,}` or `{n,m}` at the start of `s`.
+fn repeat_len(s: &str) -> Option<usize> {
+    let close = s.find('}')?;
+    let inner = &s[1..close];
+    let (lo, hi) = match inner.split_once(',') {
+        Some((lo, hi)) => (lo, Some(hi)),
+        None => (inner, None),
+    };
+    let digits = |d: &str| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit());
+    (digits(lo) && hi.is_none_or(|h| h.is_empty() || digits(h))).then_some(close + 1)
 }
 
 /// Go's `regexp/syntax` error code and the part of the pattern it quotes.
@@ -43,9 +132,8 @@ fn go_syntax_error(pattern: &str, e: &regex_syntax::ast::Error) -> String {
             "missing argument to repetition operator",
             operator(from_start),
         ),
-        K::EscapeUnrecognized | K::EscapeUnexpectedEof | K::ClassEscapeInvalid => {
-            ("invalid escape sequence", spanned)
-        }
+        K::EscapeUnexpectedEof => ("trailing backslash at end of expression", ""),
+        K::EscapeUnrecognized | K::ClassEscapeInvalid => ("invalid escape sequence", spanned),
         K::RepetitionCountInvalid | K::RepetitionCountUnclosed | K::RepetitionCountDecimalEmpty => {
             ("invalid repeat count", spanned)
         }
@@ -91,18 +179,31 @@ pub fn quote_for_panic(s: &str) -> String {
     }
 }
 
-/// Rewrites Perl classes to Go's ASCII meaning, inside and outside brackets.
+/// Rewrites Go syntax the `regex` crate reads differently: Perl classes to Go's ASCII meaning
+/// (inside and outside brackets), `\\Q…\\E` quoting to escapes, a `{` that starts no valid
+/// repetition to a literal, and inside brackets `[`, `&&`, `~~` and a `-` after a class escape
+/// to literals (Rust reads nested classes and set operations there; Go does not).
 fn rewrite(p: &str) -> String {
     let mut out = String::with_capacity(p.len() + 16);
     let mut in_class = false;
-    let mut chars = p.chars().peekable();
     let mut class_start = false;
-    while let Some(c) = chars.next() {
+    let mut after_class_escape = false;
+    let mut i = 0;
+    while i < p.len() {
+        let rest = &p[i..];
+        let Some(c) = rest.chars().next() else { break };
         if c == '\\' {
-            let Some(n) = chars.next() else {
+            let Some(n) = rest[1..].chars().next() else {
                 out.push('\\');
                 break;
             };
+            i += 1 + n.len_utf8();
+            if n == 'Q' && !in_class {
+                let body_end = p[i..].find("\\E").map_or(p.len(), |e| i + e);
+                out.push_str(&regex::escape(&p[i..body_end]));
+                i = (body_end + 2).min(p.len());
+                continue;
+            }
             let (outside, inside) = match n {
                 'd' => ("[0-9]", "0-9"),
                 'D' => ("[^0-9]", "[^0-9]"),
@@ -115,39 +216,54 @@ fn rewrite(p: &str) -> String {
                 _ => {
                     out.push('\\');
                     out.push(n);
+                    // `\p{Greek}`: the braces belong to the escape.
+                    if matches!(n, 'p' | 'P') && p[i..].starts_with('{') {
+                        let close = p[i..].find('}').map_or(p.len(), |e| i + e + 1);
+                        out.push_str(&p[i..close]);
+                        i = close;
+                    }
                     class_start = false;
+                    after_class_escape = in_class && matches!(n, 'p' | 'P');
                     continue;
                 }
             };
             out.push_str(if in_class { inside } else { outside });
             class_start = false;
+            after_class_escape = in_class;
             continue;
         }
+        i += c.len_utf8();
         if in_class {
-            // A `]` right after `[` or `[^` is a literal.
             if c == ']' && !class_start {
                 in_class = false;
-            } else if c == '[' && chars.peek() == Some(&':') {
-                // POSIX class like [:alpha:]: copy through its closing `:]`.
                 out.push(c);
-                for d in chars.by_ref() {
-                    out.push(d);
-                    if d == ']' {
-                        break;
-                    }
-                }
-                class_start = false;
-                continue;
+            } else if c == '[' && p[i..].starts_with(':') {
+                // A POSIX class like [:alpha:], copied through its closing `:]`.
+                let close = p[i..].find(":]").map_or(p.len(), |e| i + e + 2);
+                out.push('[');
+                out.push_str(&p[i..close]);
+                i = close;
+            } else if matches!(c, '[' | '&' | '~')
+                || (c == '-' && (after_class_escape || out.ends_with('-')))
+            {
+                out.push('\\');
+                out.push(c);
+            } else {
+                out.push(c);
             }
-            class_start = c == '^' && class_start && out.ends_with('[');
-            out.push(c);
+            class_start = c == '^' && class_start && out.ends_with("[^");
+            after_class_escape = false;
             continue;
         }
-        if c == '[' {
-            in_class = true;
-            class_start = true;
+        match c {
+            '[' => {
+                in_class = true;
+                class_start = true;
+                out.push(c);
+            }
+            '{' if repeat_len(&p[i - 1..]).is_none() => out.push_str("\\{"),
+            _ => out.push(c),
         }
-        out.push(c);
     }
     out
 }

@@ -109,6 +109,14 @@ fn semver_sweep_matches_helm() {
     check(include_str!("semver.txt"), 60);
 }
 
+/// `regex.txt`: 40 RE2 patterns (Perl classes, flags, POSIX classes, \\Q…\\E, octal, named
+/// groups, syntax errors) x 14 inputs through regexMatch and regexFindAll, replacement
+/// templates, and Split limits, recorded from Helm.
+#[test]
+fn regex_sweep_matches_helm() {
+    check(include_str!("regex.txt"), 30);
+}
+
 fn check(text: &str, at_least: usize) {
     let cases = parse_cases(text);
     assert!(
