@@ -434,7 +434,7 @@ pub(crate) fn js_escape(s: &str) -> String {
             '&' => out.push_str("\\u0026"),
             '=' => out.push_str("\\u003D"),
             c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+            c if !c.is_ascii() && !crate::fmt::is_print(c) => {
                 out.push_str(&format!("\\u{:04X}", c as u32))
             }
             c => out.push(c),

@@ -5,8 +5,9 @@
 //! (`+ - # space 0`), width and precision (also `*` and `%[n]` argument indexes), and Go's error
 //! forms (`%!d(string=x)`, `%!s(MISSING)`, `%!(EXTRA int=1)`, `%!(NOVERB)`, `%!(BADWIDTH)`,
 //! `%!(BADPREC)`, `%!v(BADINDEX)`). Floats print as Go's shortest `%g` (`1e+06`, `3`, `0.1`).
-//! Known gaps: `%#v` of containers is an approximation, and Go's `unicode.IsPrint` (for `%q`)
-//! is approximated.
+//! Known gaps: `%#v` of containers is an approximation, and `%q` decides printability with
+//! Rust's Unicode tables (newer than Go 1.24's Unicode 15.0: characters assigned since print
+//! raw here).
 
 use crate::value::Value;
 
@@ -1069,18 +1070,20 @@ fn can_backquote(s: &str) -> bool {
         .all(|c| c != '`' && c != '\u{FEFF}' && (c == '\t' || !(c < ' ' || c == '\u{7f}')))
 }
 
-/// An approximation of Go's `unicode.IsPrint` (letters, marks, numbers, punctuation, symbols
-/// and the ASCII space): controls, other spaces, format characters and private use are not.
-fn is_print(c: char) -> bool {
+/// Go's `unicode.IsPrint`: letters, marks, numbers, punctuation, symbols and the ASCII space.
+/// Outside ASCII this asks Rust's own printability table (what `escape_debug` leaves alone),
+/// which has the same categories; a mark is tested after a letter, because `escape_debug`
+/// escapes a grapheme extender only at the start of a string. The Unicode versions differ
+/// (Go 1.24: 15.0), so characters assigned since print raw here and escaped by Go.
+pub(crate) fn is_print(c: char) -> bool {
     if c.is_ascii() {
         return (' '..='~').contains(&c);
     }
-    !(c.is_control()
-        || c.is_whitespace()
-        || matches!(c as u32,
-            0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x180E | 0x200B..=0x200F
-            | 0x2028..=0x202E | 0x2060..=0x206F | 0xE000..=0xF8FF | 0xFEFF | 0xFFF9..=0xFFFB
-            | 0xFFFE | 0xFFFF | 0xF0000..=0x10FFFF))
+    let mut buf = [0u8; 5];
+    buf[0] = b'a';
+    let n = 1 + c.encode_utf8(&mut buf[1..]).len();
+    let s = std::str::from_utf8(&buf[..n]).unwrap_or("");
+    s.escape_debug().eq(s.chars())
 }
 
 /// Go's `strconv.Quote`/`QuoteASCII`/`QuoteRune` over bytes that may not be UTF-8.

@@ -48,8 +48,8 @@
 //!   U+FFFD where Go keeps the raw byte; `index` of a string gives an `int`, not a `uint8`;
 //! - only `int`, `int64` and `float64` numbers exist (no `uint`, `float32`); typed slices such as
 //!   `[]string` are host [`Object`]s whose [`Object::as_value`] gives the list;
-//! - `%x`/`%b` of floats print like `%g`; `%#v` of containers approximates Go's syntax;
-//!   `%q` decides printability with an approximation of Go's `unicode.IsPrint`.
+//! - `%#v` of containers approximates Go's syntax; `%q` and `js` decide printability with
+//!   Rust's Unicode tables, newer than Go 1.24's (Unicode 15.0).
 
 mod builtins;
 pub mod error;
