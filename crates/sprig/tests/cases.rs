@@ -117,6 +117,14 @@ fn regex_sweep_matches_helm() {
     check(include_str!("regex.txt"), 30);
 }
 
+/// `structures.txt`: 42 list, dict, JSON and default functions x 12 inputs of every shape
+/// (empty, numbers, strings, nils, nested lists, maps, mixed, and non-lists), one case each so
+/// that errors are compared too, recorded from Helm.
+#[test]
+fn structure_sweep_matches_helm() {
+    check(include_str!("structures.txt"), 400);
+}
+
 fn check(text: &str, at_least: usize) {
     let cases = parse_cases(text);
     assert!(

@@ -97,8 +97,8 @@ pub(crate) fn defs() -> Vec<Def> {
         variadic("mergeOverwrite", &[MapT], MapT, |a| merge_all(a, true)),
         variadic("mustMergeOverwrite", &[MapT], MapT, |a| merge_all(a, true)),
         variadic("dig", &[], Any, dig),
-        fixed("deepCopy", &[Any], |a| Ok(deep_copy(&a[0]))),
-        fixed("mustDeepCopy", &[Any], |a| Ok(deep_copy(&a[0]))),
+        fixed("deepCopy", &[Any], |a| copy_checked(&a[0])),
+        fixed("mustDeepCopy", &[Any], |a| copy_checked(&a[0])),
     ]
 }
 
@@ -198,6 +198,14 @@ fn dig(a: &[Value]) -> Result<Value, FuncError> {
         dict = assert_map(&step)?;
     }
     Ok(default.clone())
+}
+
+/// copystructure panics on nil (it asks reflection for the type of nothing).
+fn copy_checked(v: &Value) -> Result<Value, FuncError> {
+    if v.is_nil() {
+        return Err(err("reflect: call of reflect.Value.Type on zero Value"));
+    }
+    Ok(deep_copy(v))
 }
 
 /// copystructure's deep copy: new maps and lists all the way down; scalars and host objects
