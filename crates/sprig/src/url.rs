@@ -187,6 +187,15 @@ pub fn parse(raw: &str) -> Result<Url, String> {
                 )));
             }
         }
+        if let Some(bad) = host
+            .bytes()
+            .find(|&c| c != b'%' && c < 0x80 && should_escape(c, Mode::Host))
+        {
+            return Err(wrap(format!(
+                "invalid character {:?} in host name",
+                (bad as char).to_string()
+            )));
+        }
         u.host = unescape(host).map_err(wrap)?;
     }
     u.path = unescape(rest).map_err(wrap)?;

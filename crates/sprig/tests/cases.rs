@@ -125,6 +125,13 @@ fn structure_sweep_matches_helm() {
     check(include_str!("structures.txt"), 400);
 }
 
+/// `urls.txt`: urlParse and urlJoin over 30 URLs (authority forms, escapes, IPv6, opaque,
+/// relative, malformed) and the path functions over 22 paths, recorded from Helm.
+#[test]
+fn url_sweep_matches_helm() {
+    check(include_str!("urls.txt"), 30);
+}
+
 fn check(text: &str, at_least: usize) {
     let cases = parse_cases(text);
     assert!(
