@@ -781,7 +781,11 @@ impl<'t> State<'t, '_> {
         argv: Vec<Val>,
     ) -> Result<Val, String> {
         if let Callee::Builtin(b) = callee {
-            let first = args.first().map(|a| a.to_string()).unwrap_or_default();
+            // Only `call` names its argument in errors; the others need no text.
+            let first = match (b, args.first()) {
+                (builtins::Builtin::Call, Some(a)) => a.to_string(),
+                _ => String::new(),
+            };
             return b.call(&argv, &first);
         }
         let values: Vec<Value> = argv.into_iter().map(Val::into_value).collect();

@@ -262,11 +262,29 @@ impl fmt::Display for Value {
 impl Drop for Value {
     /// Takes apart uniquely owned containers with a heap work list instead of recursion.
     fn drop(&mut self) {
+        if !has_nested_containers(self) {
+            // The ordinary drop recurses one level at most.
+            return;
+        }
         let mut work: Vec<Value> = Vec::new();
         take_children(self, &mut work);
         while let Some(mut v) = work.pop() {
             take_children(&mut v, &mut work);
         }
+    }
+}
+
+/// Whether `v` is the last owner of a container that itself holds containers.
+fn has_nested_containers(v: &mut Value) -> bool {
+    let container = |v: &Value| matches!(v, Value::List(_) | Value::Map(_));
+    match v {
+        Value::List(l) => Arc::get_mut(l).is_some_and(|items| items.iter().any(container)),
+        Value::Map(m) => Arc::get_mut(&mut m.0).is_some_and(|lock| {
+            // A poisoned lock still holds a whole map.
+            let map = lock.get_mut().unwrap_or_else(|e| e.into_inner());
+            map.values().any(container)
+        }),
+        _ => false,
     }
 }
 
