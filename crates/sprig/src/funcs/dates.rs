@@ -11,9 +11,8 @@ use crate::gotime::{self, Time};
 
 use Type::{Any, String as Str};
 
-/// A field name no template can spell (identifiers cannot hold NUL), through which this crate
-/// reads its own `time.Time` back from a host object.
-const HIDDEN: &str = "\0ferroflux-sprig-time";
+/// Go's `time.Time` as a parameter type.
+const TIME: Type = Type::Object("time.Time");
 
 /// Go's `time.Time` as a template value.
 pub struct GoTime(pub Time);
@@ -29,16 +28,7 @@ impl GoTime {
         let Value::Object(o) = v else {
             return None;
         };
-        if o.type_name() != "time.Time" {
-            return None;
-        }
-        let parts = o.field(HIDDEN)?;
-        let p = parts.as_list()?;
-        let unix = int(&p[0]);
-        let nanos = int(&p[1]) as u32;
-        let location = p[2].as_str()?.to_string();
-        let offset = int(&p[3]) as i32;
-        Some(Time::from_parts(unix, nanos, &location, offset))
+        o.as_any()?.downcast_ref::<GoTime>().map(|t| t.0.clone())
     }
 }
 
@@ -51,15 +41,8 @@ impl Object for GoTime {
         "struct".into()
     }
 
-    fn field(&self, name: &str) -> Option<Value> {
-        (name == HIDDEN).then(|| {
-            Value::list(vec![
-                Value::Int64(self.0.unix),
-                Value::Int(i64::from(self.0.nanos)),
-                Value::from(self.0.location.clone()),
-                Value::Int(i64::from(self.0.offset_seconds())),
-            ])
-        })
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 
     fn method(&self, name: &str) -> Option<Signature> {
@@ -210,7 +193,7 @@ pub(crate) fn defs() -> Vec<Def> {
                 .map(GoTime::value)
                 .map_err(|e| err(e.to_string()))
         }),
-        fixed("unixEpoch", &[Any], |a| {
+        fixed("unixEpoch", &[TIME], |a| {
             text(time_param(&a[0])?.unix.to_string())
         }),
     ];
@@ -220,7 +203,7 @@ pub(crate) fn defs() -> Vec<Def> {
         }));
     }
     for name in ["dateModify", "date_modify"] {
-        v.push(fixed(name, &[Str, Any], |a| {
+        v.push(fixed(name, &[Str, TIME], |a| {
             let t = time_param(&a[1])?;
             Ok(GoTime::value(match gotime::parse_duration(s(&a[0])) {
                 Ok(d) => t.add(d),
@@ -229,7 +212,7 @@ pub(crate) fn defs() -> Vec<Def> {
         }));
     }
     for name in ["mustDateModify", "must_date_modify"] {
-        v.push(fixed(name, &[Str, Any], |a| {
+        v.push(fixed(name, &[Str, TIME], |a| {
             let t = time_param(&a[1])?;
             let d = gotime::parse_duration(s(&a[0])).map_err(|e| err(e.to_string()))?;
             Ok(GoTime::value(t.add(d)))

@@ -6,11 +6,13 @@ use ferroflux_gotemplate::{CallContext, FuncError, Map, Object, Signature, Type,
 use ferroflux_semver::{Range, SemverError, Version};
 
 use super::{Def, err, fixed, int, s, text};
-use crate::conv::strval;
 use crate::crypto::{self, Certificate};
 use crate::{paths, url};
 
 use Type::{Any, Int, List, Map as MapT, String as Str};
+
+/// Sprig's `certificate` struct as a parameter type.
+const CERT: Type = Type::Object("sprig.certificate");
 
 /// Sprig's `certificate` struct (`.Cert`, `.Key`).
 pub struct CertObject(pub Certificate);
@@ -35,22 +37,28 @@ impl Object for CertObject {
     fn to_json(&self) -> serde_json::Value {
         serde_json::json!({"Cert": self.0.cert, "Key": self.0.key})
     }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
 }
 
 fn cert_result(r: Result<Certificate, String>) -> Result<Value, FuncError> {
     r.map(|c| Value::object(CertObject(c))).map_err(err)
 }
 
-/// A `certificate` parameter.
+/// A `certificate` parameter (the executor has checked its type).
 fn cert_param(v: &Value) -> Result<Certificate, FuncError> {
     match v {
-        Value::Object(o) if o.type_name() == "sprig.certificate" => {
-            let get = |f: &str| o.field(f).map(|v| strval(&v)).unwrap_or_default();
-            Ok(Certificate {
-                cert: get("Cert"),
-                key: get("Key"),
-            })
-        }
+        Value::Object(o) => o
+            .as_any()
+            .and_then(|a| a.downcast_ref::<CertObject>())
+            .map(|c| c.0.clone())
+            .ok_or_else(|| {
+                err(format!(
+                    "wrong type for value; expected sprig.certificate; got {}",
+                    o.type_name()
+                ))
+            }),
         Value::Nil => Err(err("invalid value; expected sprig.certificate")),
         other => Err(err(format!(
             "wrong type for value; expected sprig.certificate; got {}",
@@ -89,15 +97,12 @@ fn dns_param(v: &Value) -> Result<Vec<String>, FuncError> {
 /// Masterminds' `*semver.Version`.
 pub struct SemverObject(pub Version);
 
-const HIDDEN_ORIGINAL: &str = "\0ferroflux-sprig-semver";
-
 impl SemverObject {
     fn from_value(v: &Value) -> Option<Version> {
         let Value::Object(o) = v else { return None };
-        if o.type_name() != "*semver.Version" {
-            return None;
-        }
-        Version::parse_loose(o.field(HIDDEN_ORIGINAL)?.as_str()?).ok()
+        o.as_any()?
+            .downcast_ref::<SemverObject>()
+            .map(|s| s.0.clone())
     }
 }
 
@@ -105,8 +110,8 @@ impl Object for SemverObject {
     fn type_name(&self) -> String {
         "*semver.Version".into()
     }
-    fn field(&self, name: &str) -> Option<Value> {
-        (name == HIDDEN_ORIGINAL).then(|| Value::from(self.0.original.clone()))
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
     fn method(&self, name: &str) -> Option<Signature> {
         Some(match name {
@@ -114,7 +119,7 @@ impl Object for SemverObject {
                 Signature::fixed(&[])
             }
             "Compare" | "LessThan" | "GreaterThan" | "Equal" | "LessThanEqual"
-            | "GreaterThanEqual" => Signature::fixed(&[Any]),
+            | "GreaterThanEqual" => Signature::fixed(&[Type::Object("*semver.Version")]),
             _ => return None,
         })
     }
@@ -244,7 +249,7 @@ pub(crate) fn defs() -> Vec<Def> {
                 ))
             },
         ),
-        fixed("genSignedCert", &[Str, List, List, Int, Any], |a| {
+        fixed("genSignedCert", &[Str, List, List, Int, CERT], |a| {
             let ca = cert_param(&a[4])?;
             cert_result(crypto::gen_signed(
                 s(&a[0]),
