@@ -50,7 +50,7 @@
 //!   `[]string` are host [`Object`]s whose [`Object::as_value`] gives the list;
 //! - `%#v` of containers approximates Go's syntax; `%q` and `js` decide printability with
 //!   Rust's Unicode tables, newer than Go 1.24's (Unicode 15.0).
-
+//!
 //! Tests: unit tests per module; `tests/cases.txt`, a table of templates whose `[helm]` cases
 //! were recorded from Helm 4.2.3's own engine (regenerate with `tests/oracle/render.py` in a
 //! venv with `helm-python-sdk==0.2.2`), including printf sweeps (97 formats × 39 values, 448
