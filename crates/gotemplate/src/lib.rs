@@ -59,6 +59,8 @@
 //! parse→execute of generated templates and `printf` never panic, deep nesting never
 //! overflows. Benchmark: `cargo run --release -p ferroflux-gotemplate --example bench-render`.
 
+#![warn(missing_docs)]
+
 mod builtins;
 pub mod error;
 mod exec;
