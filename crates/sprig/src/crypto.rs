@@ -439,7 +439,10 @@ struct Template<'a> {
     ca: bool,
 }
 
-fn params(t: &Template<'_>) -> Result<rcgen::CertificateParams, String> {
+/// Go's template for Sprig's certificates. Go gives a CA a subject key identifier (SHA-1 of the
+/// public key bits) and a leaf none, and writes `basicConstraints` (critical) on both; a signed
+/// leaf's authority key identifier is its CA's subject key identifier.
+fn params(t: &Template<'_>, pair: &rcgen::KeyPair) -> Result<rcgen::CertificateParams, String> {
     let mut p = rcgen::CertificateParams::default();
     let mut dn = rcgen::DistinguishedName::new();
     if !t.cn.is_empty() {
@@ -459,8 +462,18 @@ fn params(t: &Template<'_>) -> Result<rcgen::CertificateParams, String> {
     if t.ca {
         p.key_usages.push(rcgen::KeyUsagePurpose::KeyCertSign);
         p.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let skid = ring::digest::digest(
+            &ring::digest::SHA1_FOR_LEGACY_USE_ONLY,
+            pair.public_key_raw(),
+        );
+        p.key_identifier_method = rcgen::KeyIdMethod::PreSpecified(skid.as_ref().to_vec());
     } else {
-        p.is_ca = rcgen::IsCa::ExplicitNoCa;
+        // rcgen writes a subject key identifier with any basicConstraints it writes itself, so
+        // the leaf's CA:false goes in as a plain extension (OID 2.5.29.19, an empty SEQUENCE).
+        p.is_ca = rcgen::IsCa::NoCa;
+        let mut bc = rcgen::CustomExtension::from_oid_content(&[2, 5, 29, 19], vec![0x30, 0x00]);
+        bc.set_criticality(true);
+        p.custom_extensions.push(bc);
     }
     p.extended_key_usages = vec![
         rcgen::ExtendedKeyUsagePurpose::ServerAuth,
@@ -514,7 +527,7 @@ pub fn gen_ca(cn: &str, days: i64, key: Option<&str>) -> Result<Certificate, Str
 
 fn self_signed(t: &Template<'_>, key: &PrivateKey) -> Result<Certificate, String> {
     let pair = key_pair(key)?;
-    let cert = params(t)?
+    let cert = params(t, &pair)?
         .self_signed(&pair)
         .map_err(|e| format!("error creating certificate: {e}"))?;
     Ok(Certificate {
@@ -573,9 +586,9 @@ pub fn gen_signed(
         days,
         ca: false,
     };
-    let mut p = params(&t)?;
-    p.use_authority_key_identifier_extension = true;
     let pair = key_pair(&key)?;
+    let mut p = params(&t, &pair)?;
+    p.use_authority_key_identifier_extension = true;
     let cert = p
         .signed_by(&pair, &issuer)
         .map_err(|e| format!("error creating certificate: {e}"))?;
@@ -772,6 +785,38 @@ mod tests {
         let (_, x) = parse_x509_certificate(&der).unwrap();
         assert!(!x.is_ca());
         assert_eq!(x.issuer(), ca_x509.subject());
+        // Go's extensions: basicConstraints CA:false (critical) on the leaf, no subject key id
+        // there; its authority key id is the CA's subject key id, SHA-1 of the key bits.
+        let bc = x.basic_constraints().unwrap().unwrap();
+        assert!(bc.critical && !bc.value.ca);
+        let ca_skid = ca_x509
+            .extensions()
+            .iter()
+            .find_map(|e| match e.parsed_extension() {
+                ParsedExtension::SubjectKeyIdentifier(k) => Some(k.0.to_vec()),
+                _ => None,
+            })
+            .unwrap();
+        let key_bits = ca_x509.public_key().subject_public_key.data.to_vec();
+        assert_eq!(
+            ca_skid,
+            ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &key_bits).as_ref()
+        );
+        assert!(x.extensions().iter().all(|e| !matches!(
+            e.parsed_extension(),
+            ParsedExtension::SubjectKeyIdentifier(_)
+        )));
+        let akid = x
+            .extensions()
+            .iter()
+            .find_map(|e| match e.parsed_extension() {
+                ParsedExtension::AuthorityKeyIdentifier(a) => {
+                    a.key_identifier.as_ref().map(|k| k.0.to_vec())
+                }
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(akid, ca_skid);
         x.verify_signature(Some(ca_x509.public_key())).unwrap();
         let san = x.subject_alternative_name().unwrap().unwrap().value;
         let names: Vec<String> = san.general_names.iter().map(|g| g.to_string()).collect();
