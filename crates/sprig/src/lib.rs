@@ -20,8 +20,11 @@
 //! - `time.Time` printed with `%v` omits Go's monotonic clock suffix (`m=+0.01`) on `now`.
 //! - Regex syntax errors carry the `regex` crate's description after Go's prefix.
 //! - `genPrivateKey "dsa"` is not supported (an error text in place of the key).
-//! - Certificates are byte-for-byte different (random keys and serials, as in Sprig) and carry a
-//!   subject key identifier on leaf certificates too (rcgen's choice; Go adds one to CAs only).
+//! - Certificates have Go's fields and extensions but rcgen's extension order (random keys and
+//!   serials make every certificate differ anyway, as in Sprig).
+//! - A `string` holding bytes that are not UTF-8 (`b64dec` of binary data, `trunc` inside a
+//!   character) shows U+FFFD per bad byte, as Helm's JSON-encoded output does; `len` of it counts
+//!   the replacement characters' bytes, not Go's.
 
 pub mod conv;
 pub mod crypto;
