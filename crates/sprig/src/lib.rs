@@ -16,9 +16,10 @@
 //! engine does when DNS is not enabled (`--enable-dns` is off by default and not supported here).
 //!
 //! Differences from Sprig on Go, all forced by the value model or by determinism:
-//! - `keys`, `values` (and so `pluck` over them) come in sorted key order; Go's map order is random.
+//! - `keys` and `values` come in sorted key order; Go's map order is random.
 //! - `time.Time` printed with `%v` omits Go's monotonic clock suffix (`m=+0.01`) on `now`.
-//! - Regex syntax errors carry the `regex` crate's description after Go's prefix.
+//! - Regex syntax errors outside the common kinds (see [`gore`]) carry the `regex` crate's
+//!   description after Go's prefix.
 //! - `genPrivateKey "dsa"` is not supported (an error text in place of the key).
 //! - Certificates have Go's fields and extensions but rcgen's extension order (random keys and
 //!   serials make every certificate differ anyway, as in Sprig).
