@@ -829,6 +829,12 @@ impl<'t> State<'t, '_> {
             Val::Iface(x) | Val::Concrete(x) => {
                 if t.accepts(x) {
                     Ok(v)
+                } else if let Value::Object(o) = x
+                    && o.assignable_to(t)
+                    && let Some(inner) = o.as_value()
+                    && t.accepts(&inner)
+                {
+                    Ok(Val::Concrete(inner))
                 } else {
                     Err(self.errorf(format_args!(
                         "wrong type for value; expected {}; got {}",

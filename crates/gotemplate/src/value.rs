@@ -515,6 +515,15 @@ pub trait Object: Send + Sync {
         None
     }
 
+    /// Whether the object may be passed where a parameter of type `t` is declared, as Go
+    /// assigns a named type to its unnamed underlying type (Helm's `common.Values` is a
+    /// `map[string]interface{}`, so `merge .Values …` accepts it). The function then receives
+    /// [`Object::as_value`]. Default: never.
+    fn assignable_to(&self, t: crate::func::Type) -> bool {
+        let _ = t;
+        false
+    }
+
     /// The object itself, for a host that wants its own type back from a [`Value::Object`]
     /// (sprig's `date` reading its `time.Time`). Implement as `Some(self)`.
     fn as_any(&self) -> Option<&dyn std::any::Any> {

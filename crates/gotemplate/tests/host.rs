@@ -190,6 +190,68 @@ fn tpl_errors_name_the_tpl_template() {
     );
 }
 
+/// Helm's `.Values`: a named map type (`common.Values`) with the map's behaviour.
+struct Values(ferroflux_gotemplate::Map);
+
+impl Object for Values {
+    fn type_name(&self) -> String {
+        "common.Values".into()
+    }
+    fn kind_name(&self) -> String {
+        "map".into()
+    }
+    fn format(&self) -> String {
+        Value::Map(self.0.clone()).to_string()
+    }
+    fn as_value(&self) -> Option<Value> {
+        Some(Value::Map(self.0.clone()))
+    }
+    fn assignable_to(&self, t: Type) -> bool {
+        t == Type::Map
+    }
+}
+
+#[test]
+fn named_map_types_act_as_maps_and_assign_to_map_parameters() {
+    let mut funcs = FuncMap::new();
+    funcs.insert(
+        "set",
+        Func::fixed(&[Type::Map, Type::String, Type::Any], |_, a| {
+            if let (Some(m), Some(k)) = (a[0].as_map(), a[1].as_str()) {
+                m.insert(k, a[2].clone());
+            }
+            Ok(a[0].clone())
+        }),
+    );
+    let mut t = Template::new()
+        .with_missing_key(MissingKey::Zero)
+        .with_funcs(funcs);
+    t.parse(
+        "t",
+        "{{ printf \"%T\" .Values }} {{ .Values.a }} {{ $_ := set .Values \"b\" 2 }}{{ .Values }} \
+         {{ range $k, $v := .Values }}{{ $k }}{{ end }} {{ len .Values }} {{ .Values.nope.x }}",
+    )
+    .unwrap();
+    let values = ferroflux_gotemplate::Map::new();
+    values.insert("a", 1);
+    let data = ferroflux_gotemplate::Map::new();
+    data.insert("Values", Value::object(Values(values)));
+    assert_eq!(
+        t.execute("t", &Value::Map(data)).unwrap_err().to_string(),
+        "template: t:1:160: executing \"t\" at <.Values.nope.x>: nil pointer evaluating interface {}.x"
+    );
+    t.parse("u", "{{ printf \"%T\" .Values }} {{ .Values.a }} {{ $_ := set .Values \"b\" 2 }}{{ .Values }} {{ len .Values }}")
+        .unwrap();
+    let values = ferroflux_gotemplate::Map::new();
+    values.insert("a", 1);
+    let data = ferroflux_gotemplate::Map::new();
+    data.insert("Values", Value::object(Values(values)));
+    assert_eq!(
+        t.execute("u", &Value::Map(data)).unwrap(),
+        "common.Values 1 map[a:1 b:2] 2"
+    );
+}
+
 #[test]
 fn bytes_range_len_index_and_print_like_go() {
     let mut t = helm_like();
