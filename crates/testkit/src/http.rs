@@ -1,0 +1,263 @@
+//! `git http-backend` behind a small HTTP(S) server on 127.0.0.1: a test CA made with rcgen,
+//! basic or bearer auth, every repository under one folder served as Git's smart HTTP protocol.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+
+/// How the HTTP server checks requests.
+#[derive(Clone, Debug)]
+pub enum Auth {
+    /// Anyone may fetch and push.
+    None,
+    /// HTTP basic auth with this user and password.
+    Basic(String, String),
+    /// `Authorization: Bearer <token>`.
+    Bearer(String),
+}
+
+/// A test CA (`ca_pem`, for clients to trust) and the server certificate it signed.
+pub struct Tls {
+    pub ca_pem: String,
+    server_config: Arc<rustls::ServerConfig>,
+}
+
+/// A CA and a certificate for `localhost`/127.0.0.1 signed by it.
+pub fn make_tls() -> Tls {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "ferroflux test CA");
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    params
+        .subject_alt_names
+        .push(SanType::IpAddress("127.0.0.1".parse().unwrap()));
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let server_config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap();
+    Tls {
+        ca_pem: ca_cert.pem(),
+        server_config: Arc::new(server_config),
+    }
+}
+
+#[derive(Clone)]
+struct CgiState {
+    project_root: PathBuf,
+    auth: Auth,
+}
+
+fn authorized(auth: &Auth, headers: &HeaderMap) -> bool {
+    use base64::Engine;
+    let got = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    match auth {
+        Auth::None => true,
+        Auth::Basic(u, p) => {
+            got == format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))
+            )
+        }
+        Auth::Bearer(t) => got == format!("Bearer {t}"),
+    }
+}
+
+/// Runs `git http-backend` as a CGI program for one request.
+async fn cgi(State(state): State<CgiState>, req: Request) -> Response {
+    if !authorized(&state.auth, req.headers()) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [("WWW-Authenticate", "Basic realm=\"git\"")],
+            "authentication required\n",
+        )
+            .into_response();
+    }
+    let (parts, body) = req.into_parts();
+    let body = axum::body::to_bytes(body, 64 * 1024 * 1024).await.unwrap();
+    let header = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut cmd = tokio::process::Command::new("git");
+    cmd.arg("http-backend")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("GIT_PROJECT_ROOT", &state.project_root)
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("REQUEST_METHOD", parts.method.as_str())
+        .env("PATH_INFO", parts.uri.path())
+        .env("QUERY_STRING", parts.uri.query().unwrap_or(""))
+        .env("CONTENT_TYPE", header("content-type"))
+        .env("CONTENT_LENGTH", body.len().to_string())
+        .env("GIT_PROTOCOL", header("git-protocol"))
+        .env("HTTP_CONTENT_ENCODING", header("content-encoding"))
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .env("REMOTE_USER", "test")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().expect("git http-backend starts");
+    let mut stdin = child.stdin.take().unwrap();
+    tokio::spawn(async move {
+        stdin.write_all(&body).await.ok();
+    });
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap());
+    let mut status = StatusCode::OK;
+    let mut builder = Response::builder();
+    loop {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).await.unwrap() == 0 {
+            break;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            let v = v.trim();
+            if k.eq_ignore_ascii_case("status") {
+                status = StatusCode::from_u16(v[..3].parse().unwrap()).unwrap();
+            } else {
+                builder = builder.header(k, v);
+            }
+        }
+    }
+    // Keep the child alive (and reaped) while its output streams.
+    let stream = async_stream(stdout, child);
+    builder
+        .status(status)
+        .body(Body::from_stream(stream))
+        .unwrap()
+}
+
+fn async_stream(
+    out: tokio::io::BufReader<tokio::process::ChildStdout>,
+    child: tokio::process::Child,
+) -> impl futures_util::Stream<Item = std::io::Result<Vec<u8>>> {
+    futures_util::stream::unfold(Some((out, child)), |state| async move {
+        let (mut out, mut child) = state?;
+        let mut buf = vec![0u8; 64 * 1024];
+        match out.read(&mut buf).await {
+            Ok(0) => {
+                child.wait().await.ok();
+                None
+            }
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(buf), Some((out, child))))
+            }
+            Err(e) => Some((Err(e), None)),
+        }
+    })
+}
+
+/// An HTTP(S) git server on 127.0.0.1, serving every repository under `project_root`. It runs on
+/// a runtime of its own, so it keeps answering while the test blocks (on the binary it runs, or
+/// on a blocking Git client), and it can be started from sync and async tests alike.
+pub struct GitHttpServer {
+    pub addr: SocketAddr,
+    pub tls: bool,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl GitHttpServer {
+    pub fn start(project_root: &Path, auth: Auth, tls: Option<&Tls>) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let state = CgiState {
+            project_root: project_root.to_path_buf(),
+            auth,
+        };
+        let app = axum::Router::new().fallback(cgi).with_state(state);
+        // Bound here with std (no `block_on`, which panics inside an async test), handed to
+        // tokio inside the server's runtime.
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        std_listener.set_nonblocking(true).unwrap();
+        let addr = std_listener.local_addr().unwrap();
+        let listener = {
+            let _enter = runtime.enter();
+            tokio::net::TcpListener::from_std(std_listener).unwrap()
+        };
+        match tls {
+            None => {
+                runtime.spawn(async move { axum::serve(listener, app).await });
+            }
+            Some(tls) => {
+                let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config.clone());
+                runtime.spawn(async move {
+                    loop {
+                        let Ok((tcp, _)) = listener.accept().await else {
+                            return;
+                        };
+                        let acceptor = acceptor.clone();
+                        let app = app.clone();
+                        tokio::spawn(async move {
+                            let Ok(stream) = acceptor.accept(tcp).await else {
+                                return;
+                            };
+                            let io = hyper_util::rt::TokioIo::new(stream);
+                            let svc = hyper_util::service::TowerToHyperService::new(app);
+                            hyper::server::conn::http1::Builder::new()
+                                .serve_connection(io, svc)
+                                .await
+                                .ok();
+                        });
+                    }
+                });
+            }
+        }
+        GitHttpServer {
+            addr,
+            tls: tls.is_some(),
+            runtime: Some(runtime),
+        }
+    }
+
+    /// The URL of `<project_root>/<repo>.git`.
+    pub fn url(&self, repo: &str) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        let host = if self.tls { "localhost" } else { "127.0.0.1" };
+        format!("{scheme}://{host}:{}/{repo}.git", self.addr.port())
+    }
+}
+
+impl Drop for GitHttpServer {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! For tests only (`publish = false`): what the workspace's integration tests and benches share
+//! instead of copying it. Always available: [`git`] with a fixed identity and [`eventually`].
+//! Feature `git-server`: `git http-backend` behind HTTP(S) ([`GitHttpServer`]) and OpenSSH's sshd
+//! on a loopback port ([`Sshd`]). Feature `cluster`: devclusters serving Flux's CRDs
+//! ([`flux_cluster`]), kubeconfig files ([`Cluster`], [`kubeconfig`]) and the real kubectl
+//! ([`Kubectl`]).
+//!
+//! Must not: be a dependency of anything but tests and benches, or mock a part that can run
+//! for real. The pure crates (kustomize, schema, sops, envsubst) do not use it, so their tests
+//! link neither kube nor the servers.
+
+mod git;
+pub use git::git;
+
+#[cfg(feature = "git-server")]
+mod http;
+#[cfg(feature = "git-server")]
+pub use http::{Auth, GitHttpServer, Tls, make_tls};
+
+#[cfg(feature = "git-server")]
+mod ssh;
+#[cfg(feature = "git-server")]
+pub use ssh::{Sshd, closed_port, keygen};
+
+#[cfg(feature = "cluster")]
+mod cluster;
+#[cfg(feature = "cluster")]
+pub use cluster::{Cluster, Kubectl, flux_cluster, kubeconfig};
+
+use std::time::Duration;
+
+/// Polls `f` until it yields something; the bound (30 s) only stops a broken test from hanging.
+pub async fn eventually<T, F, Fut>(what: &str, f: F) -> T
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    for _ in 0..600 {
+        if let Some(v) = f().await {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
