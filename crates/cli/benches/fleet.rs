@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use ferroflux_api::{GitRepository, Kustomization};
 use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
+use ferroflux_testkit::git;
 use futures_util::StreamExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::watcher;
@@ -124,25 +125,6 @@ fn load_average() -> String {
         .take(3)
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 fn write(path: &Path, text: &str) {

@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use ferroflux_testkit::{Kubectl, git};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams};
 
@@ -45,21 +46,7 @@ fn dev_up(dir: &Path, extra: &[&str]) -> (Child, Vec<String>) {
 }
 
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
-    let cache = kubeconfig.with_file_name("kubectl-cache");
-    let o = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--cache-dir")
-        .arg(cache)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
+    Kubectl::at(kubeconfig).ok(args, "")
 }
 
 fn stop(mut child: Child) {
@@ -104,34 +91,11 @@ fn up_writes_contexts_and_keeps_objects_across_restarts() {
     stop(child);
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let o = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=test", "-c", "user.email=test@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 /// Polls `kubectl` until `check` accepts its output; the bound only stops a broken test.
 fn kubectl_until(kubeconfig: &Path, args: &[&str], check: impl Fn(&str) -> bool) -> String {
     let mut last = String::new();
     for _ in 0..300 {
-        let cache = kubeconfig.with_file_name("kubectl-cache");
-        let o = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .arg("--cache-dir")
-            .arg(&cache)
-            .args(args)
-            .output()
-            .unwrap();
+        let o = Kubectl::at(kubeconfig).run(args, "");
         last = format!(
             "{}{}",
             String::from_utf8_lossy(&o.stdout),

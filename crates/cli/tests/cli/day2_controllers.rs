@@ -4,19 +4,17 @@
 //! commands print is compared with flux's goldens, and what the cluster holds shows whether a
 //! commit was applied.
 
-mod bootstrap_support;
-mod support;
-
-use bootstrap_support::Repo;
+use crate::repo::Repo;
+use crate::run::{cells, ferroflux, runtime, stderr, stdout};
 use ferroflux_api::{GitRepository, Kustomization};
 use ferroflux_controller::manager::{Manager, ManagerConfig};
+use ferroflux_testkit::{flux_cluster, kubeconfig};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use support::{cells, cluster, ferroflux, kubeconfig, runtime, stderr, stdout};
 
 const NAME: &str = "podinfo";
 
@@ -98,7 +96,7 @@ fn suspend_resume_and_reconcile_with_the_real_controllers() {
     ]);
     let first = repo.head().unwrap();
     let (cl, c, manager) = rt.block_on(async {
-        let (cl, c) = cluster("staging").await;
+        let (cl, c) = flux_cluster("staging").await;
         let config = cl.kube_config().await.unwrap();
         let manager = Manager::start(c.clone(), config, ManagerConfig::local(storage.path()))
             .await

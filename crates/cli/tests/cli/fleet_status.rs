@@ -1,10 +1,10 @@
 //! `ferroflux fleet status` against three in-process clusters, one of them stopped: the table,
 //! the per-cluster summary, JSON, the exit code, and the bad input the issue names.
 
-mod support;
-
+use crate::objects::*;
+use crate::run::*;
+use ferroflux_testkit::{flux_cluster, kubeconfig};
 use std::time::{Duration, Instant};
-use support::*;
 
 /// staging: all applied and ready, one suspended. production: fetched a newer commit than it
 /// applied, and one Kustomization failing. qa: stopped.
@@ -13,7 +13,7 @@ fn fleet_status_with_one_cluster_down() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let (staging, production, mut qa) = rt.block_on(async {
-        let (staging, s) = cluster("staging").await;
+        let (staging, s) = flux_cluster("staging").await;
         git(&s, "flux-system", Some(SHA_A)).await;
         for name in ["flux-system", "apps"] {
             ks(&s, name, "flux-system", false).await;
@@ -29,7 +29,7 @@ fn fleet_status_with_one_cluster_down() {
         }
         ks(&s, "infra", "flux-system", true).await;
 
-        let (production, p) = cluster("production").await;
+        let (production, p) = flux_cluster("production").await;
         git(&p, "flux-system", Some(SHA_B)).await;
         ks(&p, "flux-system", "flux-system", false).await;
         let msg = format!("Applied revision: {}", revision(SHA_A));
@@ -51,7 +51,7 @@ fn fleet_status_with_one_cluster_down() {
         )
         .await;
 
-        let (qa, _) = cluster("qa").await;
+        let (qa, _) = flux_cluster("qa").await;
         (staging, production, qa)
     });
     let kc = kubeconfig(dir.path(), &[&staging, &production, &qa]);
@@ -255,8 +255,8 @@ fn fleet_status_with_one_cluster_down() {
 fn unknown_context_lists_the_available_ones() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let (a, _) = rt.block_on(cluster("staging"));
-    let (b, _) = rt.block_on(cluster("production"));
+    let (a, _) = rt.block_on(flux_cluster("staging"));
+    let (b, _) = rt.block_on(flux_cluster("production"));
     let kc = kubeconfig(dir.path(), &[&a, &b]);
     let out = ferroflux(&kc, &["fleet", "status", "--contexts", "staging,prod"]);
     assert_eq!(out.status.code(), Some(1));
@@ -290,7 +290,7 @@ fn unknown_context_lists_the_available_ones() {
 fn silent_cluster_is_reported_within_the_timeout() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let (staging, s) = rt.block_on(cluster("staging"));
+    let (staging, s) = rt.block_on(flux_cluster("staging"));
     rt.block_on(async {
         git(&s, "flux-system", Some(SHA_A)).await;
         ks(&s, "flux-system", "flux-system", false).await;

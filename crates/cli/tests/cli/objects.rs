@@ -1,66 +1,12 @@
-//! What the day-2 and fleet tests share: in-process devclusters with Flux's CRDs, Flux objects
-//! whose status the test writes through the status subresource (as a controller would), and
-//! running the real binary against a kubeconfig naming them.
-
-#![allow(dead_code)] // each test binary uses its own subset
+//! Flux objects for the day-2 and fleet tests, whose status the test writes through the status
+//! subresource (as a controller would).
 
 use ferroflux_api::{GitRepository, Kustomization};
-use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
-use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use std::path::Path;
-use std::process::{Command, Output};
-use std::time::Duration;
 
 pub const SHA_A: &str = "aaaaaaaa11111111111111111111111111111111";
 pub const SHA_B: &str = "bbbbbbbb22222222222222222222222222222222";
-
-pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// A cluster serving Flux's CRDs, with the `flux-system` namespace.
-pub async fn cluster(name: &str) -> (RunningCluster, kube::Client) {
-    let cluster = DevCluster::start(Config::memory(name)).await.unwrap();
-    let client = cluster.client().await.unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in ferroflux_api::crds() {
-        crds.create(&PostParams::default(), &crd).await.unwrap();
-    }
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = serde_json::from_value(json!({"metadata": {"name": "flux-system"}})).unwrap();
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
-    let ks: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
-    eventually("Kustomization CRD served", || async {
-        ks.list(&ListParams::default()).await.ok()
-    })
-    .await;
-    (cluster, client)
-}
-
-/// Polls `f` until it yields something; the bound only stops a broken test from hanging.
-pub async fn eventually<T, F, Fut>(what: &str, f: F) -> T
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    for _ in 0..600 {
-        if let Some(v) = f().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
 
 pub fn cond(type_: &str, status: &str, reason: &str, message: &str, generation: i64) -> Value {
     json!({"type": type_, "status": status, "reason": reason, "message": message,
@@ -179,43 +125,4 @@ pub async fn write_status(client: &kube::Client, kind: &str, name: &str, status:
         }
         other => panic!("no such kind {other}"),
     }
-}
-
-/// Writes a kubeconfig naming `clusters` and returns its path.
-pub fn kubeconfig(dir: &Path, clusters: &[&RunningCluster]) -> std::path::PathBuf {
-    let path = dir.join("kubeconfig");
-    ferroflux_devcluster::write_kubeconfig(&path, clusters, None).unwrap();
-    path
-}
-
-/// Runs the binary with `--kubeconfig kc` appended.
-pub fn ferroflux(kc: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ferroflux"))
-        .args(args)
-        .arg("--kubeconfig")
-        .arg(kc)
-        .output()
-        .unwrap()
-}
-
-pub fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-pub fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A table's rows as trimmed cells (the padding itself is checked against flux's goldens in
-/// the unit tests of the table module).
-pub fn cells(table: &str) -> Vec<Vec<String>> {
-    table
-        .lines()
-        .map(|l| {
-            l.trim_end_matches('\t')
-                .split('\t')
-                .map(|c| c.trim().to_string())
-                .collect()
-        })
-        .collect()
 }

@@ -2,14 +2,14 @@
 //! in-process cluster. Where a controller would answer, the test writes the status the
 //! controller would (through the status subresource) once it sees the request.
 
-mod support;
-
+use crate::objects::*;
+use crate::run::*;
 use ferroflux_api::{GitRepository, Kustomization, RECONCILE_REQUESTED_AT};
+use ferroflux_testkit::{eventually, flux_cluster, kubeconfig};
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use support::*;
 
 fn ks_api(c: &kube::Client) -> Api<Kustomization> {
     Api::namespaced(c.clone(), "flux-system")
@@ -19,7 +19,7 @@ fn ks_api(c: &kube::Client) -> Api<Kustomization> {
 fn suspend_and_resume_without_waiting() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let (cl, c) = rt.block_on(cluster("staging"));
+    let (cl, c) = rt.block_on(flux_cluster("staging"));
     rt.block_on(async {
         git(&c, "repo", Some(SHA_A)).await;
         git(&c, "other", None).await;
@@ -129,7 +129,7 @@ where
 fn resume_waits_for_the_controller_to_report_ready() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let (cl, c) = rt.block_on(cluster("staging"));
+    let (cl, c) = rt.block_on(flux_cluster("staging"));
     let suspended_generation = rt.block_on(async {
         git(&c, "repo", Some(SHA_A)).await;
         let k = ks(&c, "apps", "repo", true).await;
@@ -192,7 +192,7 @@ fn resume_waits_for_the_controller_to_report_ready() {
 fn reconcile_sets_requested_at_and_waits_for_it_to_be_handled() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let (cl, c) = rt.block_on(cluster("staging"));
+    let (cl, c) = rt.block_on(flux_cluster("staging"));
     rt.block_on(async {
         git(&c, "repo", Some(SHA_A)).await;
         ks(&c, "apps", "repo", false).await;
@@ -340,7 +340,7 @@ fn reconcile_sets_requested_at_and_waits_for_it_to_be_handled() {
 fn reconcile_waits_for_lasthandledreconcileat_to_change() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let (cl, c) = rt.block_on(cluster("staging"));
+    let (cl, c) = rt.block_on(flux_cluster("staging"));
     rt.block_on(async {
         git(&c, "repo", Some(SHA_A)).await;
         ks(&c, "apps", "repo", false).await;
@@ -422,7 +422,7 @@ fn reconcile_waits_for_lasthandledreconcileat_to_change() {
 fn ctrl_c_during_a_wait_exits_cleanly() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let (cl, c) = rt.block_on(cluster("staging"));
+    let (cl, c) = rt.block_on(flux_cluster("staging"));
     rt.block_on(async {
         git(&c, "repo", Some(SHA_A)).await;
         ks(&c, "apps", "repo", false).await;
@@ -491,7 +491,7 @@ fn ctrl_c_during_a_wait_exits_cleanly() {
 fn events_stats_and_get_all() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let (cl, c) = rt.block_on(cluster("staging"));
+    let (cl, c) = rt.block_on(flux_cluster("staging"));
     rt.block_on(async {
         git(&c, "repo", Some(SHA_A)).await;
         git(&c, "other", Some(SHA_B)).await;
@@ -665,7 +665,7 @@ kustomization/infra\t        \tTrue     \tFalse\thealth check failed\t\n\n"
 fn events_watch_streams_new_events_of_the_object() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let (cl, c) = rt.block_on(cluster("staging"));
+    let (cl, c) = rt.block_on(flux_cluster("staging"));
     rt.block_on(async {
         git(&c, "repo", Some(SHA_A)).await;
         git(&c, "other", None).await;
@@ -803,7 +803,7 @@ fn events_watch_streams_new_events_of_the_object() {
 fn get_watch_prints_a_row_per_change() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let (cl, c) = rt.block_on(cluster("staging"));
+    let (cl, c) = rt.block_on(flux_cluster("staging"));
     rt.block_on(async {
         ks(&c, "apps", "repo", false).await;
     });
@@ -919,7 +919,7 @@ fn watches_survive_restarts_broken_connections_and_410() {
     use ferroflux_devcluster::{FaultAction, FaultRule};
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let (mut cl, c) = rt.block_on(cluster("staging"));
+    let (mut cl, c) = rt.block_on(flux_cluster("staging"));
     rt.block_on(async {
         ks(&c, "apps", "repo", false).await;
         ks(&c, "infra", "repo", false).await;

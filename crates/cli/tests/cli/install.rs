@@ -1,11 +1,10 @@
 //! `install --export`, `install`, `check` and `uninstall` against a local cluster, with kubectl
 //! and kustomize as the judges of the manifests.
 
-mod bootstrap_support;
-
 use std::process::Command;
 
-use bootstrap_support::{Cluster, args, ferroflux, text};
+use crate::run::{args, ferroflux_off_runtime as ferroflux, text};
+use ferroflux_testkit::Cluster;
 
 fn export() -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_ferroflux"))

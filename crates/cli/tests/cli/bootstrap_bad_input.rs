@@ -2,13 +2,13 @@
 //! bad flags, a cluster following another path, a remote that rejects the push, wrong
 //! credentials over https (never echoed), and Ctrl-C during the wait.
 
-mod bootstrap_support;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use bootstrap_support::{Cluster, Repo, args, ferroflux, text};
+use crate::repo::Repo;
+use crate::run::{args, ferroflux_off_runtime as ferroflux, text};
+use ferroflux_testkit::{Auth, Cluster, GitHttpServer, Sshd, git, keygen, make_tls};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, PostParams};
@@ -207,16 +207,20 @@ async fn a_push_the_remote_rejects_is_reported_and_nothing_is_applied() {
 async fn wrong_credentials_over_https_fail_without_echoing_the_password() {
     let c = Cluster::start("staging").await;
     let repo = Repo::with_files(&[("README.md", "fleet\n")]);
-    let server =
-        bootstrap_support::GitHttpsServer::start(repo.root.path(), "git", "the-right-one").await;
+    let tls = make_tls();
+    let server = GitHttpServer::start(
+        repo.root.path(),
+        Auth::Basic("git".into(), "the-right-one".into()),
+        Some(&tls),
+    );
     let ca = repo.root.path().join("ca.pem");
-    std::fs::write(&ca, &server.ca_pem).unwrap();
+    std::fs::write(&ca, &tls.ca_pem).unwrap();
     let kc = c.kubeconfig.to_str().unwrap();
     let password = "wrong-Pa55word-that-must-not-show";
 
     // As a flag and as GIT_PASSWORD.
     for via_env in [false, true] {
-        let mut a = bootstrap_args(&server.url("fleet.git"), "clusters/staging", kc, "60s");
+        let mut a = bootstrap_args(&server.url("fleet"), "clusters/staging", kc, "60s");
         a.extend(args(&[
             "--token-auth",
             "--username",
@@ -303,7 +307,7 @@ async fn ctrl_c_during_the_wait_exits_cleanly_and_git_stays_consistent() {
     ] {
         assert!(files.contains(&f.to_string()), "{files:?}");
     }
-    bootstrap_support::git(&repo.bare(), &["fsck", "--strict"]);
+    git(&repo.bare(), &["fsck", "--strict"]);
     // The temporary clone went with the process.
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
@@ -315,11 +319,16 @@ async fn right_credentials_over_https_push_and_reach_the_secret_only() {
     let c = Cluster::start("staging").await;
     let repo = Repo::with_files(&[("README.md", "fleet\n")]);
     let password = "the-Right-0ne-for-https";
-    let server = bootstrap_support::GitHttpsServer::start(repo.root.path(), "git", password).await;
+    let tls = make_tls();
+    let server = GitHttpServer::start(
+        repo.root.path(),
+        Auth::Basic("git".into(), password.into()),
+        Some(&tls),
+    );
     let ca = repo.root.path().join("ca.pem");
-    std::fs::write(&ca, &server.ca_pem).unwrap();
+    std::fs::write(&ca, &tls.ca_pem).unwrap();
     let kc = c.kubeconfig.to_str().unwrap();
-    let mut a = bootstrap_args(&server.url("fleet.git"), "clusters/staging", kc, "15s");
+    let mut a = bootstrap_args(&server.url("fleet"), "clusters/staging", kc, "15s");
     a.extend(args(&[
         "--token-auth",
         "--username",
@@ -340,7 +349,7 @@ async fn right_credentials_over_https_push_and_reach_the_secret_only() {
     assert_eq!(repo.count(), 2);
     let sync = repo.show("clusters/staging/flux-system/gotk-sync.yaml");
     assert!(
-        sync.contains(&format!("  url: {}\n", server.url("fleet.git"))),
+        sync.contains(&format!("  url: {}\n", server.url("fleet"))),
         "{sync}"
     );
     assert!(!sync.contains(password));
@@ -350,7 +359,7 @@ async fn right_credentials_over_https_push_and_reach_the_secret_only() {
     let data = secret.data.unwrap();
     assert_eq!(data["username"].0, b"git");
     assert_eq!(data["password"].0, password.as_bytes());
-    assert_eq!(data["ca.crt"].0, server.ca_pem.as_bytes());
+    assert_eq!(data["ca.crt"].0, tls.ca_pem.as_bytes());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -360,8 +369,8 @@ async fn ssh_pushes_with_the_key_and_checks_the_host_key() {
     let repo = Repo::with_files(&[("README.md", "fleet\n")]);
     let keys = tempfile::tempdir().unwrap();
     let key = keys.path().join("id_ed25519");
-    let public = bootstrap_support::keygen(&key);
-    let sshd = bootstrap_support::Sshd::start(&public);
+    let public = keygen(&key, "").1;
+    let sshd = Sshd::start(&[&public]);
     let kc = c.kubeconfig.to_str().unwrap();
     let url = sshd.url(&repo.bare());
 

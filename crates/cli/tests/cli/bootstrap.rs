@@ -3,10 +3,10 @@
 //! `dev up` does): twice on one repository (the second run commits nothing), and two clusters
 //! on one repository (two folders, one history).
 
-mod bootstrap_support;
-
-use bootstrap_support::{Cluster, Repo, args, ferroflux, text};
+use crate::repo::Repo;
+use crate::run::{args, ferroflux_off_runtime as ferroflux, text};
 use ferroflux_controller::manager::{Manager, ManagerConfig, install_crds};
+use ferroflux_testkit::{Cluster, git};
 
 /// One cluster's controllers; `shutdown` them at the end of the test.
 struct Controllers {
@@ -144,7 +144,7 @@ async fn two_clusters_on_one_repository() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(repo.count(), 3);
     // One history: production's commit sits on staging's.
-    let parent = bootstrap_support::git(&repo.bare(), &["rev-parse", "refs/heads/main^"]);
+    let parent = git(&repo.bare(), &["rev-parse", "refs/heads/main^"]);
     assert_eq!(parent, first);
     let files = repo.files();
     for f in [

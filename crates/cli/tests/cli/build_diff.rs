@@ -2,8 +2,6 @@
 //! against a local cluster started in-process; the Kustomization objects are created with
 //! kube-rs, and only the recursive fleet test runs the real controllers.
 
-mod bootstrap_support;
-
 use base64::Engine as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,9 +11,9 @@ use ferroflux_apply::applier::{Applier, ApplyOptions};
 use ferroflux_apply::inventory::inventory_of;
 use ferroflux_controller::kustomization::build::{Cluster, build};
 use ferroflux_controller::manager::{Manager, ManagerConfig};
-use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
+use ferroflux_devcluster::RunningCluster;
+use ferroflux_testkit::flux_cluster;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -32,31 +30,13 @@ struct Env {
 
 /// A cluster with Flux's CRDs and the `flux-system` namespace, and a kubeconfig file for it.
 async fn start(name: &str) -> Env {
-    let cluster = DevCluster::start(Config::memory(name)).await.unwrap();
-    let client = cluster.client().await.unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in ferroflux_api::crds() {
-        crds.create(&PostParams::default(), &crd).await.unwrap();
-    }
+    let (cluster, client) = flux_cluster(name).await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    for ns in ["flux-system", "apps"] {
-        let obj = serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap();
-        namespaces
-            .create(&PostParams::default(), &obj)
-            .await
-            .unwrap();
-    }
-    // The CRD is served once a list answers.
-    let ks: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
-    let mut served = false;
-    for _ in 0..500 {
-        if ks.list(&ListParams::default()).await.is_ok() {
-            served = true;
-            break;
-        }
-        tokio::task::yield_now().await;
-    }
-    assert!(served, "the Kustomization CRD is never served");
+    let apps = serde_json::from_value(json!({"metadata": {"name": "apps"}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &apps)
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     std::fs::write(&kubeconfig, cluster.kubeconfig()).unwrap();
@@ -888,8 +868,8 @@ fn owned_ids(docs: &[Value]) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recursive_build_and_diff_of_a_fleet_repository() {
     let env = start("recursive-fleet").await;
-    let repo = bootstrap_support::Repo::empty();
-    bootstrap_support::git(repo.root.path(), &["clone", "-q", "fleet.git", "work"]);
+    let repo = crate::repo::Repo::empty();
+    ferroflux_testkit::git(repo.root.path(), &["clone", "-q", "fleet.git", "work"]);
     let work = repo.work();
     copy_dir(Path::new(FLEET_INFRA), &work);
     write(

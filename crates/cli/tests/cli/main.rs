@@ -1,0 +1,23 @@
+//! The `ferroflux` binary's integration tests, one test binary (a module per area): the binary
+//! run as a user runs it, against in-process devclusters, real Git servers and the real
+//! controllers. Helpers of this binary are `objects`, `repo` and `run`; what other crates'
+//! tests share too is in `ferroflux-testkit`.
+
+mod objects;
+mod repo;
+mod run;
+
+mod bootstrap;
+mod bootstrap_bad_input;
+mod build_diff;
+mod build_substitute;
+mod controller;
+mod day2;
+mod day2_controllers;
+mod demo;
+mod dev_up;
+mod fleet_status;
+mod get_bad_input;
+mod install;
+mod kustomize_bad_input;
+mod sops;
