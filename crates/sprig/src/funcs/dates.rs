@@ -343,6 +343,14 @@ mod tests {
         assert_eq!(render("ago", &[hour_ago]), "1h0m0s");
         let now = call("now", &[]);
         assert_eq!(now.type_name(), "time.Time");
+        // `now` is the system clock in the Local zone.
+        let system = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let t = GoTime::from_value(&now).unwrap();
+        assert!((t.unix - system).abs() <= 2, "{} vs {system}", t.unix);
+        assert_eq!(t.location, "Local");
         assert_eq!(round_to_second(1_500_000_000), 2_000_000_000);
         assert_eq!(round_to_second(-1_500_000_000), -2_000_000_000);
     }
