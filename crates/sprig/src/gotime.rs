@@ -23,6 +23,18 @@ pub struct Time {
     /// The zone's name as Go reports `Location.String()` (`Local`, `UTC`, `Europe/Paris`).
     pub location: String,
     tz: TimeZone,
+    /// Go's monotonic clock reading (nanoseconds since the process's clock origin), which only
+    /// `time.Now()` carries and `String()` prints as ` m=+0.001234567`.
+    mono: Option<i64>,
+}
+
+/// The origin of the monotonic readings: the first use of this module in the process (Go's is
+/// the runtime's start, moments earlier).
+static MONO_ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// Starts the monotonic clock (called when the function map is built).
+pub fn start_clock() {
+    MONO_ORIGIN.get_or_init(std::time::Instant::now);
 }
 
 impl PartialEq for Time {
@@ -119,6 +131,7 @@ impl Time {
             nanos,
             location: "Local".to_string(),
             tz: local_zone(),
+            mono: None,
         }
     }
 
@@ -135,6 +148,7 @@ impl Time {
             nanos,
             location: location.to_string(),
             tz,
+            mono: None,
         }
     }
 
@@ -155,10 +169,13 @@ impl Time {
 
     /// `time.Now()` in the `Local` zone.
     pub fn now() -> Self {
+        let origin = *MONO_ORIGIN.get_or_init(std::time::Instant::now);
         let since = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
-        Self::from_unix(since.as_secs() as i64, since.subsec_nanos())
+        let mut t = Self::from_unix(since.as_secs() as i64, since.subsec_nanos());
+        t.mono = Some(origin.elapsed().as_nanos().min(i64::MAX as u128) as i64);
+        t
     }
 
     /// The zero `time.Time` (January 1, year 1, 00:00:00 UTC), what a failed `toDate` returns.
@@ -168,6 +185,7 @@ impl Time {
             nanos: 0,
             location: "UTC".to_string(),
             tz: TimeZone::UTC,
+            mono: None,
         }
     }
 
@@ -178,6 +196,7 @@ impl Time {
             nanos: self.nanos,
             location,
             tz,
+            mono: None,
         }
     }
 
@@ -185,6 +204,8 @@ impl Time {
     pub fn add(&self, d: i64) -> Self {
         let total = self.nanos as i64 + d.rem_euclid(NANOS);
         let mut t = self.clone();
+        // Go's Add moves the monotonic reading along with the wall clock.
+        t.mono = self.mono.map(|m| m.saturating_add(d));
         t.unix = self.unix + d.div_euclid(NANOS) + total / NANOS;
         t.nanos = (total % NANOS) as u32;
         t
@@ -225,7 +246,17 @@ impl Time {
 
     /// Go's `t.String()`: `2006-01-02 15:04:05.999999999 -0700 MST`.
     pub fn go_string(&self) -> String {
-        self.format("2006-01-02 15:04:05.999999999 -0700 MST")
+        let mut s = self.format("2006-01-02 15:04:05.999999999 -0700 MST");
+        if let Some(m) = self.mono {
+            let sign = if m < 0 { '-' } else { '+' };
+            let m = m.unsigned_abs();
+            s.push_str(&format!(
+                " m={sign}{}.{:09}",
+                m / 1_000_000_000,
+                m % 1_000_000_000
+            ));
+        }
+        s
     }
 }
 
@@ -823,6 +854,7 @@ pub fn parse_in_location(
             nanos,
             location: String::new(),
             tz: TimeZone::UTC,
+            mono: None,
         };
         // Go keeps the location when its offset at that instant matches, else a fixed zone.
         let mut inloc = t.in_zone(location.to_string(), tz.clone());
@@ -847,6 +879,7 @@ pub fn parse_in_location(
         nanos,
         location: location.to_string(),
         tz: tz.clone(),
+        mono: None,
     };
     let off = guess.offset().0 as i64;
     let mut t = guess.clone();

@@ -17,7 +17,8 @@
 //!
 //! Differences from Sprig on Go, all forced by the value model or by determinism:
 //! - `keys` and `values` come in sorted key order; Go's map order is random.
-//! - `time.Time` printed with `%v` omits Go's monotonic clock suffix (`m=+0.01`) on `now`.
+//! - `now`'s monotonic reading (` m=+0.001` when a time from `now` is printed) counts from the
+//!   first `funcs()` call, not from the process's start.
 //! - Regex syntax errors outside the common kinds (see [`gore`]) carry the `regex` crate's
 //!   description after Go's prefix.
 //! - `genPrivateKey "dsa"` is not supported (an error text in place of the key).
@@ -46,6 +47,7 @@ use ferroflux_gotemplate::{Func, FuncMap, Signature};
 
 /// Every Sprig function Helm v4 registers (Sprig's `TxtFuncMap` without `env` and `expandenv`).
 pub fn funcs() -> FuncMap {
+    gotime::start_clock();
     let mut m = FuncMap::new();
     for def in funcs::all() {
         let sig = match def.variadic {
