@@ -202,7 +202,7 @@ fn go_json_error(text: &str, e: &serde_json::Error) -> String {
         let at = e.column().saturating_sub(1);
         let start = (0..at)
             .rev()
-            .take_while(|&i| chars[i].is_ascii_alphabetic())
+            .take_while(|&i| chars.get(i).is_some_and(char::is_ascii_alphabetic))
             .last()
             .unwrap_or(at);
         let lit = match chars.get(start) {

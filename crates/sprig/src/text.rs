@@ -357,6 +357,9 @@ pub fn repeat(count: i64, s: &str) -> Result<String, String> {
     if count < 0 {
         return Err("strings: negative Repeat count".into());
     }
+    if (s.len() as u128) * (count as u128) > isize::MAX as u128 {
+        return Err("strings: Repeat output length overflow".into());
+    }
     Ok(s.repeat(count as usize))
 }
 
@@ -679,6 +682,10 @@ mod tests {
         assert_eq!(trim_space(" \t x \n"), "x");
         assert_eq!(repeat(3, "ab").unwrap(), "ababab");
         assert!(repeat(-1, "ab").is_err());
+        assert_eq!(
+            repeat(i64::MAX, "ab").unwrap_err(),
+            "strings: Repeat output length overflow"
+        );
     }
 
     #[test]

@@ -87,7 +87,7 @@ fn unescape(s: &str) -> Result<String, String> {
                 .get(i + 1..i + 3)
                 .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()));
             let Some(hex) = hex else {
-                let bad = &s[i..(i + 3).min(s.len())];
+                let bad: String = s[i..].chars().take(3).collect();
                 return Err(format!("invalid URL escape {:?}", bad));
             };
             out.push(u8::from_str_radix(hex, 16).map_err(|e| e.to_string())?);
