@@ -100,6 +100,95 @@ pub(crate) mod tests {
         (def.body)(args)
     }
 
+    /// Sample arguments of each declared type, awkward on purpose.
+    fn samples(t: ferroflux_gotemplate::Type) -> Vec<Value> {
+        use ferroflux_gotemplate::{Map, Type};
+        let strings = ["", "é%\\{[(*|", "-1", "a,b", "0x1f", "2006-01-02"];
+        match t {
+            Type::Int | Type::Int64 => [-1i64, 0, 2, 7].iter().map(|&i| Value::Int(i)).collect(),
+            Type::Float64 => vec![
+                Value::Float(f64::NAN),
+                Value::Float(-0.5),
+                Value::Float(1e300),
+            ],
+            Type::Bool => vec![Value::Bool(true), Value::Bool(false)],
+            Type::String => strings.iter().map(|&s| Value::from(s)).collect(),
+            Type::List => vec![Value::Nil, list(&["a", "1"]), Value::list(vec![Value::Nil])],
+            Type::Map => {
+                let m = Map::new();
+                m.insert("a", Value::Nil);
+                m.insert("b", Value::list(vec![]));
+                vec![Value::Nil, Value::Map(Map::new()), Value::Map(m)]
+            }
+            Type::Bytes => vec![
+                Value::Nil,
+                Value::Bytes(std::sync::Arc::from(&b"\xff\x00"[..])),
+            ],
+            Type::Object(_) | Type::Any => {
+                let mut v: Vec<Value> = strings.iter().map(|&s| Value::from(s)).collect();
+                v.extend([
+                    Value::Nil,
+                    Value::Int(-3),
+                    Value::Int64(i64::MIN),
+                    Value::Float(f64::INFINITY),
+                    Value::Bool(false),
+                    list(&["b", "a"]),
+                    Value::list(vec![Value::Nil, Value::Map(Map::new())]),
+                    Value::Map(Map::new()),
+                    crate::conv::string_slice(vec!["x".into()]),
+                    crate::GoTime::value(crate::gotime::Time::zero()),
+                ]);
+                v
+            }
+        }
+    }
+
+    /// Every function, every declared parameter varied over awkward values (the others at
+    /// their first sample), with 0 to 3 variadic extras: errors are fine, panics are not.
+    /// Key and certificate generation and the deliberately slow hashes are left out.
+    #[test]
+    fn no_function_panics_on_awkward_arguments() {
+        const SLOW: &[&str] = &[
+            "genCA",
+            "genCAWithKey",
+            "genSelfSignedCert",
+            "genSelfSignedCertWithKey",
+            "genSignedCert",
+            "genSignedCertWithKey",
+            "genPrivateKey",
+            "bcrypt",
+            "htpasswd",
+            "derivePassword",
+        ];
+        let mut calls = 0;
+        for def in super::funcs::all() {
+            if SLOW.contains(&def.name) {
+                continue;
+            }
+            for extra in 0..=if def.variadic.is_some() { 3 } else { 0 } {
+                let mut types: Vec<_> = def.params.to_vec();
+                types.extend(std::iter::repeat_n(
+                    def.variadic.unwrap_or(ferroflux_gotemplate::Type::Any),
+                    extra,
+                ));
+                let base: Vec<Value> = types.iter().map(|t| samples(*t)[0].clone()).collect();
+                for (i, t) in types.iter().enumerate() {
+                    for v in samples(*t) {
+                        let mut args = base.clone();
+                        args[i] = v;
+                        let name = def.name;
+                        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            (def.body)(&args)
+                        }));
+                        assert!(r.is_ok(), "{name} panicked on {args:?}");
+                        calls += 1;
+                    }
+                }
+            }
+        }
+        assert!(calls > 2000, "only {calls} calls");
+    }
+
     #[test]
     fn helm_keeps_every_sprig_function_but_env_and_expandenv() {
         let m = super::funcs();
