@@ -26,6 +26,9 @@ pub struct Time {
     /// Go's monotonic clock reading (nanoseconds since the process's clock origin), which only
     /// `time.Now()` carries and `String()` prints as ` m=+0.001234567`.
     mono: Option<i64>,
+    /// The name of a zone Go made up while parsing (`PST` in a location that has no PST, or
+    /// `GMT+3`): a fixed offset printed under that name.
+    fixed_name: Option<String>,
 }
 
 /// The origin of the monotonic readings: the first use of this module in the process (Go's is
@@ -132,6 +135,7 @@ impl Time {
             location: "Local".to_string(),
             tz: local_zone(),
             mono: None,
+            fixed_name: None,
         }
     }
 
@@ -149,6 +153,7 @@ impl Time {
             location: location.to_string(),
             tz,
             mono: None,
+            fixed_name: None,
         }
     }
 
@@ -186,6 +191,7 @@ impl Time {
             location: "UTC".to_string(),
             tz: TimeZone::UTC,
             mono: None,
+            fixed_name: None,
         }
     }
 
@@ -197,6 +203,7 @@ impl Time {
             location,
             tz,
             mono: None,
+            fixed_name: None,
         }
     }
 
@@ -226,7 +233,9 @@ impl Time {
         };
         let info = self.tz.to_offset_info(ts);
         // A fixed zone from a parsed numeric offset has no name in Go; MST then prints -0700.
-        let name = if self.location.is_empty() {
+        let name = if let Some(n) = &self.fixed_name {
+            n.clone()
+        } else if self.location.is_empty() {
             String::new()
         } else {
             info.abbreviation().to_string()
@@ -643,6 +652,7 @@ pub fn parse_in_location(
     let mut pm: Option<bool> = None;
     let mut offset: Option<i32> = None;
     let mut zone_abbrev: Option<String> = None;
+    let mut utc_z = false;
     let mut rest_layout = layout;
     let mut v = value;
     loop {
@@ -771,14 +781,10 @@ pub fn parse_in_location(
             }
             Chunk::Tz => {
                 if v.starts_with("UTC") {
-                    offset = Some(0);
                     zone_abbrev = Some("UTC".into());
                     v = &v[3..];
                 } else {
-                    let n = v.bytes().take_while(u8::is_ascii_uppercase).count();
-                    if n < 3 {
-                        return Err(bad());
-                    }
+                    let n = time_zone_len(v).ok_or_else(bad)?;
                     zone_abbrev = Some(v[..n].to_string());
                     v = &v[n..];
                 }
@@ -790,7 +796,7 @@ pub fn parse_in_location(
                 short,
             } => {
                 if iso && v.starts_with('Z') {
-                    offset = Some(0);
+                    utc_z = true;
                     v = &v[1..];
                 } else {
                     let (o, r) = parse_offset(v, colon, seconds, short).ok_or_else(bad)?;
@@ -847,31 +853,34 @@ pub fn parse_in_location(
         + hour as i64 * 3600
         + minute as i64 * 60
         + second as i64;
+    // Go's order: a `Z` or `UTC` zone is UTC; then a numeric offset, kept as the location when
+    // the location has that offset (and name) then, else a fixed zone (named when the value
+    // named it); then a zone name alone.
+    if utc_z || zone_abbrev.as_deref() == Some("UTC") {
+        return Ok(named_zone(local, nanos, "UTC", location, tz));
+    }
     if let Some(off) = offset {
-        let unix = local - off as i64;
         let t = Time {
-            unix,
+            unix: local - off as i64,
             nanos,
             location: String::new(),
             tz: TimeZone::UTC,
             mono: None,
+            fixed_name: None,
         };
-        // Go keeps the location when its offset at that instant matches, else a fixed zone.
         let mut inloc = t.in_zone(location.to_string(), tz.clone());
-        if inloc.offset().0 == off {
+        let (loc_off, loc_name) = inloc.offset();
+        if loc_off == off && zone_abbrev.as_ref().is_none_or(|n| *n == loc_name) {
             return Ok(inloc);
         }
-        if off == 0 {
-            return Ok(t.in_zone("UTC".into(), TimeZone::UTC));
-        }
-        inloc.location = String::new();
+        inloc.location = zone_abbrev.clone().unwrap_or_default();
+        inloc.fixed_name = zone_abbrev;
         inloc.tz =
             TimeZone::fixed(jiff::tz::Offset::from_seconds(off).unwrap_or(jiff::tz::Offset::UTC));
         return Ok(inloc);
     }
-    if zone_abbrev.is_some() {
-        // An abbreviation Go does not know in this location reads as UTC with that name; we
-        // read it in the location, which agrees whenever the abbreviation is the location's.
+    if let Some(name) = zone_abbrev {
+        return Ok(named_zone(local, nanos, &name, location, tz));
     }
     // A wall clock in `loc`: pick the offset in force at that local time.
     let guess = Time {
@@ -880,6 +889,7 @@ pub fn parse_in_location(
         location: location.to_string(),
         tz: tz.clone(),
         mono: None,
+        fixed_name: None,
     };
     let off = guess.offset().0 as i64;
     let mut t = guess.clone();
@@ -889,6 +899,89 @@ pub fn parse_in_location(
         t.unix = local - off2;
     }
     Ok(t)
+}
+
+/// Go's rule for a zone name in a parsed value (`parseTimeZone`): `ChST`/`MeST`, `GMT` with an
+/// optional hour offset, a signed offset, or three to five capitals (four or five ending in `T`,
+/// or `WITA`). Returns its length.
+fn time_zone_len(v: &str) -> Option<usize> {
+    let b = v.as_bytes();
+    if b.len() < 3 {
+        return None;
+    }
+    if v.starts_with("ChST") || v.starts_with("MeST") {
+        return Some(4);
+    }
+    if v.starts_with("GMT") {
+        return Some(3 + signed_offset_len(&v[3..]));
+    }
+    if b[0] == b'+' || b[0] == b'-' {
+        let n = signed_offset_len(v);
+        return (n > 0).then_some(n);
+    }
+    let upper = b
+        .iter()
+        .take(6)
+        .take_while(|c| c.is_ascii_uppercase())
+        .count();
+    match upper {
+        3 => Some(3),
+        4 if b[3] == b'T' || v.starts_with("WITA") => Some(4),
+        5 if b[4] == b'T' => Some(5),
+        _ => None,
+    }
+}
+
+/// Go's `parseSignedOffset`: a sign and at most 23 hours, or nothing.
+fn signed_offset_len(v: &str) -> usize {
+    let b = v.as_bytes();
+    if !matches!(b.first(), Some(b'+' | b'-')) {
+        return 0;
+    }
+    let digits = b[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+    match v.get(1..1 + digits).and_then(|d| d.parse::<u32>().ok()) {
+        Some(h) if digits > 0 && h <= 23 => 1 + digits,
+        _ => 0,
+    }
+}
+
+/// A wall clock with a zone name: `UTC` is UTC; a name the location uses at that time reads in
+/// the location; any other name is Go's made-up zone of that name, at offset 0 (or `GMT±H`'s),
+/// and the wall clock is read as UTC (so `10:00 GMT+3` prints as `13:00 +0300 GMT+3`).
+fn named_zone(wall: i64, nanos: u32, name: &str, location: &str, tz: &TimeZone) -> Time {
+    let utc = Time {
+        unix: wall,
+        nanos,
+        location: "UTC".into(),
+        tz: TimeZone::UTC,
+        mono: None,
+        fixed_name: None,
+    };
+    if name == "UTC" {
+        return utc;
+    }
+    let in_loc = utc.in_zone(location.to_string(), tz.clone());
+    let (off, _) = in_loc.offset();
+    let candidate = Time {
+        unix: wall - off as i64,
+        ..in_loc.clone()
+    };
+    if candidate.offset().1 == name {
+        return candidate;
+    }
+    let off = name
+        .strip_prefix("GMT")
+        .filter(|r| !r.is_empty())
+        .and_then(|r| r.parse::<i32>().ok())
+        .map_or(0, |h| h * 3600);
+    Time {
+        unix: wall,
+        nanos,
+        location: name.to_string(),
+        tz: TimeZone::fixed(jiff::tz::Offset::from_seconds(off).unwrap_or(jiff::tz::Offset::UTC)),
+        mono: None,
+        fixed_name: Some(name.to_string()),
+    }
 }
 
 fn skip_literal<'a>(value: &'a str, literal: &str) -> Option<&'a str> {
