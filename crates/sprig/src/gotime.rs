@@ -912,8 +912,8 @@ fn time_zone_len(v: &str) -> Option<usize> {
     if v.starts_with("ChST") || v.starts_with("MeST") {
         return Some(4);
     }
-    if v.starts_with("GMT") {
-        return Some(3 + signed_offset_len(&v[3..]));
+    if let Some(rest) = v.strip_prefix("GMT") {
+        return Some(3 + signed_offset_len(rest));
     }
     if b[0] == b'+' || b[0] == b'-' {
         let n = signed_offset_len(v);
