@@ -94,32 +94,82 @@ fn dns_param(v: &Value) -> Result<Vec<String>, FuncError> {
         .collect()
 }
 
-/// Masterminds' `*semver.Version`.
-pub struct SemverObject(pub Version);
+/// Masterminds' `*semver.Version` (what `semver` returns), or a `semver.Version` value (what
+/// `IncMajor`, `IncMinor`, `IncPatch`, `SetPrerelease` and `SetMetadata` return), which has only
+/// the value-receiver methods.
+pub struct SemverObject {
+    pub version: Version,
+    pub pointer: bool,
+}
 
 impl SemverObject {
     fn from_value(v: &Value) -> Option<Version> {
         let Value::Object(o) = v else { return None };
         o.as_any()?
             .downcast_ref::<SemverObject>()
-            .map(|s| s.0.clone())
+            .map(|s| s.version.clone())
     }
+
+    /// A `semver.Version` value derived from this one (`original` keeps a leading `v`).
+    fn derived(&self, mut next: Version) -> Value {
+        let prefix = if self.version.original.starts_with('v') {
+            "v"
+        } else {
+            ""
+        };
+        next.original = format!("{prefix}{next}");
+        Value::object(SemverObject {
+            version: next,
+            pointer: false,
+        })
+    }
+}
+
+/// Masterminds' identifier rule for `SetPrerelease`/`SetMetadata`: dot-separated non-empty
+/// `[0-9A-Za-z-]` parts (and no leading zero in a numeric pre-release part).
+fn valid_identifiers(s: &str, pre: bool) -> Result<(), FuncError> {
+    for part in s.split('.') {
+        let numeric = !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit());
+        if pre && numeric && part.len() > 1 && part.starts_with('0') {
+            return Err(err("version segment starts with 0"));
+        }
+        if part.is_empty() || !part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err(err(if pre {
+                "invalid prerelease string"
+            } else {
+                "invalid metadata string"
+            }));
+        }
+    }
+    Ok(())
 }
 
 impl Object for SemverObject {
     fn type_name(&self) -> String {
-        "*semver.Version".into()
+        if self.pointer {
+            "*semver.Version".into()
+        } else {
+            "semver.Version".into()
+        }
+    }
+    fn kind_name(&self) -> String {
+        if self.pointer { "ptr" } else { "struct" }.into()
     }
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)
     }
     fn method(&self, name: &str) -> Option<Signature> {
         Some(match name {
-            "Major" | "Minor" | "Patch" | "Prerelease" | "Metadata" | "Original" | "String" => {
-                Signature::fixed(&[])
-            }
+            "Major" | "Minor" | "Patch" | "Prerelease" | "Metadata" | "String" | "IncMajor"
+            | "IncMinor" | "IncPatch" => Signature::fixed(&[]),
+            "SetPrerelease" | "SetMetadata" => Signature::fixed(&[Str]),
+            "Original" if self.pointer => Signature::fixed(&[]),
             "Compare" | "LessThan" | "GreaterThan" | "Equal" | "LessThanEqual"
-            | "GreaterThanEqual" => Signature::fixed(&[Type::Object("*semver.Version")]),
+            | "GreaterThanEqual"
+                if self.pointer =>
+            {
+                Signature::fixed(&[Type::Object("*semver.Version")])
+            }
             _ => return None,
         })
     }
@@ -129,7 +179,7 @@ impl Object for SemverObject {
         _ctx: &mut CallContext<'_>,
         args: &[Value],
     ) -> Result<Value, FuncError> {
-        let v = &self.0;
+        let v = &self.version;
         let other = || {
             SemverObject::from_value(&args[0]).ok_or_else(|| {
                 err(format!(
@@ -139,6 +189,11 @@ impl Object for SemverObject {
             })
         };
         use std::cmp::Ordering::*;
+        let bare = |mut n: Version| {
+            n.pre.clear();
+            n.metadata.clear();
+            n
+        };
         Ok(match name {
             "Major" => Value::Int64(v.major as i64),
             "Minor" => Value::Int64(v.minor as i64),
@@ -147,6 +202,49 @@ impl Object for SemverObject {
             "Metadata" => Value::from(v.metadata.clone()),
             "Original" => Value::from(v.original.clone()),
             "String" => Value::from(v.to_string()),
+            "IncPatch" => {
+                let mut n = bare(v.clone());
+                if v.pre.is_empty() {
+                    n.patch = v
+                        .patch
+                        .checked_add(1)
+                        .ok_or_else(|| err("patch version increment would overflow uint64"))?;
+                }
+                self.derived(n)
+            }
+            "IncMinor" => {
+                let mut n = bare(v.clone());
+                n.patch = 0;
+                n.minor = v
+                    .minor
+                    .checked_add(1)
+                    .ok_or_else(|| err("minor version increment would overflow uint64"))?;
+                self.derived(n)
+            }
+            "IncMajor" => {
+                let mut n = bare(v.clone());
+                n.patch = 0;
+                n.minor = 0;
+                n.major = v
+                    .major
+                    .checked_add(1)
+                    .ok_or_else(|| err("major version increment would overflow uint64"))?;
+                self.derived(n)
+            }
+            "SetPrerelease" | "SetMetadata" => {
+                let text = s(&args[0]);
+                let pre = name == "SetPrerelease";
+                if !text.is_empty() {
+                    valid_identifiers(text, pre)?;
+                }
+                let mut n = v.clone();
+                if pre {
+                    n.pre = text.to_string();
+                } else {
+                    n.metadata = text.to_string();
+                }
+                self.derived(n)
+            }
             "Compare" => Value::Int(match v.compare(&other()?) {
                 Less => -1,
                 Equal => 0,
@@ -161,10 +259,10 @@ impl Object for SemverObject {
         })
     }
     fn format(&self) -> String {
-        self.0.to_string()
+        self.version.to_string()
     }
     fn to_json(&self) -> serde_json::Value {
-        serde_json::Value::String(self.0.to_string())
+        serde_json::Value::String(self.version.to_string())
     }
 }
 
@@ -278,7 +376,12 @@ pub(crate) fn defs() -> Vec<Def> {
         // Semantic versions.
         fixed("semver", &[Str], |a| {
             Version::parse_loose(s(&a[0]))
-                .map(|v| Value::object(SemverObject(v)))
+                .map(|version| {
+                    Value::object(SemverObject {
+                        version,
+                        pointer: true,
+                    })
+                })
                 .map_err(semver_error)
         }),
         fixed("semverCompare", &[Str, Str], |a| {
