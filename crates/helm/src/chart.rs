@@ -74,6 +74,19 @@ pub struct Chart {
     /// `charts/` (what `.Files` serves, `crds/` included).
     pub files: Vec<File>,
     pub dependencies: Vec<Chart>,
+    /// What renders share and never change, built on first use: the files as `.Files` serves
+    /// them and the templates' text (load once, render many without copying them again).
+    pub(crate) shared: std::sync::OnceLock<Shared>,
+}
+
+/// A chart's files as `.Files` serves them: (name, bytes), sorted by name.
+pub(crate) type SharedFiles = std::sync::Arc<Vec<(String, std::sync::Arc<[u8]>)>>;
+
+/// See [`Chart::shared`].
+#[derive(Debug, Clone)]
+pub(crate) struct Shared {
+    pub files: SharedFiles,
+    pub templates: Vec<std::sync::Arc<str>>,
 }
 
 impl Chart {
@@ -85,6 +98,26 @@ impl Chart {
     /// Whether Chart.yaml says `type: library` (any case).
     pub fn is_library(&self) -> bool {
         self.metadata.chart_type.eq_ignore_ascii_case("library")
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        self.shared.get_or_init(|| {
+            let mut files: Vec<(String, std::sync::Arc<[u8]>)> = Vec::new();
+            for f in &self.files {
+                // A later file of the same name replaces an earlier one, as in Go's map.
+                files.retain(|(n, _)| *n != f.name);
+                files.push((f.name.clone(), std::sync::Arc::from(f.data.as_slice())));
+            }
+            files.sort_by(|a, b| a.0.cmp(&b.0));
+            Shared {
+                files: std::sync::Arc::new(files),
+                templates: self
+                    .templates
+                    .iter()
+                    .map(|t| std::sync::Arc::from(String::from_utf8_lossy(&t.data).as_ref()))
+                    .collect(),
+            }
+        })
     }
 
     /// Files under `crds/` with a manifest extension (`.yaml`, `.yml`, `.json`, any case).
@@ -124,8 +157,8 @@ impl Decoder {
     fn string(v: &Value, path: &str) -> Result<String, String> {
         match v {
             Value::Null => Ok(String::new()),
-            Value::String(s) => Ok(s.clone()),
-            other => Err(type_error(other, path, "string")),
+            other => crate::yaml::scalar_as_string(other)
+                .ok_or_else(|| type_error(other, path, "string")),
         }
     }
 
@@ -451,7 +484,7 @@ mod tests {
     use super::*;
 
     fn md(text: &str) -> Result<Metadata, String> {
-        Metadata::decode(&crate::yaml::unmarshal(text)?)
+        Metadata::decode(&crate::yaml::unmarshal_typed(text)?)
     }
 
     #[test]
@@ -462,13 +495,15 @@ mod tests {
     }
 
     #[test]
-    fn type_errors_name_the_field() {
-        let e = md("apiVersion: v2\nname: x\nversion: 1.0\n")
+    fn type_errors_name_the_field_and_scalars_become_strings() {
+        let e = md("apiVersion: v2\nname: x\nversion: [1]\n")
             .err()
             .unwrap_or_default();
         assert!(e.ends_with(
-            "cannot unmarshal number into Go struct field Metadata.version of type string"
+            "cannot unmarshal array into Go struct field Metadata.version of type string"
         ));
+        let m = md("apiVersion: v2\nname: x\nversion: 1\nappVersion: 1.10\n").unwrap_or_default();
+        assert_eq!((m.version.as_str(), m.app_version.as_str()), ("1", "1.1"));
     }
 
     #[test]

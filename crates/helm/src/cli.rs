@@ -53,6 +53,7 @@ const VALUE_FLAGS: &[&str] = &[
     "set-string",
     "set-json",
     "set-file",
+    "set-literal",
     "kube-version",
     "api-versions",
     "show-only",
@@ -156,6 +157,7 @@ impl TemplateArgs {
                 "set-string" => out.values.string_values.push(value),
                 "set-json" => out.values.json_values.push(value),
                 "set-file" => out.values.file_values.push(value),
+                "set-literal" => out.values.literal_values.push(value),
                 "kube-version" => out.kube_version = Some(value),
                 "api-versions" => out.api_versions.extend(split(&value)),
                 "show-only" => out.output.show_only.push(value),
@@ -190,7 +192,8 @@ fn run_parsed(mut a: TemplateArgs, base: &Path) -> Result<String, Error> {
     let (name, chart_ref) = match a.positional.len() {
         0 => {
             return Err(Error::Install(
-                "\"helm template\" requires at least 1 argument".into(),
+                "\"helm template\" requires at least 1 argument\n\nUsage:  helm template [NAME] [CHART] [flags]"
+                    .into(),
             ));
         }
         1 => ("release-name".to_string(), a.positional[0].clone()),

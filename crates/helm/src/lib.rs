@@ -49,6 +49,7 @@ mod render;
 mod schema;
 mod strvals;
 mod template;
+mod toml;
 mod tree;
 mod util;
 mod values;
@@ -67,7 +68,7 @@ pub use render::LookupFn;
 pub use template::{TemplateOptions, template_output};
 pub use values::{ValueOptions, load_values, merge_maps};
 
-/// Sprig's function library, under Helm's own functions.
+/// Sprig's function library (without `env` and `expandenv`), under Helm's own functions.
 fn sprig_funcs() -> ferroflux_gotemplate::FuncMap {
-    ferroflux_gotemplate::FuncMap::new()
+    ferroflux_sprig::funcs()
 }

@@ -2,8 +2,9 @@
 //! the same file classification, subcharts (directories or archives, recursively), the same
 //! error messages, and the same safety rules and size limits for archives.
 //!
-//! One deliberate difference: a symbolic or hard link inside an archive is refused
-//! (`chart illegally contains a link: "…"`), where Helm would load it as an empty file.
+//! Archive entries are never written to disk: a symbolic or hard link entry becomes an empty
+//! file of its name (what Helm loads too), and a leading `/` is dropped with the first path
+//! component, as in Helm; `..` paths are refused.
 
 use std::path::Path;
 
@@ -184,11 +185,8 @@ pub fn archive_files(data: &[u8]) -> Result<Vec<File>, Error> {
             continue;
         }
         let raw_name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        if kind.is_symlink() || kind.is_hard_link() {
-            return Err(bad(format!(
-                "chart illegally contains a link: {raw_name:?}"
-            )));
-        }
+        // A link entry is read as Helm reads it: an empty file of that name. Its target is never
+        // followed (nothing is extracted to disk), so it cannot reach outside the chart.
         let delimiter = if raw_name.contains('\\') { '\\' } else { '/' };
         let parts: Vec<&str> = raw_name.split(delimiter).collect();
         let joined = parts[1..].join("/");
@@ -279,7 +277,7 @@ pub fn load_files(files: Vec<File>) -> Result<Chart, Error> {
     for f in &files {
         if f.name == "Chart.yaml" {
             let text = String::from_utf8_lossy(&f.data);
-            let v = crate::yaml::unmarshal(&text)
+            let v = crate::yaml::unmarshal_typed(&text)
                 .map_err(|e| Error::Load(format!("cannot load Chart.yaml: {e}")))?;
             let mut md = metadata.take().unwrap_or_default();
             md.merge_decode(&v)
@@ -311,7 +309,7 @@ pub fn load_files(files: Vec<File>) -> Result<Chart, Error> {
             "requirements.yaml" => {
                 let md = metadata.get_or_insert_with(Metadata::default);
                 let text = String::from_utf8_lossy(&f.data);
-                let v = crate::yaml::unmarshal(&text)
+                let v = crate::yaml::unmarshal_typed(&text)
                     .map_err(|e| Error::Load(format!("cannot load requirements.yaml: {e}")))?;
                 md.merge_decode(&v)
                     .map_err(|e| Error::Load(format!("cannot load requirements.yaml: {e}")))?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use ferroflux_gotemplate::{CallContext, FuncError, Map, Object, Signature, Type, Value};
 
-use crate::chart::{File, Metadata};
+use crate::chart::Metadata;
 use crate::glob::FilesGlob;
 
 /// A Kubernetes version as Helm's `common.KubeVersion`.
@@ -186,8 +186,11 @@ impl Object for KubeVersionObj {
             _ => Ok(Value::from(self.0.version.as_str())),
         }
     }
+    /// Go prints the struct (`{v1.36.0 v1.36.0 1 36}`) when the value reaches a function such
+    /// as `quote`; only a direct `{{ .Capabilities.KubeVersion }}` would use its `String()`.
     fn format(&self) -> String {
-        self.0.normalized.clone()
+        let k = &self.0;
+        format!("{{{} {} {} {}}}", k.version, k.normalized, k.major, k.minor)
     }
     fn to_json(&self) -> serde_json::Value {
         serde_json::json!({"Version": self.0.version, "Major": self.0.major, "Minor": self.0.minor})
@@ -317,15 +320,9 @@ impl Object for CapabilitiesObj {
 pub struct FilesObj(pub Arc<Vec<(String, Arc<[u8]>)>>);
 
 impl FilesObj {
-    pub fn value(files: &[File]) -> Value {
-        let mut list: Vec<(String, Arc<[u8]>)> = Vec::new();
-        for f in files {
-            // A later file of the same name replaces an earlier one, as in Go's map.
-            list.retain(|(n, _)| *n != f.name);
-            list.push((f.name.clone(), Arc::from(f.data.as_slice())));
-        }
-        list.sort_by(|a, b| a.0.cmp(&b.0));
-        Value::object(FilesObj(Arc::new(list)))
+    /// `.Files` of a chart (shared between renders: the bytes are not copied).
+    pub fn value(files: &crate::chart::SharedFiles) -> Value {
+        Value::object(FilesObj(files.clone()))
     }
 
     fn get(&self, name: &str) -> Option<&Arc<[u8]>> {

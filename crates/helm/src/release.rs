@@ -100,6 +100,9 @@ pub fn validate_release_name(name: &str) -> Result<(), Error> {
 /// Renders charts; holds the function library, built once.
 pub struct Engine {
     base: FuncMap,
+    /// Helm's functions over `base` with `lookup` answering empty maps (most renders).
+    default_funcs: FuncMap,
+    cache: crate::render::ParseCache,
 }
 
 impl Default for Engine {
@@ -111,8 +114,11 @@ impl Default for Engine {
 impl Engine {
     /// An engine with Sprig's functions under Helm's.
     pub fn new() -> Engine {
+        let base = crate::sprig_funcs();
         Engine {
-            base: crate::sprig_funcs(),
+            default_funcs: func_map(&base, None, false),
+            base,
+            cache: crate::render::ParseCache::default(),
         }
     }
 
@@ -155,7 +161,14 @@ impl Engine {
                 chart.metadata.kube_version, kube.version
             )));
         }
-        let funcs = func_map(&self.base, opts.lookup.clone(), false);
+        let custom;
+        let funcs = match &opts.lookup {
+            None => &self.default_funcs,
+            Some(l) => {
+                custom = func_map(&self.base, Some(l.clone()), false);
+                &custom
+            }
+        };
         let release = ReleaseInfo {
             name: opts.release.name.clone(),
             namespace: opts.release.namespace.clone(),
@@ -167,7 +180,8 @@ impl Engine {
             release: &release,
             capabilities: &opts.capabilities,
             values: &vals,
-            funcs: &funcs,
+            funcs,
+            cache: &self.cache,
         };
         let files = render(&root, &ctx).map_err(Error::Render)?;
         let notes_path = format!("{}/templates/NOTES.txt", root.name());

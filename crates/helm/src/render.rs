@@ -142,10 +142,7 @@ pub fn func_map(base: &FuncMap, lookup: Option<Arc<LookupFn>>, strict: bool) -> 
                 Ok(m) => to_value(&serde_json::Value::Object(m)),
                 Err(e) => {
                     let m = Map::new();
-                    m.insert(
-                        "Error",
-                        Value::from(format!("error converting YAML to JSON: {e}")),
-                    );
+                    m.insert("Error", Value::from(e));
                     Value::Map(m)
                 }
             })
@@ -204,6 +201,31 @@ pub fn func_map(base: &FuncMap, lookup: Option<Arc<LookupFn>>, strict: bool) -> 
                 ))]),
                 Err(e) => Value::list(vec![Value::from(e.to_string())]),
             })
+        }),
+    );
+    f.insert(
+        "toYamlPretty",
+        Func::fixed(&[Type::Any], |_, a| {
+            let text = crate::yaml::marshal_pretty(&to_json(&a[0]));
+            Ok(Value::from(
+                text.strip_suffix('\n').unwrap_or(&text).to_string(),
+            ))
+        }),
+    );
+    f.insert(
+        "toToml",
+        Func::fixed(&[Type::Any], |_, a| {
+            Ok(Value::from(crate::toml::to_toml(&a[0])))
+        }),
+    );
+    f.insert(
+        "mustToToml",
+        Func::fixed(&[Type::Any], |_, a| {
+            let text = crate::toml::to_toml(&a[0]);
+            if text.starts_with("toml: ") {
+                return Err(FuncError::new(text));
+            }
+            Ok(Value::from(text))
         }),
     );
     f.insert("include", Func::fixed(&[Type::String, Type::Any], include));
@@ -312,6 +334,51 @@ pub struct RenderContext<'a> {
     pub capabilities: &'a Capabilities,
     pub values: &'a serde_json::Map<String, serde_json::Value>,
     pub funcs: &'a FuncMap,
+    pub cache: &'a ParseCache,
+}
+
+/// Parsed template sets by the hash of their files' names and texts: a chart rendered again
+/// with the same enabled subcharts is not parsed again (the parse costs more than a render).
+#[derive(Default)]
+pub struct ParseCache(std::sync::Mutex<HashMap<u64, Template>>);
+
+/// Most template sets kept; the cache is emptied when it is full.
+const CACHE_LIMIT: usize = 64;
+
+impl ParseCache {
+    fn get_or_parse(
+        &self,
+        tpls: &[(String, Renderable)],
+        funcs: &FuncMap,
+    ) -> Result<Template, String> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for (name, r) in tpls {
+            name.hash(&mut h);
+            r.text.hash(&mut h);
+        }
+        let key = h.finish();
+        let cached = self.0.lock().ok().and_then(|c| c.get(&key).cloned());
+        if let Some(set) = cached {
+            // The trees only depend on which function names exist; this render's functions
+            // (its lookup callback) replace the cached set's.
+            return Ok(set.with_funcs(funcs.clone()));
+        }
+        let mut set = Template::named("gotpl")
+            .with_funcs(funcs.clone())
+            .with_missing_key(MissingKey::Zero);
+        for (name, r) in tpls {
+            set.parse(name, &r.text)
+                .map_err(|e| cleanup_parse_error(name, &e.to_string()))?;
+        }
+        if let Ok(mut c) = self.0.lock() {
+            if c.len() >= CACHE_LIMIT {
+                c.clear();
+            }
+            c.insert(key, set.clone());
+        }
+        Ok(set)
+    }
 }
 
 fn full_path(parent: &str, name: &str) -> String {
@@ -347,7 +414,8 @@ fn collect(
     };
     let data = Map::new();
     data.insert("Chart", chart_map(&node.metadata, is_root));
-    data.insert("Files", FilesObj::value(&node.chart.files));
+    let shared = node.chart.shared();
+    data.insert("Files", FilesObj::value(&shared.files));
     data.insert("Release", release.clone());
     data.insert("Capabilities", caps.clone());
     data.insert("Values", values);
@@ -358,7 +426,7 @@ fn collect(
         subcharts.insert(child.name(), Value::Map(sub));
     }
     let library = node.chart.is_library();
-    for t in &node.chart.templates {
+    for (t, text) in node.chart.templates.iter().zip(&shared.templates) {
         let base = t.name.rsplit('/').next().unwrap_or(&t.name);
         if library && !base.starts_with('_') {
             continue;
@@ -368,7 +436,7 @@ fn collect(
         out.push((
             name,
             Renderable {
-                text: Arc::from(String::from_utf8_lossy(&t.data).as_ref()),
+                text: text.clone(),
                 data: data.clone(),
                 base_path: format!("{path}/templates"),
             },
@@ -392,13 +460,7 @@ pub fn render(root: &Node<'_>, ctx: &RenderContext<'_>) -> Result<Vec<(String, S
     let mut tpls = Vec::new();
     collect(root, "", None, &release, &caps, &root_values, &mut tpls);
     tpls.sort_by(|a, b| parse_order(&a.0, &b.0));
-    let mut set = Template::named("gotpl")
-        .with_funcs(ctx.funcs.clone())
-        .with_missing_key(MissingKey::Zero);
-    for (name, r) in &tpls {
-        set.parse(name, &r.text)
-            .map_err(|e| cleanup_parse_error(name, &e.to_string()))?;
-    }
+    let set = ctx.cache.get_or_parse(&tpls, ctx.funcs)?;
     let mut state = State {
         included: HashMap::new(),
     };

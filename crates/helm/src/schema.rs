@@ -55,7 +55,14 @@ const MAX_REF_DEPTH: usize = 200;
 /// the failures as Helm prints them (each `- at ...` line, ending in a newline), `Err` when the
 /// schema itself is unusable.
 pub fn validate(schema_text: &[u8], values: &Map<String, Value>) -> Result<Option<String>, String> {
-    let schema: Value = serde_json::from_slice(schema_text).map_err(|e| e.to_string())?;
+    let schema: Value = serde_json::from_slice(schema_text).map_err(|e| {
+        // Go's encoding/json words the common failure this way.
+        if e.is_eof() {
+            "unexpected EOF".to_string()
+        } else {
+            e.to_string()
+        }
+    })?;
     let draft = match schema.get("$schema").and_then(Value::as_str) {
         Some(s) if s.contains("draft-04") => Draft::D4,
         Some(s) if s.contains("draft-06") => Draft::D6,

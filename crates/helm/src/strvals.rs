@@ -22,6 +22,8 @@ pub enum Reader<'a> {
     Json,
     /// `--set-file`: the text names a file whose content is the (string) value.
     File(&'a dyn Fn(&str) -> Result<Value, String>),
+    /// `--set-literal`: no escapes, no `,` separator; the value is the rest of the text.
+    Literal,
 }
 
 /// Parses `s` into `dest` (Helm's `ParseInto`, `ParseIntoString`, `ParseJSON`,
@@ -100,12 +102,13 @@ impl Parser<'_> {
     /// Runes up to one of `stop` (consumed), with `\x` giving `x`; `Eof` at the end of input
     /// along with what was read.
     fn runes_until(&mut self, stop: &[char]) -> (String, Option<char>) {
+        let literal = matches!(self.reader, Reader::Literal);
         let mut v = String::new();
         loop {
             match self.read() {
                 None => return (v, None),
                 Some(c) if stop.contains(&c) => return (v, Some(c)),
-                Some('\\') => match self.read() {
+                Some('\\') if !literal => match self.read() {
                     None => return (v, None),
                     Some(n) => v.push(n),
                 },
@@ -117,13 +120,19 @@ impl Parser<'_> {
     fn typed(&self, rs: &str) -> Result<Value, String> {
         match &self.reader {
             Reader::Typed => Ok(typed_val(rs)),
-            Reader::String | Reader::Json => Ok(Value::String(rs.to_string())),
+            Reader::String | Reader::Json | Reader::Literal => Ok(Value::String(rs.to_string())),
             Reader::File(read) => read(rs),
         }
     }
 
     fn key(&mut self, data: &mut Map<String, Value>, mut level: usize) -> Result<(), Stop> {
-        let (k, last) = self.runes_until(&['=', '[', ',', '.']);
+        let literal = matches!(self.reader, Reader::Literal);
+        let stop: &[char] = if literal {
+            &['=', '[', '.']
+        } else {
+            &['=', '[', ',', '.']
+        };
+        let (k, last) = self.runes_until(stop);
         match last {
             None => {
                 if k.is_empty() {
@@ -141,6 +150,11 @@ impl Parser<'_> {
                 let (list, result) = self.list_item(list, i, level);
                 set(data, &k, list.map_or(Value::Null, Value::Array));
                 result
+            }
+            Some('=') if literal => {
+                let (rest, _) = self.runes_until(&[]);
+                set(data, &k, Value::String(rest));
+                Ok(())
             }
             Some('=') => {
                 if matches!(self.reader, Reader::Json) {
@@ -268,6 +282,11 @@ impl Parser<'_> {
         }
         match last {
             None => (Some(list), Err(Stop::Eof)),
+            Some('=') if matches!(self.reader, Reader::Literal) => {
+                let (rest, _) = self.runes_until(&[]);
+                let r = set_index(&mut list, i, Value::String(rest)).map_err(Stop::Err);
+                (Some(list), r)
+            }
             Some('=') => {
                 if matches!(self.reader, Reader::Json) {
                     let mut stored = None;

@@ -75,6 +75,8 @@ pub struct ValueOptions {
     pub string_values: Vec<String>,
     /// `--set-file`
     pub file_values: Vec<String>,
+    /// `--set-literal`
+    pub literal_values: Vec<String>,
     /// Where relative file names are read from (the current directory when `None`).
     pub base_dir: Option<std::path::PathBuf>,
 }
@@ -120,6 +122,10 @@ impl ValueOptions {
         for value in &self.file_values {
             parse_into(value, &mut base, Reader::File(&read))
                 .map_err(|e| format!("failed parsing --set-file data: {e}"))?;
+        }
+        for value in &self.literal_values {
+            parse_into(value, &mut base, Reader::Literal)
+                .map_err(|e| format!("failed parsing --set-literal data: {e}"))?;
         }
         Ok(base)
     }

@@ -8,13 +8,42 @@ use serde_json::{Map, Number, Value};
 /// Parses the first YAML document of `text` as `yaml.Unmarshal` into `interface{}` does
 /// (`Null` for an empty document), numbers as float64.
 pub fn unmarshal(text: &str) -> Result<Value, String> {
-    let docs = parse::parse_documents_yaml11(text).map_err(|e| {
+    Ok(floats(unmarshal_typed(text)?))
+}
+
+/// The first document as go-yaml v2 resolves it (integers stay integers), before the JSON
+/// step: what sigs.k8s.io/yaml sees when it decodes into a Go struct, where a number or a bool
+/// meant for a string field becomes its text ([`scalar_as_string`]).
+pub fn unmarshal_typed(text: &str) -> Result<Value, String> {
+    let docs = parse::parse_documents_yaml11_last_key_wins(text).map_err(|e| {
         format!(
             "error converting YAML to JSON: yaml: line {}: {}",
             e.line, e.message
         )
     })?;
-    Ok(docs.into_iter().next().map(floats).unwrap_or(Value::Null))
+    Ok(docs.into_iter().next().unwrap_or(Value::Null))
+}
+
+/// sigs.k8s.io/yaml's coercion of a YAML scalar decoded into a Go `string`: integers in
+/// decimal, floats with `strconv.FormatFloat(f, 'g', -1, 32)` (so `1.10` is `"1.1"`), bools as
+/// `true`/`false`. `None` for maps, lists and null.
+pub fn scalar_as_string(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(0.0) as f32;
+            let abs = f.abs();
+            Some(if abs == 0.0 || (1e-4..1e21).contains(&abs) {
+                // Rust's shortest f32 text, without exponent in this range, as Go's %g.
+                format!("{f}")
+            } else {
+                ferroflux_kustomize::yaml::emit::go_format_g(f as f64)
+            })
+        }
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
 }
 
 /// Parses `text` as one YAML document into a map, as `yaml.Unmarshal(data, &map[string]any{})`
@@ -62,6 +91,66 @@ pub fn marshal(v: &Value) -> String {
     emit::render_document(v)
 }
 
+/// Helm's `toYamlPretty` (goyaml.v3 with a 2-space indent): like [`marshal`], but a list under
+/// a mapping key is indented under it (`l:\n  - 1`). Scalars use go-yaml v2's formatting; a
+/// document with a multi-line string falls back to [`marshal`]'s layout.
+pub fn marshal_pretty(v: &Value) -> String {
+    let mut out = String::new();
+    if pretty(v, 0, &mut out).is_none() {
+        return marshal(v);
+    }
+    out
+}
+
+fn pretty_scalar(v: &Value) -> Option<String> {
+    let text = emit::render_document(v);
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    (!text.contains('\n')).then(|| text.to_string())
+}
+
+fn pretty(v: &Value, indent: usize, out: &mut String) -> Option<()> {
+    let pad = " ".repeat(indent);
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort_by(|a, b| emit::natural_cmp(a, b));
+            for k in keys {
+                let key = pretty_scalar(&Value::String(k.clone()))?;
+                match &m[k] {
+                    Value::Object(c) if !c.is_empty() => {
+                        out.push_str(&format!("{pad}{key}:\n"));
+                        pretty(&m[k], indent + 2, out)?;
+                    }
+                    Value::Array(a) if !a.is_empty() => {
+                        out.push_str(&format!("{pad}{key}:\n"));
+                        pretty(&m[k], indent + 2, out)?;
+                    }
+                    other => out.push_str(&format!("{pad}{key}: {}\n", pretty_scalar(other)?)),
+                }
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for item in items {
+                match item {
+                    Value::Object(c) if !c.is_empty() => {
+                        let mut inner = String::new();
+                        pretty(item, indent + 2, &mut inner)?;
+                        out.push_str(&format!("{pad}- {}", &inner[indent + 2..]));
+                    }
+                    Value::Array(a) if !a.is_empty() => {
+                        let mut inner = String::new();
+                        pretty(item, indent + 2, &mut inner)?;
+                        out.push_str(&format!("{pad}- {}", &inner[indent + 2..]));
+                    }
+                    other => out.push_str(&format!("{pad}- {}\n", pretty_scalar(other)?)),
+                }
+            }
+        }
+        other => out.push_str(&format!("{pad}{}\n", pretty_scalar(other)?)),
+    }
+    Some(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,6 +167,12 @@ mod tests {
     fn marshal_sorts_and_prints_whole_floats_as_ints() {
         let v = unmarshal("b: 3\na: 1.5\n").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(marshal(&v), "a: 1.5\nb: 3\n");
+    }
+
+    #[test]
+    fn pretty_indents_lists_under_keys() {
+        let v = serde_json::json!({"m": {"a": 1}, "l": [1, 2]});
+        assert_eq!(marshal_pretty(&v), "l:\n  - 1\n  - 2\nm:\n  a: 1\n");
     }
 
     #[test]

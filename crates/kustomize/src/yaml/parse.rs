@@ -82,12 +82,25 @@ pub fn parse_documents_yaml11(text: &str) -> Result<Vec<Value>, YamlError> {
         .collect())
 }
 
+/// Like [`parse_documents_yaml11`], but a key repeated in a mapping replaces the earlier value,
+/// as go-yaml v2's non-strict decoding into `interface{}` does (how Helm reads values files,
+/// Chart.yaml and rendered manifests; `y: 1` and `yes: 2` are then the one key `"true"`).
+pub fn parse_documents_yaml11_last_key_wins(text: &str) -> Result<Vec<Value>, YamlError> {
+    Ok(parse_with(text, Booleans::Yaml11LastKeyWins)?
+        .into_iter()
+        .map(|d| d.value)
+        .collect())
+}
+
 /// Which plain scalars are booleans: `true`/`false` only (go-yaml v3, YAML 1.2), or also
 /// YAML 1.1's yes/no/on/off/y/n (go-yaml v2).
 #[derive(Clone, Copy, PartialEq)]
 enum Booleans {
     Yaml12,
     Yaml11,
+    /// YAML 1.1 booleans, and a key repeated in one mapping replaces the earlier value instead
+    /// of failing (go-yaml v2's non-strict decoding into `interface{}`, which Helm uses).
+    Yaml11LastKeyWins,
 }
 
 fn yaml11_boolean(text: &str) -> Option<bool> {
@@ -204,7 +217,7 @@ fn parse_with(text: &str, booleans: Booleans) -> Result<Vec<Document>, YamlError
                 is_merge = style == ScalarStyle::Plain && tag.is_none() && text == "<<";
                 let v = match yaml11_boolean(&text) {
                     Some(b)
-                        if booleans == Booleans::Yaml11
+                        if booleans != Booleans::Yaml12
                             && style == ScalarStyle::Plain
                             && tag.is_none() =>
                     {
@@ -274,7 +287,7 @@ fn parse_with(text: &str, booleans: Booleans) -> Result<Vec<Document>, YamlError
                     *merge_pending = false;
                     merges.push(value);
                 } else if let Some((k, key_line)) = key.take() {
-                    if let Some(prev) = lines.get(&k) {
+                    if let Some(prev) = lines.get(&k).filter(|_| booleans != Booleans::Yaml11LastKeyWins) {
                         return Err(YamlError {
                             line: key_line,
                             column: 1,

@@ -1,0 +1,125 @@
+//! `toToml` as Helm runs it (BurntSushi/toml's encoder over a template value): keys sorted,
+//! plain keys first, then each table under its `[dotted.header]` with its contents indented by
+//! two spaces a level; arrays inline, arrays of tables as `[[header]]`. Errors come back as the
+//! function's text, as Helm's `toToml` returns `err.Error()`.
+
+use ferroflux_gotemplate::Value;
+
+/// The TOML text of `v` (a map), or BurntSushi's error text.
+pub fn to_toml(v: &Value) -> String {
+    let Value::Map(m) = v else {
+        return "toml: top-level values must be Go maps or structs".into();
+    };
+    let mut out = String::new();
+    match table(m, &[], &mut out) {
+        Ok(()) => out,
+        Err(e) => e,
+    }
+}
+
+fn is_table(v: &Value) -> bool {
+    matches!(v, Value::Map(_))
+}
+
+fn is_table_array(v: &Value) -> bool {
+    matches!(v, Value::List(l) if !l.is_empty() && l.iter().all(is_table))
+}
+
+fn key(k: &str) -> String {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        k.to_string()
+    } else {
+        quote(k)
+    }
+}
+
+fn quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\u{:04X}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn scalar(v: &Value) -> Result<String, String> {
+    Ok(match v {
+        Value::Nil => return Err("toml: cannot encode a nil value".into()),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) | Value::Int64(i) => i.to_string(),
+        Value::Float(f) => {
+            if f.is_nan() {
+                "nan".into()
+            } else if f.is_infinite() {
+                if *f > 0.0 {
+                    "inf".into()
+                } else {
+                    "-inf".into()
+                }
+            } else if f.fract() == 0.0 && f.abs() < 1e16 {
+                format!("{f:.1}")
+            } else {
+                format!("{f}")
+            }
+        }
+        Value::String(s) => quote(s),
+        Value::Bytes(b) => quote(&String::from_utf8_lossy(b)),
+        Value::List(items) => {
+            let parts: Result<Vec<String>, String> = items.iter().map(scalar).collect();
+            format!("[{}]", parts?.join(", "))
+        }
+        Value::Map(_) => return Err("toml: cannot encode a map inside an array".into()),
+        Value::Object(o) => match o.as_value() {
+            Some(inner) => scalar(&inner)?,
+            None => quote(&o.format()),
+        },
+    })
+}
+
+fn table(m: &ferroflux_gotemplate::Map, path: &[String], out: &mut String) -> Result<(), String> {
+    let indent = "  ".repeat(path.len().saturating_sub(1));
+    let body_indent = "  ".repeat(path.len());
+    let entries = m.entries();
+    for (k, v) in &entries {
+        if is_table(v) || is_table_array(v) || v.is_nil() {
+            continue;
+        }
+        out.push_str(&format!("{body_indent}{} = {}\n", key(k), scalar(v)?));
+    }
+    let _ = indent;
+    for (k, v) in &entries {
+        let mut sub = path.to_vec();
+        sub.push(k.clone());
+        let header: Vec<String> = sub.iter().map(|s| key(s)).collect();
+        let header_indent = "  ".repeat(path.len());
+        match v {
+            Value::Map(child) => {
+                out.push_str(&format!("\n{header_indent}[{}]\n", header.join(".")));
+                table(child, &sub, out)?;
+            }
+            Value::List(items) if is_table_array(v) => {
+                for item in items.iter() {
+                    if let Value::Map(child) = item {
+                        out.push_str(&format!("\n{header_indent}[[{}]]\n", header.join(".")));
+                        table(child, &sub, out)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
