@@ -544,7 +544,9 @@ def template(o: dict, strict: bool) -> tuple[str, list[tuple[str, str]]]:
         crds = json.loads(native("helm_chart_crds", chart._raw()))
 
     if o["output_dir"]:
-        return output_dir(o, name, crds, manifest, hooks)
+        # The manifests as renderResources holds them: the sorted documents, each exactly as
+        # split (the self-check above proved them byte-identical to the install's manifest).
+        return output_dir(o, name, crds, generic, hooks)
 
     big = "".join(f"---\n# Source: {c['filename']}\n{c['data']}\n" for c in crds) + manifest
     out = go_trim_space(big) + "\n"
@@ -598,7 +600,7 @@ def show_only(rendered: str, patterns: list[str]) -> str:
     return "".join(f"---\n{d}\n" for d in chosen)
 
 
-def output_dir(o, name, crds, manifest, hooks):
+def output_dir(o, name, crds, manifests, hooks):
     """--output-dir: renderResources' and template.go's writeToFile, emulated."""
     base = o["output_dir"]
     out = []
@@ -615,7 +617,7 @@ def output_dir(o, name, crds, manifest, hooks):
         write(base, c["filename"], c["data"], written.get(c["filename"], False))
         written[c["filename"]] = True
     mdir = os.path.join(base, name) if o["use_release_name"] else base
-    for path, _kind, body in _heads(manifest):
+    for path, _kind, body in manifests:
         write(mdir, path, body, written.get(path, False))
         written[path] = True
     if not o["no_hooks"]:
