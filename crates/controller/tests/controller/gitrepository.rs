@@ -1,36 +1,13 @@
 //! The GitRepository reconciler against a real API server (the devcluster) and real Git
 //! repositories made with the `git` program, fetched over `file://` with `--allow-file-urls`.
 
-use std::path::Path;
-use std::process::Command;
-
 use ferroflux_api::GitRepository;
 use ferroflux_controller::gitrepository::{SourceSettings, reconcile};
 use ferroflux_devcluster::{Config, DevCluster};
 use ferroflux_source::Storage;
+use ferroflux_testkit::git;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "init.defaultBranch=main"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "T")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "T")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 fn condition(obj: &GitRepository, t: &str) -> (String, String, String) {
     let c = obj

@@ -2,13 +2,12 @@
 //! that must apply nothing: a missing source, a dependency cycle, a failing build, suspension and
 //! deletion. Each waits for the status the controller writes; no fixed sleeps.
 
-mod common;
-
-use common::{
-    create_git_repository, eventually, kustomization, publish, ready_message, ready_with_reason,
+use crate::harness::{
+    create_git_repository, kustomization, publish, ready_message, ready_with_reason,
     serve_artifact, start,
 };
 use ferroflux_api::Kustomization;
+use ferroflux_testkit::eventually;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;

@@ -1,9 +1,7 @@
 //! Health failure through the devcluster's fail annotation, and a hub applying to a second
 //! cluster through `spec.kubeConfig.secretRef` while its own cluster is untouched.
 
-mod common;
-
-use common::{
+use crate::harness::{
     create_git_repository, kustomization, publish, ready_with_reason, serve_artifact, start,
 };
 use ferroflux_api::Kustomization;

@@ -3,15 +3,14 @@
 //! directory it is unpacked into. Each ends Ready=False `ArtifactFailed` with the reason, and
 //! neither applies nor prunes anything; a good artifact afterwards converges.
 
-mod common;
-
 use std::path::Path;
 
-use common::{
-    create_git_repository, digest, eventually, kustomization, publish, publish_with_digest,
-    ready_message, ready_with_reason, serve_artifact, start, tarball,
+use crate::harness::{
+    create_git_repository, digest, kustomization, publish, publish_with_digest, ready_message,
+    ready_with_reason, serve_artifact, start, tarball,
 };
 use ferroflux_api::Kustomization;
+use ferroflux_testkit::eventually;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::json;

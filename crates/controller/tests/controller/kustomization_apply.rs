@@ -2,10 +2,9 @@
 //! server-side apply, wait for health, inventory, then prune when a file leaves Git and correct
 //! drift on request.
 
-mod common;
-
-use common::{create_git_repository, eventually, publish, serve_artifact, start, tarball};
+use crate::harness::{create_git_repository, publish, serve_artifact, start, tarball};
 use ferroflux_api::Kustomization;
+use ferroflux_testkit::eventually;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};

@@ -6,15 +6,14 @@
 //! checked twice: the message a user reads, and that nothing was applied, changed or pruned.
 //! Every wait is on a status or an object.
 
-mod common;
-
-use common::{
-    create_git_repository, eventually, kustomization, publish, ready_with_reason, serve_artifact,
-    start, start_with, tarball,
+use crate::harness::{
+    create_git_repository, kustomization, publish, ready_with_reason, serve_artifact, start,
+    start_with, tarball,
 };
 use ferroflux_api::Kustomization;
 use ferroflux_controller::kustomization::build::Strictness;
 use ferroflux_controller::kustomization::reconciler::Options;
+use ferroflux_testkit::eventually;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};

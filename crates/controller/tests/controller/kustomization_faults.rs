@@ -3,13 +3,12 @@
 //! connections dropped mid-apply. In every case the Kustomization says what failed,
 //! nothing is pruned, and it converges by itself (retryInterval) once the cause is gone.
 
-mod common;
-
-use common::{
-    create_git_repository, eventually, kustomization, publish, serve_artifact, start, tarball,
+use crate::harness::{
+    create_git_repository, kustomization, publish, serve_artifact, start, tarball,
 };
 use ferroflux_api::{Kustomization, KustomizationStatus};
 use ferroflux_devcluster::{Config, DevCluster, FaultAction, FaultRule};
+use ferroflux_testkit::eventually;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
@@ -313,12 +312,12 @@ async fn service_account_is_impersonated_on_the_remote_cluster() {
 /// What [`applied_then_changed`] leaves: the cluster, the APIs a test reads, the two
 /// revisions and the artifact server (to publish more).
 struct Changed {
-    env: common::Env,
+    env: crate::harness::Env,
     ks_api: Api<Kustomization>,
     cms: Api<ConfigMap>,
     rev1: String,
     rev2: String,
-    server: common::ArtifactServer,
+    server: crate::harness::ArtifactServer,
 }
 
 /// A Kustomization applied at revision 1 (ConfigMaps `a` = 1 and `b`), and revision 2 (`a` = 2,

@@ -2,37 +2,17 @@
 //! cluster through both controllers, `/metrics` and the probes answer, events are published, and
 //! of two replicas with leader election only one acts until it steps down.
 
-mod common;
-
-use common::eventually;
 use ferroflux_api::{GitRepository, Kustomization};
 use ferroflux_controller::leader::LeaderElection;
 use ferroflux_controller::manager::{Manager, ManagerConfig, install_crds};
 use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
+use ferroflux_testkit::{eventually, git};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap().trim().to_string()
-}
 
 async fn cluster(name: &str) -> (RunningCluster, kube::Client, kube::Config) {
     let cluster = DevCluster::start(Config::memory(name)).await.unwrap();
@@ -113,7 +93,7 @@ async fn a_commit_reaches_the_cluster_with_metrics_probes_and_events() {
     .unwrap();
     repos.create(&PostParams::default(), &gr).await.unwrap();
     let kss: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
-    let ks = common::kustomization(
+    let ks = crate::harness::kustomization(
         "apps",
         "fleet",
         json!({"path": "./apps", "postBuild": {"substitute": {"greeting": "hello"}}}),

@@ -1,15 +1,11 @@
-//! What the controller's cluster tests share: a local cluster with Flux's CRDs and the
-//! Kustomization controller running, an artifact server standing in for the source controller,
-//! and waiting on readiness signals instead of sleeping.
-
-#![allow(dead_code)] // each test binary uses its own subset
+//! The Kustomization controller running on a local cluster with Flux's CRDs, an artifact server
+//! standing in for the source controller, and waits on the Ready condition.
 
 use ferroflux_api::{GitRepository, Kustomization};
 use ferroflux_controller::kustomization::reconciler::{self, Options};
-use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
-use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use ferroflux_devcluster::RunningCluster;
+use ferroflux_testkit::{eventually, flux_cluster};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::{Arc, Mutex};
@@ -30,23 +26,7 @@ pub async fn start(name: &str) -> Env {
 /// [`start`] with the controller's settings; the dependency requeue and health poll are
 /// shortened for tests.
 pub async fn start_with(name: &str, options: Options) -> Env {
-    let cluster = DevCluster::start(Config::memory(name)).await.unwrap();
-    let client = cluster.client().await.unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in ferroflux_api::crds() {
-        crds.create(&PostParams::default(), &crd).await.unwrap();
-    }
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns = serde_json::from_value(json!({"metadata": {"name": "flux-system"}})).unwrap();
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
-    let ks: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
-    eventually("Kustomization CRD served", || async {
-        ks.list(&ListParams::default()).await.ok()
-    })
-    .await;
+    let (cluster, client) = flux_cluster(name).await;
     let config = cluster.kube_config().await.unwrap();
     let options = Options {
         requeue_dependency: Duration::from_secs(1),
@@ -55,21 +35,6 @@ pub async fn start_with(name: &str, options: Options) -> Env {
     };
     tokio::spawn(reconciler::run(client.clone(), config, options));
     Env { cluster, client }
-}
-
-/// Polls `f` until it yields something; the bound only stops a broken test from hanging.
-pub async fn eventually<T, F, Fut>(what: &str, f: F) -> T
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    for _ in 0..600 {
-        if let Some(v) = f().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 pub fn kustomization(name: &str, source: &str, extra: Value) -> Kustomization {

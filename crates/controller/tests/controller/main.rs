@@ -1,0 +1,16 @@
+//! The controllers' integration tests, one test binary (a module per area): the reconcilers and
+//! the controller process against devclusters and real Git repositories. `harness` runs the
+//! Kustomization controller beside an artifact server; what other crates' tests share too is in
+//! `ferroflux-testkit`.
+
+mod harness;
+
+mod events;
+mod gitrepository;
+mod kustomization_apply;
+mod kustomization_artifacts;
+mod kustomization_failures;
+mod kustomization_faults;
+mod kustomization_lifecycle;
+mod kustomization_targets;
+mod manager;
