@@ -5,7 +5,7 @@
 //!
 //! `kubectl get -w`, `kubectl events -w`, `flux get --watch` and `flux events --watch` all read
 //! one watch and stop when it ends. kubectl (client-go's `UntilWithoutRetry`) exits 0 without a
-//! word, every later change missed (crates/devcluster/tests/kubectl.rs shows it); `flux events
+//! word, every later change missed (crates/devcluster/tests/devcluster/kubectl.rs shows it); `flux events
 //! --watch` does the same; `flux get --watch` fails with `✗ watch closed before
 //! UntilWithoutRetry timeout`, or on a 410 with `✗ Impossible to cast type &v1.Status{…}`. We
 //! keep going the way client-go's informers (its reflector) and `RetryWatcher` do, printing

@@ -2,9 +2,7 @@
 //! deletion, garbage collection, simulated workload readiness, tables and fault injection.
 //! Driven by the real kubectl and by kube-rs.
 
-mod common;
-
-use common::Kubectl;
+use ferroflux_testkit::Kubectl;
 use std::time::Duration;
 
 use ferroflux_devcluster::{Config, DevCluster, FaultConfig, RunningCluster};
@@ -40,7 +38,7 @@ spec:
 async fn start() -> (RunningCluster, kube::Client, Kubectl) {
     let c = DevCluster::start(Config::memory("life")).await.unwrap();
     let client = c.client().await.unwrap();
-    let k = Kubectl::new(&c);
+    let k = Kubectl::new(&[&c]);
     (c, client, k)
 }
 
@@ -496,7 +494,7 @@ async fn faults_and_restart_at_the_same_address() {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     // Without Retry-After neither kubectl (client-go) nor the project's clients retry these:
     // each code is reported at once.
-    let k = Kubectl::new(&c);
+    let k = Kubectl::new(&[&c]);
     for (code, reason) in [
         (503, "ServiceUnavailable"),
         (429, "TooManyRequests"),

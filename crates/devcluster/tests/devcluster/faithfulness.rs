@@ -2,11 +2,8 @@
 //! kube-rs: Secret `stringData`, typed ConfigMap values, status-subresource ownership and the
 //! two Event APIs over one store.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-
-use ferroflux_devcluster::{Config, DevCluster, RunningCluster, write_kubeconfig};
+use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
+use ferroflux_testkit::Kubectl;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, ObjectReference, Secret};
 use k8s_openapi::api::events::v1::Event as NewEvent;
@@ -15,76 +12,10 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams}
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
 
-struct Kubectl {
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Kubectl {
-    fn new(c: &RunningCluster) -> Kubectl {
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        write_kubeconfig(&kubeconfig, &[c], None).unwrap();
-        let cache = dir.path().join("cache");
-        Kubectl {
-            kubeconfig,
-            cache,
-            _dir: dir,
-        }
-    }
-
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubectl runs");
-        let mut input = child.stdin.take().unwrap();
-        input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
-        drop(input);
-        child.wait_with_output().unwrap()
-    }
-
-    fn ok(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let o = self.run(args, stdin);
-        assert!(
-            o.status.success(),
-            "kubectl {args:?} failed: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    }
-
-    /// Runs expecting failure; returns stderr.
-    fn fails(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let o = self.run(args, stdin);
-        assert!(
-            !o.status.success(),
-            "kubectl {args:?} should fail: {}",
-            String::from_utf8_lossy(&o.stdout)
-        );
-        String::from_utf8(o.stderr).unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = args.to_vec();
-        a.extend(["-o", "json"]);
-        serde_json::from_str(&self.ok(&a, None)).unwrap()
-    }
-}
-
 async fn start(name: &str) -> (RunningCluster, kube::Client, Kubectl) {
     let c = DevCluster::start(Config::memory(name)).await.unwrap();
     let client = c.client().await.unwrap();
-    let k = Kubectl::new(&c);
+    let k = Kubectl::new(&[&c]);
     (c, client, k)
 }
 
@@ -108,7 +39,7 @@ stringData:
   password: s3cret
   token: abc
 ";
-    k.ok(&["apply", "-f", "-"], Some(manifest));
+    k.ok(&["apply", "-f", "-"], manifest);
     let s = k.json(&["get", "secret", "creds"]);
     assert!(
         s.get("stringData").is_none(),
@@ -123,7 +54,7 @@ stringData:
     assert_eq!(
         k.ok(
             &["get", "secret", "creds", "-o", "jsonpath={.data.token}"],
-            None
+            ""
         ),
         b64("abc")
     );
@@ -131,10 +62,7 @@ stringData:
     // Server-side apply and a merge patch fold it too.
     k.ok(
         &["apply", "--server-side", "--field-manager=ops", "-f", "-"],
-        Some(
-            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: applied\n  namespace: default\nstringData:\n  url: https://example.com\n",
-        ),
-    );
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: applied\n  namespace: default\nstringData:\n  url: https://example.com\n");
     let applied = k.json(&["get", "secret", "applied"]);
     assert_eq!(
         applied["data"],
@@ -156,18 +84,18 @@ stringData:
     assert!(patched.string_data.is_none());
     // Line breaks in base64 are accepted, as Go's decoder skips them, and stored canonical.
     let raw = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: wrapped\n  namespace: default\ndata:\n  k: \"YWJj\\nZGVm\"\n";
-    k.ok(&["create", "-f", "-"], Some(raw));
+    k.ok(&["create", "-f", "-"], raw);
     assert_eq!(
         k.ok(
             &["get", "secret", "wrapped", "-o", "jsonpath={.data.k}"],
-            None
+            ""
         ),
         b64("abcdef")
     );
 
     // Bad input: not base64, a number, a bad key. Nothing is stored.
     let bad = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: bad\n  namespace: default\ndata:\n  password: not base64!\n";
-    let err = k.fails(&["create", "-f", "-"], Some(bad));
+    let err = k.fails(&["create", "-f", "-"], bad);
     assert!(
         err.contains("Error from server (BadRequest)")
             && err.contains(
@@ -175,12 +103,11 @@ stringData:
             ),
         "{err}"
     );
-    let err = k.fails(&["get", "secret", "bad"], None);
+    let err = k.fails(&["get", "secret", "bad"], "");
     assert!(err.contains("NotFound"), "{err}");
     let err = k.fails(
         &["create", "-f", "-"],
-        Some("apiVersion: v1\nkind: Secret\nmetadata:\n  name: bad\n  namespace: default\nstringData:\n  port: 8080\n"),
-    );
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: bad\n  namespace: default\nstringData:\n  port: 8080\n");
     assert!(
         err.contains(
             "json: cannot unmarshal number into Go struct field Secret.stringData of type string"
@@ -189,16 +116,14 @@ stringData:
     );
     let err = k.fails(
         &["create", "-f", "-"],
-        Some("apiVersion: v1\nkind: Secret\nmetadata:\n  name: bad\n  namespace: default\nstringData:\n  bad key: x\n"),
-    );
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: bad\n  namespace: default\nstringData:\n  bad key: x\n");
     assert!(
         err.contains("The Secret \"bad\" is invalid: data[bad key]: Invalid value: \"bad key\": a valid config key"),
         "{err}"
     );
     let err = k.fails(
         &["create", "-f", "-"],
-        Some("apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata:\n  name: bad\n  namespace: default\nstringData:\n  tls.crt: x\n"),
-    );
+        "apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata:\n  name: bad\n  namespace: default\nstringData:\n  tls.crt: x\n");
     assert!(err.contains("data[tls.key]: Required value"), "{err}");
     // A merge patch with bad base64 is refused and leaves the object as it was.
     let e = secrets
@@ -225,8 +150,7 @@ async fn config_map_values_must_be_strings() {
     let (c, client, k) = start("configmaps").await;
     let err = k.fails(
         &["create", "-f", "-"],
-        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  port: 8080\n"),
-    );
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  port: 8080\n");
     assert!(
         err.contains("Error from server (BadRequest)")
             && err.contains("ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field ConfigMap.data of type string"),
@@ -234,32 +158,28 @@ async fn config_map_values_must_be_strings() {
     );
     let err = k.fails(
         &["apply", "--server-side", "-f", "-"],
-        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  debug: true\n"),
-    );
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  debug: true\n");
     assert!(
         err.contains("cannot unmarshal bool into Go struct field ConfigMap.data of type string"),
         "{err}"
     );
     let err = k.fails(
         &["create", "-f", "-"],
-        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  nested:\n    a: b\n"),
-    );
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  nested:\n    a: b\n");
     assert!(
         err.contains("cannot unmarshal object into Go struct field ConfigMap.data of type string"),
         "{err}"
     );
     let err = k.fails(
         &["create", "-f", "-"],
-        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\nbinaryData:\n  blob: \"***\"\n"),
-    );
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\nbinaryData:\n  blob: \"***\"\n");
     assert!(
         err.contains("ConfigMap in version \"v1\" cannot be handled as a ConfigMap: illegal base64 data at input byte 0"),
         "{err}"
     );
     let err = k.fails(
         &["create", "-f", "-"],
-        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  same: a\n  \"a/b\": c\nbinaryData:\n  same: YQ==\n"),
-    );
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  same: a\n  \"a/b\": c\nbinaryData:\n  same: YQ==\n");
     assert!(
         err.contains("The ConfigMap \"app\" is invalid")
             && err.contains(
@@ -268,13 +188,12 @@ async fn config_map_values_must_be_strings() {
             && err.contains("data[a/b]: Invalid value: \"a/b\""),
         "{err}"
     );
-    assert!(k.fails(&["get", "cm", "app"], None).contains("NotFound"));
+    assert!(k.fails(&["get", "cm", "app"], "").contains("NotFound"));
 
     // Good values are kept; binaryData is stored canonical.
     k.ok(
         &["create", "-f", "-"],
-        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  port: \"8080\"\nbinaryData:\n  blob: \"YW\\nJj\"\n"),
-    );
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  port: \"8080\"\nbinaryData:\n  blob: \"YW\\nJj\"\n");
     let cm = k.json(&["get", "cm", "app"]);
     assert_eq!(cm["data"], json!({ "port": "8080" }));
     assert_eq!(cm["binaryData"], json!({ "blob": "YWJj" }));
@@ -420,8 +339,7 @@ async fn status_subresource_records_its_own_ownership() {
             "get", "gadget", "g", "--show-managed-fields", "-o",
             "jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation}/{.subresource};{end}",
         ],
-        None,
-    );
+        "");
     assert!(
         subs.contains("reporter/Update/status;") && subs.contains("reporter/Update/;"),
         "{subs}"
@@ -480,8 +398,7 @@ async fn status_subresource_records_its_own_ownership() {
             "get", "gadget", "g", "--show-managed-fields", "-o",
             "jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation}/{.subresource};{end}",
         ],
-        None,
-    );
+        "");
     assert_eq!(subs, "status-applier/Apply/status;spec-applier/Apply/;");
 
     // The same for a built-in kind with a status subresource.
@@ -523,8 +440,7 @@ async fn events_are_one_store_seen_through_two_apis() {
     // A core v1 Event, the way client-go's legacy recorder writes it.
     k.ok(
         &["create", "-f", "-"],
-        Some(
-            "apiVersion: v1
+        "apiVersion: v1
 kind: Event
 metadata:
   name: web.legacy
@@ -542,7 +458,6 @@ count: 1
 firstTimestamp: \"2026-01-01T00:00:00Z\"
 lastTimestamp: \"2026-01-01T00:00:00Z\"
 ",
-        ),
     );
     // An events.k8s.io/v1 Event through kube-rs' recorder, published twice (a series).
     let recorder = kube::runtime::events::Recorder::new(
@@ -613,7 +528,7 @@ lastTimestamp: \"2026-01-01T00:00:00Z\"
     assert_eq!(legacy.deprecated_count, Some(1));
 
     // kubectl: `get events`, `get events.events.k8s.io` and `kubectl events` see both.
-    let table = k.ok(&["get", "events"], None);
+    let table = k.ok(&["get", "events"], "");
     assert!(
         table.contains("LAST SEEN")
             && table.contains("Scheduled")
@@ -622,17 +537,17 @@ lastTimestamp: \"2026-01-01T00:00:00Z\"
             && table.contains("Back-off restarting failed container"),
         "{table}"
     );
-    let table = k.ok(&["get", "events.events.k8s.io"], None);
+    let table = k.ok(&["get", "events.events.k8s.io"], "");
     assert!(
         table.contains("Scheduled") && table.contains("BackOff"),
         "{table}"
     );
-    let out = k.ok(&["events"], None);
+    let out = k.ok(&["events"], "");
     assert!(
         out.contains("Scheduled") && out.contains("BackOff") && out.contains("Pod/web"),
         "{out}"
     );
-    let out = k.ok(&["events", "--for", "pod/web", "--types", "Warning"], None);
+    let out = k.ok(&["events", "--for", "pod/web", "--types", "Warning"], "");
     assert!(
         out.contains("BackOff") && !out.contains("Scheduled"),
         "{out}"
@@ -646,7 +561,7 @@ lastTimestamp: \"2026-01-01T00:00:00Z\"
             "-o",
             "name",
         ],
-        None,
+        "",
     );
     assert_eq!(names.trim(), "event/web.legacy");
 
@@ -681,17 +596,16 @@ lastTimestamp: \"2026-01-01T00:00:00Z\"
     }
 
     // Deleting through one API removes it from the other.
-    k.ok(&["delete", "events.events.k8s.io", "web.legacy"], None);
+    k.ok(&["delete", "events.events.k8s.io", "web.legacy"], "");
     assert!(
-        k.fails(&["get", "event", "web.legacy"], None)
+        k.fails(&["get", "event", "web.legacy"], "")
             .contains("NotFound")
     );
 
     // events.k8s.io/v1 keeps its stricter rules on create.
     let err = k.fails(
         &["create", "-f", "-"],
-        Some("apiVersion: events.k8s.io/v1\nkind: Event\nmetadata:\n  name: bare\n  namespace: default\nreason: Test\n"),
-    );
+        "apiVersion: events.k8s.io/v1\nkind: Event\nmetadata:\n  name: bare\n  namespace: default\nreason: Test\n");
     assert!(
         err.contains("The Event \"bare\" is invalid")
             && err.contains("eventTime: Required value")

@@ -1,9 +1,7 @@
 //! Impersonation with RBAC (driven by the real kubectl `--as` and by kube-rs `impersonate`) and
 //! faults that break connections or answer errors for chosen requests.
 
-mod common;
-
-use common::Kubectl;
+use ferroflux_testkit::Kubectl;
 
 use ferroflux_devcluster::{Config, DevCluster, FaultAction, FaultRule};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -74,7 +72,7 @@ fn cm(ns: &str, name: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn impersonated_requests_follow_rbac() {
     let c = DevCluster::start(Config::memory("rbac")).await.unwrap();
-    let k = Kubectl::new(&c);
+    let k = Kubectl::new(&[&c]);
     k.ok(&["apply", "-f", "-"], RBAC);
     let as_sa = format!("--as={SA}");
 
@@ -278,7 +276,7 @@ async fn impersonated_requests_follow_rbac() {
 async fn kube_rs_impersonation_subresources_and_resource_names() {
     let c = DevCluster::start(Config::memory("rbac-rs")).await.unwrap();
     let admin = c.client().await.unwrap();
-    let k = Kubectl::new(&c);
+    let k = Kubectl::new(&[&c]);
     k.ok(&["apply", "-f", "-"], RBAC);
     k.ok(
         &["apply", "-f", "-"],
@@ -541,7 +539,7 @@ async fn clients_retry_only_what_the_server_asks_to_retry() {
     assert_eq!(c.faults_injected(), 16);
 
     // kubectl: with Retry-After it retries and succeeds; without, it reports the 429.
-    let k = Kubectl::new(&c);
+    let k = Kubectl::new(&[&c]);
     c.set_fault_rules(vec![rule(429).retry_after(0).times(2)])
         .unwrap();
     let out = k.ok(&["get", "configmap", "x", "-o", "name"], "");

@@ -2,85 +2,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use ferroflux_devcluster::{Config, DevCluster, RunningCluster, write_kubeconfig};
-
-struct Kubectl {
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Kubectl {
-    fn new(clusters: &[&RunningCluster]) -> Kubectl {
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        write_kubeconfig(&kubeconfig, clusters, None).unwrap();
-        let cache = dir.path().join("cache");
-        Kubectl {
-            kubeconfig,
-            cache,
-            _dir: dir,
-        }
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("kubectl");
-        c.arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args);
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().expect("kubectl runs")
-    }
-
-    /// Runs and expects success; returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let o = self.run(args);
-        assert!(
-            o.status.success(),
-            "kubectl {args:?} failed: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    }
-
-    /// Runs with `stdin` as the file `-`.
-    fn ok_stdin(&self, args: &[&str], stdin: &str) -> String {
-        let o = self.stdin(args, stdin);
-        assert!(
-            o.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    }
-
-    fn stdin(&self, args: &[&str], stdin: &str) -> Output {
-        use std::io::Write;
-        let mut child = self
-            .cmd(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
-    }
-}
+use ferroflux_devcluster::{Config, DevCluster};
+use ferroflux_testkit::Kubectl;
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
@@ -103,42 +29,47 @@ data:
 async fn create_get_output_formats_selectors_delete() {
     let c = DevCluster::start(Config::memory("kind-a")).await.unwrap();
     let k = Kubectl::new(&[&c]);
-    let out = k.ok(&["version", "-o", "json"]);
+    let out = k.ok(&["version", "-o", "json"], "");
     assert!(out.contains("\"gitVersion\": \"v1.33.1\""), "{out}");
 
-    let ns = k.ok(&["get", "ns"]);
+    let ns = k.ok(&["get", "ns"], "");
     assert!(ns.contains("default") && ns.contains("kube-system"), "{ns}");
     assert!(ns.contains("Active"), "namespace table shows STATUS: {ns}");
 
     assert_eq!(
-        k.ok_stdin(&["create", "-f", "-"], CM).trim(),
+        k.ok(&["create", "-f", "-"], CM).trim(),
         "configmap/settings created"
     );
-    let yaml = k.ok(&["get", "configmap", "settings", "-o", "yaml"]);
+    let yaml = k.ok(&["get", "configmap", "settings", "-o", "yaml"], "");
     assert!(
         yaml.contains("color: blue") && yaml.contains("resourceVersion:") && yaml.contains("uid:"),
         "{yaml}"
     );
     assert_eq!(
-        k.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.color}"]),
+        k.ok(
+            &["get", "cm", "settings", "-o", "jsonpath={.data.color}"],
+            ""
+        ),
         "blue"
     );
     assert_eq!(
-        k.ok(&["get", "cm", "-l", "app=web", "-o", "name"]).trim(),
+        k.ok(&["get", "cm", "-l", "app=web", "-o", "name"], "")
+            .trim(),
         "configmap/settings"
     );
     assert_eq!(
-        k.ok(&["get", "cm", "-l", "app!=web", "-o", "name"]).trim(),
+        k.ok(&["get", "cm", "-l", "app!=web", "-o", "name"], "")
+            .trim(),
         ""
     );
-    let table = k.ok(&["get", "cm", "settings"]);
+    let table = k.ok(&["get", "cm", "settings"], "");
     assert!(
         table.starts_with("NAME") && table.contains("DATA") && table.contains("settings"),
         "{table}"
     );
 
     // Creating it again is AlreadyExists, as kubectl words it.
-    let o = k.stdin(&["create", "-f", "-"], CM);
+    let o = k.run(&["create", "-f", "-"], CM);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -148,10 +79,10 @@ async fn create_get_output_formats_selectors_delete() {
     );
 
     assert_eq!(
-        k.ok(&["delete", "cm", "settings"]).trim(),
+        k.ok(&["delete", "cm", "settings"], "").trim(),
         "configmap \"settings\" deleted"
     );
-    let o = k.run(&["get", "cm", "settings"]);
+    let o = k.run(&["get", "cm", "settings"], "");
     assert!(
         String::from_utf8_lossy(&o.stderr)
             .contains("Error from server (NotFound): configmaps \"settings\" not found")
@@ -164,8 +95,8 @@ async fn replace_with_a_stale_version_fails() {
     let c = DevCluster::start(Config::memory("kind-b")).await.unwrap();
     let k = Kubectl::new(&[&c]);
     let dir = tempfile::tempdir().unwrap();
-    k.ok_stdin(&["create", "-f", "-"], CM);
-    let old = k.ok(&["get", "cm", "settings", "-o", "yaml"]);
+    k.ok(&["create", "-f", "-"], CM);
+    let old = k.ok(&["get", "cm", "settings", "-o", "yaml"], "");
     let old_file = write(dir.path(), "old.yaml", &old);
     // Someone else changes it.
     let fresh = write(
@@ -174,7 +105,7 @@ async fn replace_with_a_stale_version_fails() {
         &old.replace("color: blue", "color: green"),
     );
     assert!(
-        k.ok(&["replace", "-f", fresh.to_str().unwrap()])
+        k.ok(&["replace", "-f", fresh.to_str().unwrap()], "")
             .contains("replaced")
     );
     // Our copy is stale now.
@@ -185,7 +116,7 @@ async fn replace_with_a_stale_version_fails() {
             .unwrap()
             .replace("color: blue", "color: red"),
     );
-    let o = k.run(&["replace", "-f", stale.to_str().unwrap()]);
+    let o = k.run(&["replace", "-f", stale.to_str().unwrap()], "");
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -194,7 +125,10 @@ async fn replace_with_a_stale_version_fails() {
         "{err}"
     );
     assert_eq!(
-        k.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.color}"]),
+        k.ok(
+            &["get", "cm", "settings", "-o", "jsonpath={.data.color}"],
+            ""
+        ),
         "green"
     );
     c.shutdown().await;
@@ -230,29 +164,32 @@ spec:
 async fn api_resources_lists_a_crd_kind_after_creation() {
     let c = DevCluster::start(Config::memory("kind-c")).await.unwrap();
     let k = Kubectl::new(&[&c]);
-    let before = k.ok(&["api-resources"]);
+    let before = k.ok(&["api-resources"], "");
     assert!(!before.contains("Gizmo"));
     assert!(
         before.contains("deployments") && before.contains("deploy"),
         "{before}"
     );
-    k.ok_stdin(&["create", "-f", "-"], CRD);
-    k.ok(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/gizmos.example.com",
-        "--timeout=10s",
-    ]);
-    let after = k.ok(&["api-resources", "--api-group=example.com"]);
+    k.ok(&["create", "-f", "-"], CRD);
+    k.ok(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/gizmos.example.com",
+            "--timeout=10s",
+        ],
+        "",
+    );
+    let after = k.ok(&["api-resources", "--api-group=example.com"], "");
     assert!(
         after.contains("gizmos") && after.contains("gz") && after.contains("Gizmo"),
         "{after}"
     );
-    k.ok_stdin(
+    k.ok(
         &["apply", "-f", "-"],
         "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: g1\n  namespace: default\nspec:\n  color: teal\n",
     );
-    let table = k.ok(&["get", "gz"]);
+    let table = k.ok(&["get", "gz"], "");
     assert!(table.contains("COLOR") && table.contains("teal"), "{table}");
     c.shutdown().await;
 }
@@ -261,9 +198,9 @@ async fn api_resources_lists_a_crd_kind_after_creation() {
 async fn get_watch_sees_a_later_change() {
     let c = DevCluster::start(Config::memory("kind-d")).await.unwrap();
     let k = Kubectl::new(&[&c]);
-    k.ok_stdin(&["create", "-f", "-"], CM);
+    k.ok(&["create", "-f", "-"], CM);
     let mut child = k
-        .cmd(&[
+        .command(&[
             "get",
             "cm",
             "settings",
@@ -285,14 +222,17 @@ async fn get_watch_sees_a_later_change() {
         }
     });
     assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), "blue");
-    k.ok(&[
-        "patch",
-        "cm",
-        "settings",
-        "--type=merge",
-        "-p",
-        "{\"data\":{\"color\":\"orange\"}}",
-    ]);
+    k.ok(
+        &[
+            "patch",
+            "cm",
+            "settings",
+            "--type=merge",
+            "-p",
+            "{\"data\":{\"color\":\"orange\"}}",
+        ],
+        "",
+    );
     let mut seen = Vec::new();
     while !seen.iter().any(|l: &String| l == "orange") {
         seen.push(
@@ -310,20 +250,20 @@ async fn clusters_are_isolated_and_tokens_do_not_cross() {
     let a = DevCluster::start(Config::memory("alpha")).await.unwrap();
     let b = DevCluster::start(Config::memory("beta")).await.unwrap();
     let k = Kubectl::new(&[&a, &b]);
-    k.ok_stdin(&["--context", "alpha", "create", "-f", "-"], CM);
+    k.ok(&["--context", "alpha", "create", "-f", "-"], CM);
     assert_eq!(
-        k.ok(&["--context", "alpha", "get", "cm", "-o", "name"])
+        k.ok(&["--context", "alpha", "get", "cm", "-o", "name"], "")
             .trim(),
         "configmap/settings"
     );
     assert_eq!(
-        k.ok(&["--context", "beta", "get", "cm", "-o", "name"])
+        k.ok(&["--context", "beta", "get", "cm", "-o", "name"], "")
             .trim(),
         ""
     );
     // beta's token sent to alpha is refused.
     let swapped = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(&k.kubeconfig)
+    let text = std::fs::read_to_string(k.kubeconfig())
         .unwrap()
         .replace(a.token(), "x")
         .replace(b.token(), a.token())
@@ -355,55 +295,67 @@ async fn imperative_create_commands_work() {
     let c = DevCluster::start(Config::memory("kind-e")).await.unwrap();
     let k = Kubectl::new(&[&c]);
     assert_eq!(
-        k.ok(&["create", "namespace", "team"]).trim(),
+        k.ok(&["create", "namespace", "team"], "").trim(),
         "namespace/team created"
     );
-    k.ok(&[
-        "create",
-        "configmap",
-        "conf",
-        "-n",
-        "team",
-        "--from-literal=color=blue",
-        "--from-literal=size=2",
-    ]);
-    assert_eq!(
-        k.ok(&[
-            "get",
-            "cm",
+    k.ok(
+        &[
+            "create",
+            "configmap",
             "conf",
             "-n",
             "team",
-            "-o",
-            "jsonpath={.data.color}/{.data.size}"
-        ]),
+            "--from-literal=color=blue",
+            "--from-literal=size=2",
+        ],
+        "",
+    );
+    assert_eq!(
+        k.ok(
+            &[
+                "get",
+                "cm",
+                "conf",
+                "-n",
+                "team",
+                "-o",
+                "jsonpath={.data.color}/{.data.size}"
+            ],
+            ""
+        ),
         "blue/2"
     );
-    k.ok(&[
-        "create",
-        "secret",
-        "generic",
-        "s",
-        "-n",
-        "team",
-        "--from-literal=token=abc",
-    ]);
-    // "abc" in base64.
-    assert_eq!(
-        k.ok(&[
-            "get",
+    k.ok(
+        &[
+            "create",
             "secret",
+            "generic",
             "s",
             "-n",
             "team",
-            "-o",
-            "jsonpath={.data.token}/{.type}"
-        ]),
+            "--from-literal=token=abc",
+        ],
+        "",
+    );
+    // "abc" in base64.
+    assert_eq!(
+        k.ok(
+            &[
+                "get",
+                "secret",
+                "s",
+                "-n",
+                "team",
+                "-o",
+                "jsonpath={.data.token}/{.type}"
+            ],
+            ""
+        ),
         "YWJj/Opaque"
     );
-    k.ok(&["create", "serviceaccount", "robot", "-n", "team"]);
+    k.ok(&["create", "serviceaccount", "robot", "-n", "team"], "");
     assert_eq!(
-        k.ok(&["get", "sa", "-n", "team", "-o", "name"]).trim(),
+        k.ok(&["get", "sa", "-n", "team", "-o", "name"], "").trim(),
         "serviceaccount/robot"
     );
     c.shutdown().await;
@@ -419,28 +371,34 @@ async fn imperative_create_commands_work() {
 async fn kubectl_reads_compacted_versions_as_gone() {
     let mut c = DevCluster::start(Config::memory("kind-g")).await.unwrap();
     let k = Kubectl::new(&[&c]);
-    k.ok_stdin(&["create", "-f", "-"], CM);
-    let rv = k.ok(&[
-        "get",
-        "cm",
-        "settings",
-        "-o",
-        "jsonpath={.metadata.resourceVersion}",
-    ]);
-    k.ok(&[
-        "patch",
-        "cm",
-        "settings",
-        "--type=merge",
-        "-p",
-        "{\"data\":{\"color\":\"green\"}}",
-    ]);
+    k.ok(&["create", "-f", "-"], CM);
+    let rv = k.ok(
+        &[
+            "get",
+            "cm",
+            "settings",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ],
+        "",
+    );
+    k.ok(
+        &[
+            "patch",
+            "cm",
+            "settings",
+            "--type=merge",
+            "-p",
+            "{\"data\":{\"color\":\"green\"}}",
+        ],
+        "",
+    );
     let base = "/api/v1/namespaces/default/configmaps";
     let exact = format!("{base}?resourceVersion={rv}&resourceVersionMatch=Exact");
-    let past = k.ok(&["get", "--raw", &exact]);
+    let past = k.ok(&["get", "--raw", &exact], "");
     assert!(past.contains("\"color\":\"blue\""), "{past}");
     c.compact_history();
-    let out = k.run(&["get", "--raw", &exact]);
+    let out = k.run(&["get", "--raw", &exact], "");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -449,11 +407,14 @@ async fn kubectl_reads_compacted_versions_as_gone() {
         ),
         "{err}"
     );
-    let events = k.ok(&[
-        "get",
-        "--raw",
-        &format!("{base}?watch=true&resourceVersion={rv}"),
-    ]);
+    let events = k.ok(
+        &[
+            "get",
+            "--raw",
+            &format!("{base}?watch=true&resourceVersion={rv}"),
+        ],
+        "",
+    );
     let event: serde_json::Value = serde_json::from_str(events.trim()).unwrap();
     assert_eq!(event["type"], "ERROR");
     assert_eq!(event["object"]["kind"], "Status");
@@ -462,7 +423,7 @@ async fn kubectl_reads_compacted_versions_as_gone() {
 
     // `-v=6` logs each response: the watch's `200 OK` says it is established.
     let mut child = k
-        .cmd(&["get", "cm", "--watch", "-o", "name", "-v=6"])
+        .command(&["get", "cm", "--watch", "-o", "name", "-v=6"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
