@@ -8,9 +8,6 @@
 //!
 //! Run: `cargo bench -p ferroflux-source --bench source` (results go in BENCHMARKS.md).
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -26,7 +23,7 @@ const RUNS: usize = 5;
 /// Builds the repository with `git fast-import`: one commit adding every file, then commits
 /// that each change one file.
 fn make_repo(bare: &std::path::Path) {
-    support::git(
+    ferroflux_testkit::git(
         bare.parent().unwrap(),
         &["init", "--bare", "-q", bare.to_str().unwrap()],
     );
@@ -70,7 +67,7 @@ fn make_repo(bare: &std::path::Path) {
     }
     drop(w);
     assert!(child.wait().unwrap().success());
-    support::git(bare, &["gc", "-q"]);
+    ferroflux_testkit::git(bare, &["gc", "-q"]);
 }
 
 fn time<T>(f: impl FnOnce() -> T) -> (Duration, T) {
@@ -120,7 +117,8 @@ fn main() {
         made.as_secs_f64()
     );
 
-    let server = support::GitHttpServer::start(work.path(), support::Auth::None, None);
+    let server =
+        ferroflux_testkit::GitHttpServer::start(work.path(), ferroflux_testkit::Auth::None, None);
     let urls = [
         ("file://", format!("file://{}", bare.display())),
         ("http:// (git http-backend)", server.url("bench")),

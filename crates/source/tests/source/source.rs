@@ -2,17 +2,16 @@
 //! tokens and a private CA; OpenSSH's sshd; `file://`. Every bad input of issue 5 that concerns
 //! fetching and packing has a test here that checks the message a user would see.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
+use crate::repo::Repo;
 use ferroflux_source::{
     Credentials, Error, FetchOptions, GitRef, GitSource, ObjectKey, Outcome, PackOptions, Previous,
     Storage, reconcile,
 };
-use support::{Auth, GitHttpServer, Repo, Sshd, git, keygen, make_tls};
+use ferroflux_testkit::{Auth, GitHttpServer, Sshd, closed_port, git, keygen, make_tls};
 
 const PASSWORD: &str = "pa55-w0rd-very-secret";
 const TOKEN: &str = "tok-9f8e7d6c5b4a-secret";
@@ -328,7 +327,7 @@ fn missing_refs_and_unreachable_hosts_say_what_is_wrong() {
     assert_eq!(err.reason(), "GitOperationFailed", "{err}");
     eprintln!("missing commit: {err}");
 
-    let port = support::closed_port();
+    let port = closed_port();
     let err = source(
         &format!("http://127.0.0.1:{port}/x.git"),
         &branch("main"),

@@ -1,0 +1,6 @@
+//! The Git source's integration tests, one test binary: fetching and packing against real
+//! servers (`git http-backend` and sshd from `ferroflux-testkit`) and repositories made by the
+//! `git` program (`repo`).
+
+mod repo;
+mod source;
