@@ -1,15 +1,13 @@
 //! Bad inputs at the library level (the API the Kustomization controller calls): each error
 //! names the object or entry and the reason, and none contains plaintext.
 
-mod common;
-
 use base64::Engine;
 use ferroflux_sops::{
     AgeIdentities, DEFAULT_MAX_SIZE, Decryptor, EncryptOptions, Format, Selection, encrypt,
 };
 use serde_json::json;
 
-use common::{fixture, identities};
+use crate::files::{fixture, identities};
 
 #[test]
 fn staging_key_cannot_open_production_object() {

@@ -1,12 +1,10 @@
 //! The test vectors encrypted by the real sops: every age case decrypts (with MAC verification)
 //! to the plaintext Flux's own tests expect of it; PGP and post-quantum cases fail clearly.
 
-mod common;
-
 use ferroflux_sops::{AgeIdentities, Decryptor, Format, ObjectDecryption};
 use serde_json::{Value, json};
 
-use common::{fixture, identities};
+use crate::files::{fixture, identities};
 
 fn decryptor() -> Decryptor {
     Decryptor::new(identities("age.txt"))

@@ -1,5 +1,4 @@
-//! Helpers shared by this crate's test files (each test binary uses only some of them).
-#![allow(dead_code)]
+//! The test files and keys under `tests/fixtures`, and the comments of a text.
 
 use ferroflux_sops::AgeIdentities;
 

@@ -4,12 +4,10 @@
 //! groups with Shamir thresholds.
 //! Each decrypts, with MAC verification, to the plaintext it was made from.
 
-mod common;
-
 use ferroflux_sops::{AgeIdentities, Decryptor, Format};
 use serde_json::Value;
 
-use common::{comment_texts, fixture, identities};
+use crate::files::{comment_texts, fixture, identities};
 
 fn both_keys() -> AgeIdentities {
     let mut ids = identities("age.txt");

