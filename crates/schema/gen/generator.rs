@@ -6,7 +6,7 @@
 //! kind's apiVersion and scope. This file reads that generated Rust source as text (it is never
 //! compiled here) and writes a compact JSON file the runtime crate embeds.
 //!
-//! Shared by `examples/generate-merge-data.rs` (writes the file) and `tests/data_fresh.rs` (fails
+//! Shared by `examples/generate-merge-data.rs` (writes the file) and `tests/schema/data_fresh.rs` (fails
 //! when the committed file differs from a fresh generation).
 
 #![allow(dead_code)]

@@ -106,7 +106,7 @@ pub(crate) struct Schema {
 /// The schema, parsed from the embedded data on first use and shared afterwards.
 pub(crate) fn schema() -> &'static Schema {
     static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    // The data is generated, committed and checked by tests/data_fresh.rs and the unit tests
+    // The data is generated, committed and checked by tests/schema/data_fresh.rs and the unit tests
     // below; failing to parse it is a build defect, not an input error.
     SCHEMA.get_or_init(|| {
         Schema::parse(DATA).unwrap_or_else(|e| panic!("embedded data/k8s-merge.json: {e}"))

@@ -1,7 +1,7 @@
 //! The committed merge data must equal a fresh generation from the k8s-openapi source, so it can
 //! never drift from the Kubernetes types the workspace compiles against.
 
-#[path = "../gen/generator.rs"]
+#[path = "../../gen/generator.rs"]
 mod generator;
 
 use std::path::Path;
