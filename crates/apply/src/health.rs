@@ -399,5 +399,4 @@ fn crd(obj: &Value) -> Health {
 }
 
 #[cfg(test)]
-#[path = "health_tests.rs"]
 mod tests;

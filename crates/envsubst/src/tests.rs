@@ -1,3 +1,5 @@
+//! Unit tests of the substitution syntax and strict mode.
+
 use super::*;
 
 fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {

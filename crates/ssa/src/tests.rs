@@ -1,3 +1,5 @@
+//! Unit tests of field ownership, apply merge and conflicts.
+
 use super::*;
 use serde_json::json;
 

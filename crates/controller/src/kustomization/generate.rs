@@ -252,5 +252,4 @@ fn is_local_relative(path: &str) -> bool {
 }
 
 #[cfg(test)]
-#[path = "generate/tests.rs"]
 mod tests;

@@ -1,3 +1,5 @@
+//! Unit tests of the kustomization.yaml generation (Flux's spec fields into a build).
+
 use super::*;
 use ferroflux_api::Selector;
 use ferroflux_api::kustomization::{Image, Patch};

@@ -1,3 +1,5 @@
+//! Unit tests of the health rules (kstatus) against live objects' status.
+
 use super::*;
 use serde_json::json;
 
