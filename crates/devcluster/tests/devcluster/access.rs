@@ -3,6 +3,7 @@
 
 use ferroflux_testkit::Kubectl;
 
+use crate::api_err;
 use ferroflux_devcluster::{Config, DevCluster, FaultAction, FaultRule};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -471,13 +472,6 @@ async fn faults_break_connections_of_chosen_requests() {
     }
 }
 
-fn api_status(e: kube::Error) -> Box<kube::core::Status> {
-    match e {
-        kube::Error::Api(s) => s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
-
 /// The clients the project builds (here the cluster's own, `ferroflux_kubeclient::client`)
 /// retry as client-go does: only an answer carrying `Retry-After` (a 429 or a 5xx), waiting
 /// what it says, at most ten times, writes included; and a GET whose connection broke. An
@@ -495,7 +489,7 @@ async fn clients_retry_only_what_the_server_asks_to_retry() {
 
     // 503 without Retry-After: one attempt, the server's answer.
     c.set_fault_rules(vec![rule(503)]).unwrap();
-    let e = api_status(api.get("x").await.unwrap_err());
+    let e = api_err(api.get("x").await.unwrap_err());
     assert_eq!((e.code, e.reason.as_str()), (503, "ServiceUnavailable"));
     assert_eq!(c.faults_injected(), 1);
 
@@ -522,7 +516,7 @@ async fn clients_retry_only_what_the_server_asks_to_retry() {
 
     // Ten retries at most: the eleventh answer is the caller's.
     c.set_fault_rules(vec![rule(503).retry_after(0)]).unwrap();
-    let e = api_status(api.get("x").await.unwrap_err());
+    let e = api_err(api.get("x").await.unwrap_err());
     assert_eq!(e.code, 503);
     assert_eq!(c.faults_injected(), 4 + 11);
 

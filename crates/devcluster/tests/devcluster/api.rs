@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::api_err;
 use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
 use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -26,13 +27,6 @@ fn cm(name: &str, labels: Value) -> ConfigMap {
         "data": { "k": "v" },
     }))
     .unwrap()
-}
-
-fn api_err(e: kube::Error) -> Box<kube::core::Status> {
-    match e {
-        kube::Error::Api(s) => s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
 }
 
 /// Sends a raw request and returns (status code, parsed body).

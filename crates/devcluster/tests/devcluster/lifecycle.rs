@@ -5,6 +5,7 @@
 use ferroflux_testkit::Kubectl;
 use std::time::Duration;
 
+use crate::api_err;
 use ferroflux_devcluster::{Config, DevCluster, FaultConfig, RunningCluster};
 use futures_util::TryStreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -40,13 +41,6 @@ async fn start() -> (RunningCluster, kube::Client, Kubectl) {
     let client = c.client().await.unwrap();
     let k = Kubectl::new(&[&c]);
     (c, client, k)
-}
-
-fn api_err(e: kube::Error) -> Box<kube::core::Status> {
-    match e {
-        kube::Error::Api(s) => s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,3 +6,11 @@ mod api;
 mod faithfulness;
 mod kubectl;
 mod lifecycle;
+
+/// The API server's Status of a refused request; any other error fails the test.
+fn api_err(e: kube::Error) -> Box<kube::core::Status> {
+    match e {
+        kube::Error::Api(s) => s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
