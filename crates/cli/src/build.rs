@@ -14,7 +14,7 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::{Args, Subcommand};
 use ferroflux_api::Kustomization;
 use ferroflux_controller::kustomization::build::{self as ks_build, Cluster};
-use gix::bstr::BStr;
+use ferroflux_source::sourceignore::Rules;
 use kube::api::Api;
 use serde_json::Value;
 use std::future::Future;
@@ -275,7 +275,7 @@ pub async fn build_dir(
         .prefix("ferroflux-build-")
         .tempdir()
         .context("creating a private build directory")?;
-    let ignore = IgnoreRules::load(source, &local.ignore_paths)?;
+    let ignore = Rules::load_dir(source, &local.ignore_paths)?;
     copy_tree(root, work.path(), source, &ignore)
         .with_context(|| format!("copying {} for the build", root.display()))?;
     let relative = source.strip_prefix(root).unwrap_or(Path::new(""));
@@ -351,87 +351,9 @@ pub fn source_root(dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(dir.to_path_buf())
 }
 
-/// `.sourceignore` files under DIR and `--ignore-paths`, in .gitignore syntax, relative to DIR
-/// (as flux's build applies them).
-struct IgnoreRules {
-    search: gix::ignore::Search,
-}
-
-const IGNORE_FILE: &str = ".sourceignore";
-
-impl IgnoreRules {
-    fn load(dir: &Path, extra: &[String]) -> anyhow::Result<IgnoreRules> {
-        // Patterns are matched against paths relative to DIR; the base only names sources.
-        let base = PathBuf::from("/dir");
-        let mut search = gix::ignore::Search::default();
-        let mut files = Vec::new();
-        find_ignore_files(dir, dir, &mut files)?;
-        for (relative_dir, bytes) in files {
-            search
-                .add_patterns_buffer(
-                    &bytes,
-                    base.join(&relative_dir).join(IGNORE_FILE),
-                    Some(&base),
-                    gix::ignore::search::Ignore::default(),
-                )
-                .map_err(|e| anyhow!("reading {IGNORE_FILE} patterns: {e}"))?;
-        }
-        if !extra.is_empty() {
-            search
-                .add_patterns_buffer(
-                    extra.join("\n").as_bytes(),
-                    base.join("--ignore-paths"),
-                    Some(&base),
-                    gix::ignore::search::Ignore::default(),
-                )
-                .map_err(|e| anyhow!("reading --ignore-paths patterns: {e}"))?;
-        }
-        Ok(IgnoreRules { search })
-    }
-
-    fn excluded(&self, relative: &Path, is_dir: bool) -> bool {
-        let text = relative.to_string_lossy();
-        self.search
-            .pattern_matching_relative_path(
-                BStr::new(text.as_bytes()),
-                Some(is_dir),
-                gix::glob::pattern::Case::Sensitive,
-            )
-            .is_some_and(|m| !m.pattern.is_negative())
-    }
-}
-
-fn find_ignore_files(
-    base: &Path,
-    dir: &Path,
-    out: &mut Vec<(PathBuf, Vec<u8>)>,
-) -> anyhow::Result<()> {
-    let file = dir.join(IGNORE_FILE);
-    if file.is_file() {
-        let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-        let relative = dir
-            .strip_prefix(base)
-            .unwrap_or(Path::new(""))
-            .to_path_buf();
-        out.push((relative, bytes));
-    }
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(Result::ok)
-        .collect();
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let file_type = entry.file_type()?;
-        if file_type.is_dir() && entry.file_name() != ".git" {
-            find_ignore_files(base, &entry.path(), out)?;
-        }
-    }
-    Ok(())
-}
-
 /// Copies `from` into `to`, symlinks as symlinks (the build refuses those leading out of the
 /// copy), skipping `.git` and, under `source`, what `ignore` excludes.
-fn copy_tree(from: &Path, to: &Path, source: &Path, ignore: &IgnoreRules) -> anyhow::Result<()> {
+fn copy_tree(from: &Path, to: &Path, source: &Path, ignore: &Rules) -> anyhow::Result<()> {
     let entries = std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))?;
     for entry in entries {
         let entry = entry?;
@@ -443,7 +365,7 @@ fn copy_tree(from: &Path, to: &Path, source: &Path, ignore: &IgnoreRules) -> any
         let target = to.join(&name);
         let file_type = entry.file_type()?;
         if let Ok(relative) = path.strip_prefix(source)
-            && ignore.excluded(relative, file_type.is_dir())
+            && ignore.excluded_path(relative, file_type.is_dir())
         {
             continue;
         }
@@ -488,20 +410,5 @@ mod tests {
         );
         assert!(objects[1].get("sops").is_none());
         assert_eq!(objects[2]["data"]["kept"], "visible");
-    }
-
-    #[test]
-    fn ignore_rules_follow_gitignore_with_negations() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(IGNORE_FILE), "# exclude all\n/*\n").unwrap();
-        let rules = IgnoreRules::load(
-            dir.path(),
-            &["!configmap.yaml".into(), "!secret.yaml".into()],
-        )
-        .unwrap();
-        assert!(rules.excluded(Path::new("not_deployable"), true));
-        assert!(rules.excluded(Path::new(IGNORE_FILE), false));
-        assert!(!rules.excluded(Path::new("configmap.yaml"), false));
-        assert!(!rules.excluded(Path::new("secret.yaml"), false));
     }
 }

@@ -9,7 +9,8 @@
 //! Exclusions follow source-controller: `.git/`, `.gitignore`, `.gitmodules`, `.gitattributes`
 //! always; the default list (images, archives, CI configs, …) unless some `.sourceignore` file
 //! or `spec.ignore` supplies patterns, which then replace it; nested `.sourceignore` files apply
-//! below their own directory; `spec.ignore` applies at the root and wins over the files.
+//! below their own directory; `spec.ignore` applies at the root and wins over the files (the
+//! rules themselves are [`crate::sourceignore`], shared with the CLI).
 
 use std::io::Write;
 
@@ -18,37 +19,7 @@ use gix::objs::tree::EntryKind;
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
-
-/// Patterns always excluded (source-controller's `ExcludeVCS`).
-pub const VCS_EXCLUDES: &[&str] = &[".git/", ".gitignore", ".gitmodules", ".gitattributes"];
-
-/// Patterns excluded unless `.sourceignore` or `spec.ignore` give patterns of their own
-/// (source-controller's `ExcludeExt`, `ExcludeCI` and `ExcludeExtra`).
-pub const DEFAULT_EXCLUDES: &[&str] = &[
-    "*.jpg",
-    "*.jpeg",
-    "*.gif",
-    "*.png",
-    "*.wmv",
-    "*.flv",
-    "*.tar.gz",
-    "*.zip",
-    ".github/",
-    ".circleci/",
-    ".travis.yml",
-    ".gitlab-ci.yml",
-    "appveyor.yml",
-    ".drone.yml",
-    "cloudbuild.yaml",
-    "codeship-services.yml",
-    "codeship-steps.yml",
-    "**/.goreleaser.yml",
-    "**/.sops.yaml",
-    "**/.flux.yaml",
-];
-
-/// The name of the per-directory ignore file.
-pub const IGNORE_FILE: &str = ".sourceignore";
+use crate::sourceignore::{IGNORE_FILE, Rules};
 
 /// Default largest single file accepted into an artifact: 100 MiB.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 100 * 1024 * 1024;
@@ -129,55 +100,6 @@ fn walk(
         }
     }
     Ok(())
-}
-
-/// The ignore rules of one artifact.
-struct Matcher {
-    search: gix::ignore::Search,
-}
-
-impl Matcher {
-    fn new(sourceignore_files: &[(BString, Vec<u8>)], spec_ignore: Option<&str>) -> Result<Self> {
-        let root = std::path::Path::new("/repo");
-        let mut search = gix::ignore::Search::default();
-        let parse = gix::ignore::search::Ignore::default();
-        let mut add = |bytes: &[u8], dir: &BStr| -> Result<()> {
-            let mut source = root.to_path_buf();
-            for part in dir.split_str("/").filter(|p| !p.is_empty()) {
-                source.push(part.to_str_lossy().as_ref());
-            }
-            source.push(IGNORE_FILE);
-            search
-                .add_patterns_buffer(bytes, source, Some(root), parse)
-                .map_err(|e| archive_err("reading ignore patterns", e))
-        };
-        add(VCS_EXCLUDES.join("\n").as_bytes(), BStr::new(""))?;
-        let user_patterns = sourceignore_files.iter().any(|(_, b)| has_patterns(b))
-            || spec_ignore.is_some_and(|s| has_patterns(s.as_bytes()));
-        if !user_patterns {
-            add(DEFAULT_EXCLUDES.join("\n").as_bytes(), BStr::new(""))?;
-        }
-        for (dir, bytes) in sourceignore_files {
-            add(bytes, dir.as_bstr())?;
-        }
-        if let Some(s) = spec_ignore {
-            add(s.as_bytes(), BStr::new(""))?;
-        }
-        Ok(Matcher { search })
-    }
-
-    fn excluded(&self, path: &BStr, is_dir: bool) -> bool {
-        self.search
-            .pattern_matching_relative_path(path, Some(is_dir), gix::glob::pattern::Case::Sensitive)
-            .is_some_and(|m| !m.pattern.is_negative())
-    }
-}
-
-fn has_patterns(bytes: &[u8]) -> bool {
-    bytes.lines().any(|l| {
-        let t = l.trim();
-        !t.is_empty() && !t.starts_with(b"#")
-    })
 }
 
 /// Resolves a symlink's target against the tree; `None` when it leaves the repository.
@@ -266,7 +188,8 @@ pub fn pack_tree(
             sourceignores.push((BString::from(dir), read_blob(e.oid)?));
         }
     }
-    let matcher = Matcher::new(&sourceignores, opts.ignore.as_deref())?;
+    let matcher = Rules::for_artifact(&sourceignores, opts.ignore.as_deref())
+        .map_err(|e| Error::Archive(e.to_string()))?;
     let by_path: std::collections::HashMap<&BStr, &Entry> =
         entries.iter().map(|e| (e.path.as_bstr(), e)).collect();
 

@@ -21,18 +21,19 @@ mod http;
 /// Masterminds semver, now shared from its own crate.
 pub use ferroflux_semver as semver;
 mod server;
+pub mod sourceignore;
 mod ssh;
 mod storage;
 mod url;
 
 pub use artifact::{
-    DEFAULT_EXCLUDES, DEFAULT_MAX_ARTIFACT_SIZE, DEFAULT_MAX_FILE_SIZE, IGNORE_FILE, PackOptions,
-    PackStats, VCS_EXCLUDES, pack_tree,
+    DEFAULT_MAX_ARTIFACT_SIZE, DEFAULT_MAX_FILE_SIZE, PackOptions, PackStats, pack_tree,
 };
 pub use credentials::Credentials;
 pub use error::{Error, Result, reason};
 pub use fetch::{DEFAULT_BRANCH, FetchOptions, Fetched, GitRef, GitSource, RemoteRef, Resolved};
 pub use server::{router, serve};
+pub use sourceignore::{DEFAULT_EXCLUDES, IGNORE_FILE, VCS_EXCLUDES};
 pub use storage::{Artifact, KEEP_ARTIFACTS, ObjectKey, Storage};
 pub use url::{RepoUrl, Scheme};
 
