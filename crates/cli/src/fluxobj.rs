@@ -1,10 +1,11 @@
-//! What the day-2 commands (suspend, resume, reconcile, fleet status) share: reaching a cluster
-//! with errors that name it, the two Flux kinds behind one trait, and waiting for a controller
-//! to report an object ready the way the flux CLI decides it.
+//! What the day-2 commands (suspend, resume, reconcile, fleet status) share: the two Flux kinds
+//! behind one trait, and waiting for a controller to report an object ready the way the flux
+//! CLI decides it.
 
-use crate::kubecontext::KubeArgs;
-use crate::progress;
-use anyhow::{Context as _, anyhow};
+use crate::cluster::{Cluster, humantime};
+use crate::exit;
+use crate::output::progress;
+use anyhow::anyhow;
 use ferroflux_api::conditions::{READY, RECONCILING, STALLED, find_condition};
 use ferroflux_api::{GitRepository, Kustomization, RECONCILE_REQUESTED_AT};
 use k8s_openapi::NamespaceResourceScope;
@@ -14,126 +15,8 @@ use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::future::Future;
+use std::process::ExitCode;
 use std::time::Duration;
-
-/// A connected cluster and how to name it in messages.
-#[derive(Clone)]
-pub struct Cluster {
-    pub client: kube::Client,
-    pub context: String,
-    pub url: String,
-    pub timeout: Duration,
-}
-
-impl Cluster {
-    /// The cluster of `--context` (else the current context).
-    pub async fn connect(kube: &KubeArgs) -> anyhow::Result<Cluster> {
-        let kubeconfig = kube.kubeconfig()?;
-        Cluster::connect_to(kube, &kubeconfig, kube.context.as_deref()).await
-    }
-
-    /// The cluster of `--context` for a command that holds a watch open until `--timeout`:
-    /// no read timeout on the connection, since a quiet watch is not a dead one. Connecting
-    /// and each request made through [`Cluster::call`] stay bounded by `--timeout`.
-    pub async fn connect_watching(kube: &KubeArgs) -> anyhow::Result<Cluster> {
-        let kubeconfig = kube.kubeconfig()?;
-        let (mut config, name) = kube
-            .config_for(&kubeconfig, kube.context.as_deref())
-            .await?;
-        config.read_timeout = None;
-        Cluster::from_config(kube, config, name)
-    }
-
-    pub async fn connect_to(
-        kube: &KubeArgs,
-        kubeconfig: &kube::config::Kubeconfig,
-        context: Option<&str>,
-    ) -> anyhow::Result<Cluster> {
-        let (config, name) = kube.config_for(kubeconfig, context).await?;
-        Cluster::from_config(kube, config, name)
-    }
-
-    fn from_config(kube: &KubeArgs, config: kube::Config, name: String) -> anyhow::Result<Cluster> {
-        let url = config.cluster_url.to_string();
-        let url = url.trim_end_matches('/').to_string();
-        let client = ferroflux_kubeclient::client(config)
-            .with_context(|| format!("connecting to context \"{name}\""))?;
-        Ok(Cluster {
-            client,
-            context: name,
-            url,
-            timeout: kube.timeout()?,
-        })
-    }
-
-    /// Runs one request against the cluster, bounded by --timeout; a failure names the
-    /// context and server and keeps the causes (never the credentials).
-    pub async fn call<T, F>(&self, what: &str, request: F) -> anyhow::Result<T>
-    where
-        F: Future<Output = Result<T, kube::Error>>,
-    {
-        let silent = || {
-            anyhow!(
-                "{what}: the cluster of context \"{}\" ({}) did not answer within {}",
-                self.context,
-                self.url,
-                humantime(self.timeout)
-            )
-        };
-        match tokio::time::timeout(self.timeout, request).await {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => {
-                // The client's own connect and read timeouts are --timeout too; whichever
-                // fires first, the user reads the same message.
-                if error_chain(&e).contains("deadline has elapsed") {
-                    return Err(silent());
-                }
-                Err(self.explain(what, e))
-            }
-            Err(_) => Err(silent()),
-        }
-    }
-
-    fn explain(&self, what: &str, e: kube::Error) -> anyhow::Error {
-        if let kube::Error::Api(status) = &e {
-            return anyhow!("{what}: {}", status.message);
-        }
-        anyhow!(
-            "{what}: cannot reach the cluster of context \"{}\" ({}): {}",
-            self.context,
-            self.url,
-            error_chain(&e)
-        )
-    }
-}
-
-/// An error and its causes on one line, repeated messages dropped.
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = current {
-        let text = err.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        current = err.source();
-    }
-    parts.join(": ")
-}
-
-/// A duration as the user wrote it with --timeout (`5s`, `2m`, `1m30s`).
-pub fn humantime(d: Duration) -> String {
-    let secs = d.as_secs();
-    if secs == 0 {
-        return format!("{}ms", d.as_millis());
-    }
-    let (m, s) = (secs / 60, secs % 60);
-    match (m, s) {
-        (0, s) => format!("{s}s"),
-        (m, 0) => format!("{m}m"),
-        (m, s) => format!("{m}m{s}s"),
-    }
-}
 
 /// The Flux kinds the day-2 commands act on.
 pub trait FluxObject:
@@ -427,13 +310,14 @@ pub async fn interruptible<T>(
 
 /// After Ctrl-C: flux's `✗` line saying what stays done, and the exit code shells give a
 /// SIGINT death. Any other outcome is returned as is.
-pub fn exit_if_interrupted(result: anyhow::Result<()>, what_stays: &str) -> anyhow::Result<()> {
+pub fn exit_code(result: anyhow::Result<()>, what_stays: &str) -> anyhow::Result<ExitCode> {
     match result {
+        Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) if e.is::<Interrupted>() => {
             progress::failure(format_args!("interrupted: {what_stays}"));
-            std::process::exit(130);
+            Ok(ExitCode::from(exit::INTERRUPTED))
         }
-        other => other,
+        Err(e) => Err(e),
     }
 }
 
@@ -507,13 +391,5 @@ mod tests {
             readiness(&stalled),
             Readiness::Failed("bad interval".into())
         );
-    }
-
-    #[test]
-    fn durations_read_like_the_flag() {
-        assert_eq!(humantime(Duration::from_secs(5)), "5s");
-        assert_eq!(humantime(Duration::from_secs(120)), "2m");
-        assert_eq!(humantime(Duration::from_secs(90)), "1m30s");
-        assert_eq!(humantime(Duration::from_millis(500)), "500ms");
     }
 }

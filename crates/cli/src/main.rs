@@ -1,34 +1,26 @@
-//! The `ferroflux` binary: every user-facing command lives here and delegates to the library crates.
+//! The `ferroflux` binary: every user-facing command lives in [`cmd`] and delegates to the
+//! library crates.
+//!
+//! This file owns what every command shares and none should do on its own: the one tokio
+//! runtime, the logging set-up (installed once, before any command runs) and the process's exit
+//! code. Commands are `async fn run(args) -> anyhow::Result<ExitCode>`: an `Err` is printed as
+//! flux prints an error (one `✗` line with its causes) and exits 1; the few commands with other
+//! codes (`diff`'s 1 and 2, 130 after Ctrl-C, see [`exit`]) return them. A command line clap
+//! refuses (a bad flag value, a duration that is not Go's syntax) exits the same way.
 
-use clap::{CommandFactory, Parser, Subcommand};
+use std::process::ExitCode;
+
+use clap::Parser;
 
 mod bootstrap;
-mod build;
-mod check;
-mod completions;
-mod controller;
-mod demo;
-mod dev;
-mod diff;
-mod events;
-mod fleet;
+mod cluster;
+mod cmd;
+mod exit;
+mod flags;
 mod fluxobj;
-mod get;
-mod gitrepo;
-mod install;
-mod kubecontext;
-mod kustomize;
-mod manifests;
+mod logging;
 mod nested;
-mod progress;
-mod reconcile;
-mod sops;
-mod stats;
-mod suspend;
-mod table;
-mod tree;
-mod uninstall;
-mod watchloop;
+mod output;
 
 #[derive(Parser)]
 #[command(
@@ -36,93 +28,56 @@ mod watchloop;
     version,
     about = "GitOps for fleets of Kubernetes clusters, compatible with Flux's APIs"
 )]
-struct Cli {
+pub(crate) struct Cli {
+    /// Print debug logs on stderr (the Kubernetes client's retries among them); RUST_LOG, when
+    /// set, chooses instead.
+    #[arg(long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
-    command: Command,
+    command: cmd::Command,
 }
 
-#[derive(Subcommand)]
-enum Command {
-    /// Print the version of this binary.
-    Version,
-    /// Show Flux objects and their status, as `flux get` does.
-    Get(get::GetArgs),
-    /// Show what a Kustomization applied, as `flux tree` does.
-    Tree(tree::TreeArgs),
-    /// Encrypt and decrypt sops files with age keys.
-    Sops(sops::SopsArgs),
-    /// Build kustomizations natively (`kustomize build DIR`).
-    Kustomize(kustomize::KustomizeArgs),
-    /// Local development clusters (`ferroflux dev up`).
-    Dev(dev::DevArgs),
-    /// Every cluster of the kubeconfig side by side (beyond flux).
-    Fleet(fleet::FleetArgs),
-    /// Suspend the reconciliation of Flux objects, as `flux suspend` does.
-    Suspend(suspend::SuspendArgs),
-    /// Resume suspended Flux objects and wait for them, as `flux resume` does.
-    Resume(suspend::SuspendArgs),
-    /// Reconcile a Flux object now and wait for it, as `flux reconcile` does.
-    Reconcile(reconcile::ReconcileArgs),
-    /// Kubernetes events of Flux objects, as `flux events` shows them.
-    Events(events::EventsArgs),
-    /// Counts of Flux objects per kind, as `flux stats` prints them.
-    Stats(stats::StatsArgs),
-    /// Shell completion scripts (bash, zsh, fish).
-    #[command(alias = "completion")]
-    Completions(completions::CompletionsArgs),
-    /// Install the engine on a cluster, or print its manifests (`--export`).
-    Install(install::InstallArgs),
-    /// Remove the engine and its CRDs, keeping what it applied.
-    Uninstall(uninstall::UninstallArgs),
-    /// Check the prerequisites and the installation.
-    Check(check::CheckArgs),
-    /// Deploy the engine on a cluster connected to a Git repository.
-    Bootstrap(bootstrap::BootstrapArgs),
-    /// Build a Kustomization from a local directory, as `flux build` does.
-    Build(build::BuildArgs),
-    /// Show what a local directory would change in the cluster, as `flux diff` does.
-    Diff(diff::DiffArgs),
-    /// Run the GitRepository and Kustomization controllers for one cluster.
-    Controller(controller::ControllerArgs),
-    /// The main job end to end: two local clusters bootstrapped from one repository, then a
-    /// promotion from staging to production by commits.
-    Demo(demo::DemoArgs),
-}
-
-fn main() {
-    let cli = Cli::parse();
-    if let Err(e) = run(cli.command) {
-        // As flux prints an error: one `✗` line with its causes, exit 1.
-        progress::failure(format_args!("{e:#}"));
-        std::process::exit(1);
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    if let Err(e) = logging::init(&cli.command.logging(cli.verbose)) {
+        output::progress::failure(format_args!("{e:#}"));
+        return ExitCode::from(exit::ERROR);
     }
-}
-
-fn run(command: Command) -> anyhow::Result<()> {
-    match command {
-        Command::Version => {
-            println!("ferroflux {}", env!("CARGO_PKG_VERSION"));
-            Ok(())
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            output::progress::failure(format_args!("cannot start the async runtime: {e}"));
+            return ExitCode::from(exit::ERROR);
         }
-        Command::Get(args) => get::run(args),
-        Command::Sops(args) => sops::run(args),
-        Command::Tree(args) => tree::run(args),
-        Command::Kustomize(args) => kustomize::run(args),
-        Command::Dev(args) => dev::run(args),
-        Command::Fleet(args) => fleet::run(args),
-        Command::Suspend(args) => suspend::run_suspend(args),
-        Command::Resume(args) => suspend::run_resume(args),
-        Command::Reconcile(args) => reconcile::run(args),
-        Command::Events(args) => events::run(args),
-        Command::Stats(args) => stats::run(args),
-        Command::Completions(args) => completions::run(args, Cli::command()),
-        Command::Install(args) => install::run(args),
-        Command::Uninstall(args) => uninstall::run(args),
-        Command::Check(args) => check::run(args),
-        Command::Bootstrap(args) => bootstrap::run(args),
-        Command::Build(args) => build::run(args),
-        Command::Diff(args) => diff::run(args),
-        Command::Controller(args) => controller::run(args),
-        Command::Demo(args) => demo::run(args),
+    };
+    match runtime.block_on(cmd::run(cli.command)) {
+        Ok(code) => code,
+        Err(e) => {
+            // As flux prints an error: one `✗` line with its causes, exit 1.
+            output::progress::failure(format_args!("{e:#}"));
+            ExitCode::from(exit::ERROR)
+        }
     }
+}
+
+/// Prints clap's message for `--help`, `--version` or a bad command line. A bad command line
+/// exits as any failure of the command would (flux's contract: 1, and 2 for `diff`, whose 1
+/// means "changes"); help and version exit as clap says (0).
+fn usage_error(e: clap::Error) -> ExitCode {
+    let _ = e.print();
+    if !e.use_stderr() {
+        return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+    }
+    // Only `--verbose` may come before the command's name.
+    let command = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    ExitCode::from(match command.as_deref() {
+        Some("diff") => exit::DIFF_ERROR,
+        _ => exit::ERROR,
+    })
 }

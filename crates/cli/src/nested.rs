@@ -168,7 +168,7 @@ impl<'a> Recursion<'a> {
             Some(local) => {
                 let place = format!("the local source {key}={}", local.display());
                 let dir = spec_dir(&name, local, &spec_path, &place)?;
-                let root = crate::build::source_root(local)?;
+                let root = crate::cmd::build::source_root(local)?;
                 let location = location_of_dir(&dir);
                 (root, dir, location)
             }
@@ -315,7 +315,7 @@ impl<'a> Recursion<'a> {
             .path()
             .canonicalize()
             .context("resolving the artifact's directory")?;
-        crate::progress::action(format_args!(
+        crate::output::progress::action(format_args!(
             "building Kustomizations of {key} from the cluster's artifact {} (not in --local-sources)",
             art.revision
         ));

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
@@ -83,7 +84,7 @@ struct DecryptArgs {
 }
 
 /// Runs `ferroflux sops …`.
-pub fn run(args: SopsArgs) -> anyhow::Result<()> {
+pub fn run(args: SopsArgs) -> anyhow::Result<ExitCode> {
     let out = match args.command {
         SopsCommand::Encrypt(a) => encrypt(a)?,
         SopsCommand::Decrypt(a) => decrypt(a)?,
@@ -91,7 +92,7 @@ pub fn run(args: SopsArgs) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(&out).context("writing to stdout")?;
     stdout.flush().context("writing to stdout")?;
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 fn format_for(path: &Path, name: Option<&str>) -> anyhow::Result<Format> {

@@ -9,13 +9,15 @@
 //! and waits until `--timeout`. Both controllers mark a failure that will be retried
 //! `Reconciling=True`, so with them the two CLIs wait alike.
 
-use crate::fluxobj::{self, Cluster, FluxObject};
-use crate::kubecontext::KubeArgs;
-use crate::progress;
-use anyhow::{Context as _, bail};
+use crate::cluster::Cluster;
+use crate::cluster::KubeArgs;
+use crate::fluxobj::{self, FluxObject};
+use crate::output::progress;
+use anyhow::bail;
 use clap::{Args, Subcommand};
 use ferroflux_api::kustomization::SourceKind;
 use ferroflux_api::{GitRepository, Kustomization};
+use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct ReconcileArgs {
@@ -46,9 +48,8 @@ enum SourceTarget {
     Git { name: String },
 }
 
-pub fn run(args: ReconcileArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    let result = runtime.block_on(async {
+pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
+    let result = async {
         let cluster = Cluster::connect(&args.kube).await?;
         let deadline = tokio::time::Instant::now() + cluster.timeout;
         let ns = args.kube.namespace.as_str();
@@ -75,8 +76,9 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<()> {
                 reconcile_one(&cluster, ns, &ks, deadline).await
             }
         }
-    });
-    fluxobj::exit_if_interrupted(
+    }
+    .await;
+    fluxobj::exit_code(
         result,
         "the reconcile request stays on the object and the controller still handles it",
     )

@@ -11,9 +11,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::Api;
 use serde_json::{Value, json};
 
-use crate::kubecontext::KubeArgs;
-use crate::manifests::{self, InstallOptions};
-use crate::progress;
+use crate::bootstrap::manifests::{self, InstallOptions};
+use crate::cluster::{Cluster, KubeArgs};
+use crate::output::progress;
+use std::process::ExitCode;
 
 /// Field manager of what the CLI applies (Flux's CLI uses its own too, apart from the
 /// controller's).
@@ -57,18 +58,18 @@ pub struct InstallArgs {
     kube: KubeArgs,
 }
 
-pub fn run(args: InstallArgs) -> Result<()> {
+pub async fn run(args: InstallArgs) -> Result<ExitCode> {
     let opts = args.engine.options(&args.kube.namespace)?;
     if args.export {
         print!("{}", manifests::components_yaml(&opts)?);
-        return Ok(());
+    } else {
+        install(&args.kube, &opts).await?;
     }
-    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    rt.block_on(install(&args.kube, &opts))
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn install(kube: &KubeArgs, opts: &InstallOptions) -> Result<()> {
-    let timeout = kube.timeout()?;
+    let timeout = kube.timeout;
     progress::generate(format_args!("generating manifests"));
     let objects = manifests::components(opts)?;
     progress::success(format_args!("manifests build completed"));
@@ -76,7 +77,7 @@ async fn install(kube: &KubeArgs, opts: &InstallOptions) -> Result<()> {
         "installing components in {} namespace",
         opts.namespace
     ));
-    let (client, _) = kube.client().await?;
+    let client = Cluster::connect(kube).await?.client;
     if let Some(version) = bootstrapped_version(&client).await? {
         bail!(
             "this cluster has already been bootstrapped with ferroflux {version}! \

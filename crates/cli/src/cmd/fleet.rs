@@ -5,10 +5,10 @@
 //!
 //! It only reads: Kustomizations and GitRepositories of every namespace, and their status.
 
-use crate::fluxobj::{Cluster, FluxObject};
-use crate::kubecontext::KubeArgs;
-use crate::table::flux_table;
-use anyhow::{Context as _, anyhow, bail};
+use crate::cluster::{Cluster, KubeArgs, known_context};
+use crate::fluxobj::FluxObject;
+use crate::output::table::flux_table;
+use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use ferroflux_api::conditions::{READY, find_condition};
 use ferroflux_api::kustomization::SourceKind;
@@ -17,6 +17,7 @@ use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct FleetArgs {
@@ -94,10 +95,9 @@ impl ClusterReport {
     }
 }
 
-pub fn run(args: FleetArgs) -> anyhow::Result<()> {
+pub async fn run(args: FleetArgs) -> anyhow::Result<ExitCode> {
     let FleetWhat::Status(status) = &args.what;
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    let reports = runtime.block_on(collect(&args.kube, status))?;
+    let reports = collect(&args.kube, status).await?;
     match status.output {
         Output::Json => {
             let healthy = !reports.iter().any(ClusterReport::unhealthy);
@@ -114,7 +114,7 @@ pub fn run(args: FleetArgs) -> anyhow::Result<()> {
     if !bad.is_empty() {
         bail!("the fleet is not healthy: {}", bad.join(", "));
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn collect(kube: &KubeArgs, args: &StatusArgs) -> anyhow::Result<Vec<ClusterReport>> {
@@ -135,18 +135,9 @@ async fn collect(kube: &KubeArgs, args: &StatusArgs) -> anyhow::Result<Vec<Clust
         if name.is_empty() {
             bail!("--contexts has an empty name");
         }
-        if !available.contains(name) {
-            return Err(anyhow!(
-                "context \"{name}\" not found in the kubeconfig; available contexts: {}",
-                if available.is_empty() {
-                    "none".to_string()
-                } else {
-                    available.join(", ")
-                }
-            ));
-        }
+        known_context(&kubeconfig, name)?;
     }
-    let timeout = kube.timeout()?;
+    let timeout = kube.timeout;
     let mut tasks = Vec::new();
     for name in contexts {
         let kube = kube.clone();
@@ -176,7 +167,7 @@ async fn collect(kube: &KubeArgs, args: &StatusArgs) -> anyhow::Result<Vec<Clust
                     format!(
                         "the cluster ({}) did not answer within {}",
                         cluster.url,
-                        crate::fluxobj::humantime(timeout)
+                        crate::cluster::humantime(timeout)
                     ),
                 ),
             }

@@ -1,14 +1,16 @@
 //! `ferroflux controller`: the GitRepository and Kustomization controllers of one cluster in one
 //! process, with Flux's controller flags.
 
-use crate::kubecontext::KubeArgs;
+use crate::cluster::KubeArgs;
+use crate::logging::{LogFormat, Logging};
 use anyhow::{Context as _, Result, anyhow};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use ferroflux_controller::kustomization::build::Strictness;
 use ferroflux_controller::leader::LeaderElection;
 use ferroflux_controller::manager::{Manager, ManagerConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -19,7 +21,7 @@ pub struct ControllerArgs {
     #[arg(long, default_value = "/data")]
     storage_path: PathBuf,
     /// Where the artifact server listens (`:9090` means every interface).
-    #[arg(long, default_value = ":9090", value_parser = parse_addr)]
+    #[arg(long, default_value = ":9090", value_parser = crate::flags::addr)]
     storage_addr: SocketAddr,
     /// The `host:port` written into artifact URLs (in a cluster: the Service's name); default:
     /// the address the artifact server bound.
@@ -30,10 +32,10 @@ pub struct ControllerArgs {
     #[arg(long)]
     allow_file_urls: bool,
     /// Where `/metrics` is served.
-    #[arg(long, default_value = ":8080", value_parser = parse_addr)]
+    #[arg(long, default_value = ":8080", value_parser = crate::flags::addr)]
     metrics_addr: SocketAddr,
     /// Where `/healthz` and `/readyz` are served.
-    #[arg(long, default_value = ":9440", value_parser = parse_addr)]
+    #[arg(long, default_value = ":9440", value_parser = crate::flags::addr)]
     health_addr: SocketAddr,
     /// Elect a leader on a Lease, so that of several replicas only one reconciles.
     #[arg(long)]
@@ -45,8 +47,8 @@ pub struct ControllerArgs {
     #[arg(long, default_value_t = 4)]
     concurrent: u16,
     /// How often a Kustomization waiting on its dependencies is retried.
-    #[arg(long, default_value = "30s")]
-    requeue_dependency: String,
+    #[arg(long, default_value = "30s", value_parser = crate::flags::duration)]
+    requeue_dependency: Duration,
     /// Flux's feature gates, `Name=true|false` separated by commas. Known:
     /// StrictPostBuildSubstitutions (default true: an unset variable without a default fails
     /// the build; false makes it empty).
@@ -58,23 +60,6 @@ pub struct ControllerArgs {
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-/// Accepts Go's `:port` form as well as `host:port`.
-fn parse_addr(s: &str) -> Result<SocketAddr, String> {
-    let full = if s.starts_with(':') {
-        format!("0.0.0.0{s}")
-    } else {
-        s.to_string()
-    };
-    full.parse()
-        .map_err(|_| format!("{s:?} is not an address (expected host:port or :port)"))
 }
 
 /// The substitution mode `--feature-gates` asks for; unknown gates and values are refused, as
@@ -102,33 +87,16 @@ fn substitution_strictness(gates: &str) -> Result<Strictness> {
     Ok(strictness)
 }
 
-/// Sends logs to stderr, as text or as one JSON object per line.
-pub fn init_logging(level: &str, format: LogFormat) -> Result<()> {
-    let filter = tracing_subscriber::EnvFilter::try_new(level)
-        .map_err(|e| anyhow!("--log-level {level:?}: {e}"))?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let result = match format {
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
-        LogFormat::Text => builder.try_init(),
-    };
-    result.map_err(|e| anyhow!("cannot set up logging: {e}"))
+impl ControllerArgs {
+    /// `--log-level` and `--log-format` (`main` installs the logging).
+    pub fn logging(&self) -> Logging {
+        Logging::flags(&self.log_level, self.log_format)
+    }
 }
 
-pub fn run(args: ControllerArgs) -> Result<()> {
-    init_logging(&args.log_level, args.log_format)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    rt.block_on(run_async(args))
-}
-
-async fn run_async(args: ControllerArgs) -> Result<()> {
+pub async fn run(args: ControllerArgs) -> Result<ExitCode> {
     let mut signals = ShutdownSignals::install()?;
-    let requeue_dependency = ferroflux_api::duration::parse_duration(&args.requeue_dependency)
-        .map_err(|e| anyhow!("--requeue-dependency: {e}"))?;
+    let requeue_dependency = args.requeue_dependency;
     let explicit = args.kube.kubeconfig.is_some()
         || args.kube.context.is_some()
         || std::env::var_os("KUBECONFIG").is_some();
@@ -178,12 +146,13 @@ async fn run_async(args: ControllerArgs) -> Result<()> {
         _ = signals.wait() => None,
     };
     match stopped {
-        Some(result) => result.context("the controllers stopped"),
+        Some(result) => result.context("the controllers stopped")?,
         None => {
             tracing::info!("shutting down");
-            manager.shutdown().await.context("shutting down")
+            manager.shutdown().await.context("shutting down")?
         }
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// A replica's Lease identity: the host name (the Pod name in a cluster) and the process id.

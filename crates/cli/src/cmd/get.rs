@@ -1,7 +1,7 @@
 //! `ferroflux get`: Flux objects as the flux CLI lists them.
 
-use crate::kubecontext::KubeArgs;
-use crate::table::{StreamedRows, flux_table};
+use crate::cluster::{Cluster, KubeArgs};
+use crate::output::table::{StreamedRows, flux_table};
 use anyhow::{Context as _, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
 use ferroflux_api::conditions::{READY, find_condition};
@@ -11,6 +11,7 @@ use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct GetArgs {
@@ -99,14 +100,13 @@ enum Output {
     Yaml,
 }
 
-pub fn run(args: GetArgs) -> anyhow::Result<()> {
+pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
     if let GetWhat::All(all) = &args.what
         && all.watch
     {
         return Err(anyhow!("expected a single resource type, but found all"));
     }
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(async {
+    async {
         match &args.what {
             GetWhat::Kustomizations(list) if list.watch => {
                 return watch::<Kustomization>(&args.kube, list, ks_row).await;
@@ -116,7 +116,7 @@ pub fn run(args: GetArgs) -> anyhow::Result<()> {
             }
             _ => {}
         }
-        let (client, _) = args.kube.client().await?;
+        let client = Cluster::connect(&args.kube).await?.client;
         let out = match &args.what {
             GetWhat::Kustomizations(list) => {
                 let items: Vec<Kustomization> = fetch(&client, &args.kube, list).await?;
@@ -143,8 +143,10 @@ pub fn run(args: GetArgs) -> anyhow::Result<()> {
             }
         };
         print!("{out}");
-        Ok(())
-    })
+        Ok::<_, anyhow::Error>(())
+    }
+    .await?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn ks_row(k: &Kustomization) -> Row {
@@ -192,7 +194,7 @@ fn render_all<K: Serialize + ResourceExt + Resource<DynamicType = ()>>(
 
 /// Lists, then prints a row for every change, as `flux get --watch` does: the header with the
 /// first row only, each later row padded on its own. The watch outlives closed and broken
-/// connections and 410s ([`crate::watchloop`]): after a re-list only the objects that changed
+/// connections and 410s ([`crate::output::watchloop`]): after a re-list only the objects that changed
 /// meanwhile get a row. Ends with exit 0 at --timeout or on Ctrl-C.
 async fn watch<K>(kube: &KubeArgs, list: &ListArgs, row: fn(&K) -> Row) -> anyhow::Result<()>
 where
@@ -204,14 +206,14 @@ where
         + Send
         + 'static,
 {
-    use crate::watchloop::{Change, list_and_watch, write_now};
+    use crate::output::watchloop::{Change, list_and_watch, write_now};
     if !matches!(list.output, Output::Table) {
         return Err(anyhow!("--watch prints tables only; drop -o"));
     }
     // Listened for before anything is printed, so Ctrl-C always ends the command cleanly.
     let interrupt = crate::fluxobj::listen_for_interrupt();
     // A watch holds its connection open until --timeout: no read timeout on it.
-    let cluster = crate::fluxobj::Cluster::connect_watching(kube).await?;
+    let cluster = Cluster::connect_watching(kube).await?;
     let api: Api<K> = list.api(&cluster.client, kube);
     let what = format!("{} objects", K::kind(&()));
     let fields = list.name.as_ref().map(|n| format!("metadata.name={n}"));

@@ -2,17 +2,19 @@
 //! of `flux check`: the Kubernetes version, the installed version and whether it was
 //! bootstrapped, the controller Deployment, and the CRDs with the API versions this CLI needs.
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::Args;
 use ferroflux_apply::applier::Applier;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams};
 
-use crate::install::{self, FIELD_MANAGER};
-use crate::kubecontext::KubeArgs;
-use crate::manifests::{PART_OF_LABEL, PART_OF_VALUE, VERSION, VERSION_LABEL};
-use crate::progress;
+use crate::bootstrap::manifests::{PART_OF_LABEL, PART_OF_VALUE, VERSION, VERSION_LABEL};
+use crate::cluster::{Cluster, KubeArgs};
+use crate::cmd::install::{self, FIELD_MANAGER};
+use crate::exit;
+use crate::output::progress;
+use std::process::ExitCode;
 
 /// Oldest Kubernetes the engine supports, in Flux's constraint notation.
 const KUBERNETES_CONSTRAINT: &str = ">=1.33.0-0";
@@ -27,14 +29,13 @@ pub struct CheckArgs {
     kube: KubeArgs,
 }
 
-pub fn run(args: CheckArgs) -> Result<()> {
-    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let ok = rt.block_on(check(&args))?;
-    if !ok {
+pub async fn run(args: CheckArgs) -> Result<ExitCode> {
+    if check(&args).await? {
+        Ok(ExitCode::SUCCESS)
+    } else {
         // flux exits 1 after printing; the lines above already say what failed.
-        std::process::exit(1);
+        Ok(ExitCode::from(exit::ERROR))
     }
-    Ok(())
 }
 
 fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
@@ -50,7 +51,7 @@ fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
 
 async fn check(args: &CheckArgs) -> Result<bool> {
     progress::action(format_args!("checking prerequisites"));
-    let (client, _) = args.kube.client().await?;
+    let client = Cluster::connect(&args.kube).await?.client;
     let mut ok = true;
     match client.apiserver_version().await {
         Ok(info) => match parse_version(&info.git_version) {
@@ -140,7 +141,7 @@ async fn check(args: &CheckArgs) -> Result<bool> {
             for d in &list.items {
                 let name = d.metadata.name.clone().unwrap_or_default();
                 let reference = install::object_ref("apps/v1", "Deployment", ns, &name);
-                match applier.wait_for(&[reference], args.kube.timeout()?).await {
+                match applier.wait_for(&[reference], args.kube.timeout).await {
                     Ok(()) => progress::success(format_args!("{name}: deployment ready")),
                     Err(e) => {
                         ok = false;

@@ -5,14 +5,16 @@
 //! One deliberate difference: flux prints `✗ ... not found` and still exits 0; ferroflux prints
 //! the same line and exits 1, so a script notices a mistyped name.
 
-use crate::fluxobj::{self, Cluster, FluxObject};
-use crate::kubecontext::KubeArgs;
-use crate::progress;
-use anyhow::{Context as _, anyhow, bail};
+use crate::cluster::Cluster;
+use crate::cluster::KubeArgs;
+use crate::fluxobj::{self, FluxObject};
+use crate::output::progress;
+use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use ferroflux_api::{GitRepository, Kustomization};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
+use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct SuspendArgs {
@@ -51,31 +53,21 @@ struct Names {
     wait: Option<bool>,
 }
 
-pub fn run_suspend(args: SuspendArgs) -> anyhow::Result<()> {
-    run(args, Mode::Suspend)
-}
-
-pub fn run_resume(args: SuspendArgs) -> anyhow::Result<()> {
-    run(args, Mode::Resume)
-}
-
+/// Which of the two commands runs.
 #[derive(Clone, Copy, PartialEq)]
-enum Mode {
+pub enum Mode {
     Suspend,
     Resume,
 }
 
-fn run(args: SuspendArgs, mode: Mode) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    let result = runtime.block_on(async {
-        match &args.what {
-            Target::Kustomization(names) => act::<Kustomization>(&args.kube, names, mode).await,
-            Target::Source(SourceTarget::Git(names)) => {
-                act::<GitRepository>(&args.kube, names, mode).await
-            }
+pub async fn run(args: SuspendArgs, mode: Mode) -> anyhow::Result<ExitCode> {
+    let result = match &args.what {
+        Target::Kustomization(names) => act::<Kustomization>(&args.kube, names, mode).await,
+        Target::Source(SourceTarget::Git(names)) => {
+            act::<GitRepository>(&args.kube, names, mode).await
         }
-    });
-    fluxobj::exit_if_interrupted(result, "the objects stay resumed")
+    };
+    fluxobj::exit_code(result, "the objects stay resumed")
 }
 
 async fn act<K: FluxObject>(kube: &KubeArgs, names: &Names, mode: Mode) -> anyhow::Result<()> {

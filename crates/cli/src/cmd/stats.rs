@@ -2,13 +2,13 @@
 //! storage their artifacts take, as `flux stats` prints it. Kinds the cluster does not serve
 //! count zero, as in flux; any other error (an unreachable cluster) is reported.
 
-use crate::fluxobj::Cluster;
-use crate::kubecontext::KubeArgs;
-use crate::table::flux_table;
-use anyhow::Context as _;
+use crate::cluster::{Cluster, KubeArgs};
+use crate::output::table::flux_table;
+
 use clap::Args;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::ApiResource;
+use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct StatsArgs {
@@ -144,9 +144,8 @@ pub fn format_size(b: i64) -> String {
     format!("{:.1} {prefix}iB", b as f64 / div as f64)
 }
 
-pub fn run(args: StatsArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(async {
+pub async fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
+    async {
         let cluster = Cluster::connect(&args.kube).await?;
         let mut rows = Vec::new();
         for (group, version, kind, plural) in KINDS {
@@ -195,8 +194,10 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
                 &rows
             )
         );
-        Ok(())
-    })
+        Ok::<_, anyhow::Error>(())
+    }
+    .await?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

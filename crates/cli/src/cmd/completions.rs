@@ -3,6 +3,7 @@
 
 use clap::{Args, ValueEnum};
 use clap_complete::Shell;
+use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct CompletionsArgs {
@@ -19,7 +20,7 @@ enum ShellName {
 }
 
 /// Writes the script for `args.shell` to stdout; `command` is the binary's whole CLI.
-pub fn run(args: CompletionsArgs, mut command: clap::Command) -> anyhow::Result<()> {
+pub fn run(args: CompletionsArgs, mut command: clap::Command) -> anyhow::Result<ExitCode> {
     let shell = match args.shell {
         ShellName::Bash => Shell::Bash,
         ShellName::Zsh => Shell::Zsh,
@@ -27,5 +28,5 @@ pub fn run(args: CompletionsArgs, mut command: clap::Command) -> anyhow::Result<
     };
     let name = command.get_name().to_string();
     clap_complete::generate(shell, &mut command, name, &mut std::io::stdout());
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }

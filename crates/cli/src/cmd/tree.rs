@@ -1,13 +1,14 @@
 //! `ferroflux tree kustomization NAME`: what a Kustomization applied, recursing into the
 //! Kustomizations it applied, drawn as the flux CLI draws it.
 
-use crate::kubecontext::KubeArgs;
+use crate::cluster::{Cluster, KubeArgs};
 use anyhow::{Context as _, anyhow};
 use clap::{Args, Subcommand};
 use ferroflux_api::{Kustomization, ObjectId};
 use kube::ResourceExt;
 use kube::api::Api;
 use std::collections::{BTreeMap, BTreeSet};
+use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct TreeArgs {
@@ -118,10 +119,9 @@ fn draw(children: &[Node], prefix: &str, out: &mut String) {
     }
 }
 
-pub fn run(args: TreeArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(async {
-        let (client, _) = args.kube.client().await?;
+pub async fn run(args: TreeArgs) -> anyhow::Result<ExitCode> {
+    async {
+        let client = Cluster::connect(&args.kube).await?.client;
         let TreeWhat::Kustomization { name, compact } = &args.what;
         let api: Api<Kustomization> = Api::namespaced(client.clone(), &args.kube.namespace);
         let root = api
@@ -145,8 +145,10 @@ pub fn run(args: TreeArgs) -> anyhow::Result<()> {
             .collect();
         let lookup = |ns: &str, n: &str| all.get(&(ns.to_string(), n.to_string())).cloned();
         print!("{}", render(&build_tree(&root, &lookup, *compact)));
-        Ok(())
-    })
+        Ok::<_, anyhow::Error>(())
+    }
+    .await?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -6,9 +6,10 @@
 //! The user-facing steps run this very binary as a child process (`bootstrap git`,
 //! `get kustomizations`, `fleet status`), so the demo shows exactly what those commands print.
 
-use crate::dev::start_controllers;
+use crate::bootstrap::git::Git;
+use crate::cluster::Cluster;
+use crate::cmd::dev::start_controllers;
 use crate::fluxobj::request_reconcile;
-use crate::gitrepo::Git;
 use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Args;
 use ferroflux_api::conditions::{READY, find_condition};
@@ -19,7 +20,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 #[derive(Args)]
@@ -28,75 +29,77 @@ pub struct DemoArgs {
     #[arg(long)]
     keep: bool,
     /// How long to wait for each step before giving up (Go duration).
-    #[arg(long, default_value = "2m")]
-    step_timeout: String,
+    #[arg(long, default_value = "2m", value_parser = crate::flags::duration)]
+    step_timeout: Duration,
 }
 
 /// The example repository, file by file, as committed under `examples/fleet-infra`.
 pub const FLEET_INFRA: &[(&str, &str)] = &[
     (
         "README.md",
-        include_str!("../../../examples/fleet-infra/README.md"),
+        include_str!("../../../../examples/fleet-infra/README.md"),
     ),
     (
         "apps/base/certificate.yaml",
-        include_str!("../../../examples/fleet-infra/apps/base/certificate.yaml"),
+        include_str!("../../../../examples/fleet-infra/apps/base/certificate.yaml"),
     ),
     (
         "apps/base/kustomization.yaml",
-        include_str!("../../../examples/fleet-infra/apps/base/kustomization.yaml"),
+        include_str!("../../../../examples/fleet-infra/apps/base/kustomization.yaml"),
     ),
     (
         "apps/base/namespace.yaml",
-        include_str!("../../../examples/fleet-infra/apps/base/namespace.yaml"),
+        include_str!("../../../../examples/fleet-infra/apps/base/namespace.yaml"),
     ),
     (
         "apps/base/podinfo.yaml",
-        include_str!("../../../examples/fleet-infra/apps/base/podinfo.yaml"),
+        include_str!("../../../../examples/fleet-infra/apps/base/podinfo.yaml"),
     ),
     (
         "apps/production/kustomization.yaml",
-        include_str!("../../../examples/fleet-infra/apps/production/kustomization.yaml"),
+        include_str!("../../../../examples/fleet-infra/apps/production/kustomization.yaml"),
     ),
     (
         "apps/staging/kustomization.yaml",
-        include_str!("../../../examples/fleet-infra/apps/staging/kustomization.yaml"),
+        include_str!("../../../../examples/fleet-infra/apps/staging/kustomization.yaml"),
     ),
     (
         "clusters/production/apps.yaml",
-        include_str!("../../../examples/fleet-infra/clusters/production/apps.yaml"),
+        include_str!("../../../../examples/fleet-infra/clusters/production/apps.yaml"),
     ),
     (
         "clusters/production/infrastructure.yaml",
-        include_str!("../../../examples/fleet-infra/clusters/production/infrastructure.yaml"),
+        include_str!("../../../../examples/fleet-infra/clusters/production/infrastructure.yaml"),
     ),
     (
         "clusters/staging/apps.yaml",
-        include_str!("../../../examples/fleet-infra/clusters/staging/apps.yaml"),
+        include_str!("../../../../examples/fleet-infra/clusters/staging/apps.yaml"),
     ),
     (
         "clusters/staging/infrastructure.yaml",
-        include_str!("../../../examples/fleet-infra/clusters/staging/infrastructure.yaml"),
+        include_str!("../../../../examples/fleet-infra/clusters/staging/infrastructure.yaml"),
     ),
     (
         "infrastructure/base/certificate-crd.yaml",
-        include_str!("../../../examples/fleet-infra/infrastructure/base/certificate-crd.yaml"),
+        include_str!("../../../../examples/fleet-infra/infrastructure/base/certificate-crd.yaml"),
     ),
     (
         "infrastructure/base/ingress-nginx.yaml",
-        include_str!("../../../examples/fleet-infra/infrastructure/base/ingress-nginx.yaml"),
+        include_str!("../../../../examples/fleet-infra/infrastructure/base/ingress-nginx.yaml"),
     ),
     (
         "infrastructure/base/kustomization.yaml",
-        include_str!("../../../examples/fleet-infra/infrastructure/base/kustomization.yaml"),
+        include_str!("../../../../examples/fleet-infra/infrastructure/base/kustomization.yaml"),
     ),
     (
         "infrastructure/production/kustomization.yaml",
-        include_str!("../../../examples/fleet-infra/infrastructure/production/kustomization.yaml"),
+        include_str!(
+            "../../../../examples/fleet-infra/infrastructure/production/kustomization.yaml"
+        ),
     ),
     (
         "infrastructure/staging/kustomization.yaml",
-        include_str!("../../../examples/fleet-infra/infrastructure/staging/kustomization.yaml"),
+        include_str!("../../../../examples/fleet-infra/infrastructure/staging/kustomization.yaml"),
     ),
 ];
 
@@ -105,30 +108,25 @@ const PODINFO_IMAGE: &str = "ghcr.io/stefanprodan/podinfo";
 const OLD_TAG: &str = "6.7.1";
 const NEW_TAG: &str = "6.8.0";
 
-pub fn run(args: DemoArgs) -> Result<()> {
-    let step_timeout = ferroflux_api::duration::parse_duration(&args.step_timeout)
-        .map_err(|e| anyhow!("--step-timeout: {e}"))?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     let work = tempfile::Builder::new()
         .prefix("ferroflux-demo-")
         .tempdir()
         .context("cannot create a temporary directory")?;
-    let result = rt.block_on(demo(work.path(), step_timeout));
+    let result = demo(work.path(), args.step_timeout).await;
     if args.keep {
         let kept = work.keep();
         println!("kept {}", kept.display());
     }
-    result
+    result?;
+    Ok(ExitCode::SUCCESS)
 }
 
 struct Fleet {
     clusters: Vec<RunningCluster>,
     managers: Vec<Manager>,
     /// One per cluster, as the CLI's commands see them.
-    clients: Vec<crate::fluxobj::Cluster>,
+    clients: Vec<Cluster>,
 }
 
 async fn demo(work: &Path, step_timeout: Duration) -> Result<()> {
@@ -156,7 +154,7 @@ async fn demo(work: &Path, step_timeout: Duration) -> Result<()> {
             .await
             .with_context(|| format!("cannot start cluster {name}"))?;
         let manager = start_controllers(&cluster, &work.join("artifacts").join(name)).await?;
-        fleet.clients.push(crate::fluxobj::Cluster {
+        fleet.clients.push(Cluster {
             client: cluster.client().await?,
             context: name.to_string(),
             url: cluster.url().to_string(),

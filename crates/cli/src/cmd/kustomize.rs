@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -31,17 +32,12 @@ enum KustomizeCommand {
     Bench(BenchArgs),
 }
 
-pub fn run(args: KustomizeArgs) -> anyhow::Result<()> {
-    let result = match args.command {
-        KustomizeCommand::Build { dir, root } => build(&dir, root.as_deref()),
-        KustomizeCommand::Bench(args) => bench(args),
-    };
-    if let Err(e) = result {
-        // The message names the file and the cause; a backtrace would only bury it.
-        eprintln!("Error: {e:#}");
-        std::process::exit(1);
+pub fn run(args: KustomizeArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        KustomizeCommand::Build { dir, root } => build(&dir, root.as_deref())?,
+        KustomizeCommand::Bench(args) => bench(args)?,
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 fn build(dir: &Path, root: Option<&Path>) -> anyhow::Result<()> {

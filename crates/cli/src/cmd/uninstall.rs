@@ -10,9 +10,10 @@ use clap::Args;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::ApiResource;
 
-use crate::kubecontext::KubeArgs;
-use crate::manifests::{PART_OF_LABEL, PART_OF_VALUE};
-use crate::progress;
+use crate::bootstrap::manifests::{PART_OF_LABEL, PART_OF_VALUE};
+use crate::cluster::{Cluster, KubeArgs};
+use crate::output::progress;
+use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct UninstallArgs {
@@ -29,12 +30,12 @@ pub struct UninstallArgs {
     kube: KubeArgs,
 }
 
-pub fn run(args: UninstallArgs) -> Result<()> {
+pub async fn run(args: UninstallArgs) -> Result<ExitCode> {
     if !args.dry_run && !args.silent && !confirm()? {
         bail!("aborting");
     }
-    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    rt.block_on(uninstall(&args))
+    uninstall(&args).await?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn confirm() -> Result<bool> {
@@ -67,7 +68,7 @@ fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource
 }
 
 async fn uninstall(args: &UninstallArgs) -> Result<()> {
-    let (client, _) = args.kube.client().await?;
+    let client = Cluster::connect(&args.kube).await?.client;
     let ns = args.kube.namespace.as_str();
     let dry = if args.dry_run { " (dry run)" } else { "" };
     let mut delete = DeleteParams::default();

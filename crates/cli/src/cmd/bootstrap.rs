@@ -18,6 +18,7 @@
 //! generate SSH deploy keys, so https remotes give the cluster the same username and password.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -28,11 +29,14 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use crate::gitrepo::{Auth, Checkout, GitError, Signature};
-use crate::install::{self, EngineArgs, FIELD_MANAGER};
-use crate::kubecontext::KubeArgs;
-use crate::manifests::{self, COMPONENTS_FILE, KUSTOMIZATION_FILE, SYNC_FILE, SyncOptions};
-use crate::progress;
+use crate::bootstrap::git::{Auth, Checkout, GitError, Signature};
+use crate::bootstrap::manifests::{
+    self, COMPONENTS_FILE, KUSTOMIZATION_FILE, SYNC_FILE, SyncOptions,
+};
+use crate::cluster::{Cluster, KubeArgs};
+use crate::cmd::install::{self, EngineArgs, FIELD_MANAGER};
+use crate::exit;
+use crate::output::progress;
 
 #[derive(Args, Debug)]
 pub struct BootstrapArgs {
@@ -58,8 +62,8 @@ struct GitArgs {
     #[arg(long, default_value = "")]
     path: String,
     /// Sync interval of the GitRepository.
-    #[arg(long, default_value = "1m")]
-    interval: String,
+    #[arg(long, default_value = "1m", value_parser = crate::flags::duration)]
+    interval: Duration,
     /// Path to a private key file used for authenticating to the Git SSH server.
     #[arg(long)]
     private_key_file: Option<PathBuf>,
@@ -103,34 +107,27 @@ struct GitArgs {
     kube: KubeArgs,
 }
 
-/// Exit code after Ctrl-C, as shells report a SIGINT death.
-const INTERRUPTED: i32 = 130;
-
-pub fn run(args: BootstrapArgs) -> Result<()> {
+pub async fn run(args: BootstrapArgs) -> Result<ExitCode> {
     let BootstrapCommand::Git(git) = args.command;
-    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let outcome = rt.block_on(async {
-        // Listening before any work starts: from here Ctrl-C drops the bootstrap future, which
-        // kills a running git (kill_on_drop) and removes the temporary clone. A push is one ref
-        // update on the remote, so Git holds either the whole commit or none of it.
-        tokio::select! {
-            r = bootstrap_git(git) => Some(r),
-            r = tokio::signal::ctrl_c() => match r {
-                Ok(()) => None,
-                Err(e) => Some(Err(anyhow!(e).context("cannot listen for Ctrl-C"))),
-            },
-        }
-    });
+    // Listening before any work starts: from here Ctrl-C drops the bootstrap future, which
+    // kills a running git (kill_on_drop) and removes the temporary clone. A push is one ref
+    // update on the remote, so Git holds either the whole commit or none of it.
+    let outcome = tokio::select! {
+        r = bootstrap_git(git) => Some(r),
+        r = tokio::signal::ctrl_c() => match r {
+            Ok(()) => None,
+            Err(e) => Some(Err(anyhow!(e).context("cannot listen for Ctrl-C"))),
+        },
+    };
     // The bootstrap future is gone here, and with it the clone and any git child.
-    drop(rt);
     match outcome {
-        Some(result) => result,
+        Some(result) => result.map(|()| ExitCode::SUCCESS),
         None => {
             progress::failure(format_args!(
                 "interrupted: what was pushed stays in Git and on the cluster; running \
                  bootstrap again resumes"
             ));
-            std::process::exit(INTERRUPTED);
+            Ok(ExitCode::from(exit::INTERRUPTED))
         }
     }
 }
@@ -146,8 +143,7 @@ struct Plan {
 fn plan(args: &GitArgs) -> Result<Plan> {
     let namespace = args.kube.namespace.clone();
     let target_path = manifests::clean_target_path(&args.path)?;
-    let interval = ferroflux_api::duration::parse_duration(&args.interval)
-        .map_err(|e| anyhow!("--interval: {e}"))?;
+    let interval = args.interval;
     if interval.is_zero() {
         bail!("--interval must be more than zero");
     }
@@ -355,9 +351,9 @@ fn known_host_lines(file: &Path, host: &str) -> Result<String> {
 async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
     let plan = plan(&args)?;
     let install_opts = args.engine.options(&args.kube.namespace)?;
-    let timeout = args.kube.timeout()?;
+    let timeout = args.kube.timeout;
     let deadline = tokio::time::Instant::now() + timeout;
-    let (client, _) = args.kube.client().await?;
+    let client = Cluster::connect(&args.kube).await?.client;
     let ns = plan.sync.namespace.clone();
 
     // Before anything is written: a cluster already following another folder is refused.

@@ -2,8 +2,10 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
-use crate::controller::{LogFormat, ShutdownSignals, init_logging};
+use crate::cmd::controller::ShutdownSignals;
+use crate::logging::{LogFormat, Logging};
 use ferroflux_controller::manager::{Manager, ManagerConfig, install_crds};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, Patch, PatchParams};
@@ -58,17 +60,20 @@ struct UpArgs {
     fault_delay_ms: u64,
 }
 
-pub fn run(args: DevArgs) -> Result<()> {
-    match args.command {
-        DevCommand::Up(up) => {
-            init_logging(&up.log_level, up.log_format)?;
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("cannot start the async runtime")?;
-            rt.block_on(run_up(up))
+impl DevArgs {
+    /// `dev up`'s `--log-level` and `--log-format` (`main` installs the logging).
+    pub fn logging(&self) -> Logging {
+        match &self.command {
+            DevCommand::Up(up) => Logging::flags(&up.log_level, up.log_format),
         }
     }
+}
+
+pub async fn run(args: DevArgs) -> Result<ExitCode> {
+    match args.command {
+        DevCommand::Up(up) => run_up(up).await?,
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn check_names(names: &[String]) -> Result<()> {

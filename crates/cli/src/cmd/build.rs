@@ -8,7 +8,7 @@
 //! decryption with the cluster's key Secret, owner labels, `postBuild` substitution).
 //! With `--recursive`, the Flux Kustomizations of the output are built too (see `nested`).
 
-use crate::kubecontext::KubeArgs;
+use crate::cluster::{KubeArgs, humantime};
 use crate::nested::{self, LocalSources, Recursion};
 use anyhow::{Context as _, anyhow, bail};
 use clap::{Args, Subcommand};
@@ -20,6 +20,7 @@ use serde_json::Value;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct BuildArgs {
@@ -78,16 +79,15 @@ pub struct LocalArgs {
 pub const MASK: &str = "**SOPS**";
 const DOCKERCONFIGJSON: &str = "kubernetes.io/dockerconfigjson";
 
-pub fn run(args: BuildArgs) -> anyhow::Result<()> {
+pub async fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let BuildWhat::Kustomization(ks_args) = args.what;
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    let objects = runtime.block_on(async {
-        let timeout = args.kube.timeout()?;
+    let objects = {
+        let timeout = args.kube.timeout;
         let work = async {
             let client = if ks_args.dry_run {
                 None
             } else {
-                Some(args.kube.client().await?.0)
+                Some(crate::cluster::Cluster::connect(&args.kube).await?.client)
             };
             let local = &ks_args.local;
             let sources = LocalSources::parse(&local.local_sources)?;
@@ -102,13 +102,13 @@ pub fn run(args: BuildArgs) -> anyhow::Result<()> {
         // Ctrl-C drops the build, and with it the private copy holding decrypted files.
         tokio::select! {
             done = tokio::time::timeout(timeout, work) => {
-                done.map_err(|_| anyhow!("build timed out after {}", args.kube.timeout))?
+                done.map_err(|_| anyhow!("build timed out after {}", humantime(timeout)))?
             }
             _ = tokio::signal::ctrl_c() => Err(anyhow!("build cancelled")),
         }
-    })?;
+    }?;
     print!("{}", render(&objects));
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `objects`, then what each Flux Kustomization among them builds, each followed by what its

@@ -8,11 +8,10 @@
 //! padded on its own. It watches `core/v1` alone, as flux does; both APIs are views of one
 //! store, so nothing is missed and nothing is printed twice.
 
-use crate::fluxobj::Cluster;
-use crate::kubecontext::KubeArgs;
-use crate::progress;
-use crate::table::{StreamedRows, flux_table};
-use anyhow::{Context as _, anyhow, bail};
+use crate::cluster::{Cluster, KubeArgs};
+use crate::output::progress;
+use crate::output::table::{StreamedRows, flux_table};
+use anyhow::{anyhow, bail};
 use clap::Args;
 use ferroflux_api::Kustomization;
 use k8s_openapi::jiff::Timestamp;
@@ -20,6 +19,7 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::ApiResource;
 use serde_json::Value;
 use std::collections::BTreeSet;
+use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct EventsArgs {
@@ -291,14 +291,13 @@ pub fn render(mut events: Vec<Event>, show_namespace: bool, now: Timestamp) -> S
     flux_table(&headers(show_namespace), &rows)
 }
 
-pub fn run(args: EventsArgs) -> anyhow::Result<()> {
+pub async fn run(args: EventsArgs) -> anyhow::Result<ExitCode> {
     for t in &args.types {
         if !t.eq_ignore_ascii_case("Normal") && !t.eq_ignore_ascii_case("Warning") {
             bail!("type '{t}' not supported. Supported types are Normal, Warning");
         }
     }
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(async {
+    async {
         // One listener for the whole command, from before the first row: a Ctrl-C that answers
         // a row, or comes while one is printed, ends the watch cleanly.
         let interrupt = args
@@ -363,8 +362,10 @@ pub fn run(args: EventsArgs) -> anyhow::Result<()> {
             return Ok(());
         }
         print!("{}", render(events, show_ns, Timestamp::now()));
-        Ok(())
-    })
+        Ok::<_, anyhow::Error>(())
+    }
+    .await?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn core_events(cluster: &Cluster, namespace: Option<&str>) -> Api<DynamicObject> {
@@ -383,7 +384,7 @@ fn core_events(cluster: &Cluster, namespace: Option<&str>) -> Api<DynamicObject>
 
 /// Lists, prints, then streams from the list's resourceVersion, so an event created between
 /// the two is still seen; the watch outlives closed and broken connections and 410s
-/// ([`crate::watchloop`]), and a re-list prints only the events that are new or changed.
+/// ([`crate::output::watchloop`]), and a re-list prints only the events that are new or changed.
 async fn watch_events(
     cluster: &Cluster,
     namespace: Option<&str>,
@@ -391,7 +392,7 @@ async fn watch_events(
     show_ns: bool,
     interrupt: Option<tokio::signal::unix::Signal>,
 ) -> anyhow::Result<()> {
-    use crate::watchloop::{Change, list_and_watch, write_now};
+    use crate::output::watchloop::{Change, list_and_watch, write_now};
     let api = core_events(cluster, namespace);
     let mut table = StreamedRows::new(headers(show_ns));
     let report = |changes: Vec<Change<DynamicObject>>| -> anyhow::Result<()> {

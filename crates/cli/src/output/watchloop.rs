@@ -19,7 +19,7 @@
 //! the first row: a row is written whole by the caller before the loop looks at the signal
 //! again, so no line is ever cut in half.
 
-use crate::fluxobj::Cluster;
+use crate::cluster::Cluster;
 use anyhow::anyhow;
 use futures::StreamExt;
 use kube::ResourceExt;

@@ -1,0 +1,118 @@
+//! The commands, one file each: a command's flags and its orchestration (parse, call the
+//! libraries, print). What several commands share lives beside `cmd` ([`crate::cluster`],
+//! [`crate::output`], [`crate::bootstrap`], [`crate::nested`], [`crate::fluxobj`]).
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Subcommand};
+
+use crate::logging::Logging;
+
+pub mod bootstrap;
+pub mod build;
+pub mod check;
+pub mod completions;
+pub mod controller;
+pub mod demo;
+pub mod dev;
+pub mod diff;
+pub mod events;
+pub mod fleet;
+pub mod get;
+pub mod install;
+pub mod kustomize;
+pub mod reconcile;
+pub mod sops;
+pub mod stats;
+pub mod suspend;
+pub mod tree;
+pub mod uninstall;
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Print the version of this binary.
+    Version,
+    /// Show Flux objects and their status, as `flux get` does.
+    Get(get::GetArgs),
+    /// Show what a Kustomization applied, as `flux tree` does.
+    Tree(tree::TreeArgs),
+    /// Encrypt and decrypt sops files with age keys.
+    Sops(sops::SopsArgs),
+    /// Build kustomizations natively (`kustomize build DIR`).
+    Kustomize(kustomize::KustomizeArgs),
+    /// Local development clusters (`ferroflux dev up`).
+    Dev(dev::DevArgs),
+    /// Every cluster of the kubeconfig side by side (beyond flux).
+    Fleet(fleet::FleetArgs),
+    /// Suspend the reconciliation of Flux objects, as `flux suspend` does.
+    Suspend(suspend::SuspendArgs),
+    /// Resume suspended Flux objects and wait for them, as `flux resume` does.
+    Resume(suspend::SuspendArgs),
+    /// Reconcile a Flux object now and wait for it, as `flux reconcile` does.
+    Reconcile(reconcile::ReconcileArgs),
+    /// Kubernetes events of Flux objects, as `flux events` shows them.
+    Events(events::EventsArgs),
+    /// Counts of Flux objects per kind, as `flux stats` prints them.
+    Stats(stats::StatsArgs),
+    /// Shell completion scripts (bash, zsh, fish).
+    #[command(alias = "completion")]
+    Completions(completions::CompletionsArgs),
+    /// Install the engine on a cluster, or print its manifests (`--export`).
+    Install(install::InstallArgs),
+    /// Remove the engine and its CRDs, keeping what it applied.
+    Uninstall(uninstall::UninstallArgs),
+    /// Check the prerequisites and the installation.
+    Check(check::CheckArgs),
+    /// Deploy the engine on a cluster connected to a Git repository.
+    Bootstrap(bootstrap::BootstrapArgs),
+    /// Build a Kustomization from a local directory, as `flux build` does.
+    Build(build::BuildArgs),
+    /// Show what a local directory would change in the cluster, as `flux diff` does.
+    Diff(diff::DiffArgs),
+    /// Run the GitRepository and Kustomization controllers for one cluster.
+    Controller(controller::ControllerArgs),
+    /// The main job end to end: two local clusters bootstrapped from one repository, then a
+    /// promotion from staging to production by commits.
+    Demo(demo::DemoArgs),
+}
+
+impl Command {
+    /// The logging this command asks for (`main` installs it before running the command).
+    pub fn logging(&self, verbose: bool) -> Logging {
+        match self {
+            Command::Controller(args) => args.logging(),
+            Command::Dev(args) => args.logging(),
+            _ => Logging::quiet(verbose),
+        }
+    }
+}
+
+/// Runs one command on `main`'s runtime.
+pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Version => {
+            println!("ferroflux {}", env!("CARGO_PKG_VERSION"));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Get(args) => get::run(args).await,
+        Command::Sops(args) => sops::run(args),
+        Command::Tree(args) => tree::run(args).await,
+        Command::Kustomize(args) => kustomize::run(args),
+        Command::Dev(args) => dev::run(args).await,
+        Command::Fleet(args) => fleet::run(args).await,
+        Command::Suspend(args) => suspend::run(args, suspend::Mode::Suspend).await,
+        Command::Resume(args) => suspend::run(args, suspend::Mode::Resume).await,
+        Command::Reconcile(args) => reconcile::run(args).await,
+        Command::Events(args) => events::run(args).await,
+        Command::Stats(args) => stats::run(args).await,
+        Command::Completions(args) => completions::run(args, crate::Cli::command()),
+        Command::Install(args) => install::run(args).await,
+        Command::Uninstall(args) => uninstall::run(args).await,
+        Command::Check(args) => check::run(args).await,
+        Command::Bootstrap(args) => bootstrap::run(args).await,
+        Command::Build(args) => build::run(args).await,
+        Command::Diff(args) => diff::run(args).await,
+        Command::Controller(args) => controller::run(args).await,
+        Command::Demo(args) => demo::run(args).await,
+    }
+}
