@@ -75,9 +75,12 @@ fn usage_error(e: clap::Error) -> ExitCode {
         return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
     }
     // Only `--verbose` may come before the command's name.
-    let command = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    ExitCode::from(match command.as_deref() {
-        Some("diff") => exit::DIFF_ERROR,
-        _ => exit::ERROR,
+    let command = std::env::args_os()
+        .skip(1)
+        .find(|a| !a.to_string_lossy().starts_with('-'));
+    ExitCode::from(if command.is_some_and(|c| c == "diff") {
+        exit::DIFF_ERROR
+    } else {
+        exit::ERROR
     })
 }
