@@ -26,21 +26,38 @@ enum KustomizeCommand {
         /// else the current directory if it contains DIR, else DIR itself).
         #[arg(long)]
         root: Option<PathBuf>,
+        /// kubectl's flag: `LoadRestrictionsRootOnly` reads files only inside the directory of
+        /// the kustomization naming them; `LoadRestrictionsNone` (how Flux builds) anywhere
+        /// inside the repository root.
+        #[arg(long, value_enum, default_value_t = LoadRestrictor::LoadRestrictionsRootOnly)]
+        load_restrictor: LoadRestrictor,
     },
     /// Time `kustomize build` of generated trees, ours against `kubectl kustomize`, and check
     /// the outputs are identical. Prints a Markdown table.
     Bench(BenchArgs),
 }
 
+/// The values of kubectl's `--load-restrictor`, spelled as kubectl spells them.
+#[derive(Clone, Copy, clap::ValueEnum)]
+#[clap(rename_all = "verbatim")]
+enum LoadRestrictor {
+    LoadRestrictionsRootOnly,
+    LoadRestrictionsNone,
+}
+
 pub fn run(args: KustomizeArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        KustomizeCommand::Build { dir, root } => build(&dir, root.as_deref())?,
+        KustomizeCommand::Build {
+            dir,
+            root,
+            load_restrictor,
+        } => build(&dir, root.as_deref(), load_restrictor)?,
         KustomizeCommand::Bench(args) => bench(args)?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn build(dir: &Path, root: Option<&Path>) -> anyhow::Result<()> {
+fn build(dir: &Path, root: Option<&Path>, restrictor: LoadRestrictor) -> anyhow::Result<()> {
     let dir_abs = dir
         .canonicalize()
         .with_context(|| format!("{}: cannot open directory", dir.display()))?;
@@ -61,7 +78,11 @@ fn build(dir: &Path, root: Option<&Path>) -> anyhow::Result<()> {
             }
         }
     };
-    let build = ferroflux_kustomize::Build::new(&root)?;
+    let restrictions = match restrictor {
+        LoadRestrictor::LoadRestrictionsRootOnly => ferroflux_kustomize::LoadRestrictions::RootOnly,
+        LoadRestrictor::LoadRestrictionsNone => ferroflux_kustomize::LoadRestrictions::None,
+    };
+    let build = ferroflux_kustomize::Build::new(&root)?.with_load_restrictions(restrictions);
     let out = build.build_with_warnings(&dir_abs)?;
     for w in &out.warnings {
         eprintln!("{w}");

@@ -291,3 +291,49 @@ fn good_build_prints_yaml() {
         "apiVersion: v1\ndata:\n  x: \"1\"\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: x\n"
     );
 }
+
+#[test]
+fn load_restrictor_root_only_refuses_a_file_outside_the_kustomization_and_none_reads_it() {
+    let t = tempfile::tempdir().unwrap();
+    write(t.path(), "shared/cm.yaml", CM);
+    write(
+        t.path(),
+        "app/kustomization.yaml",
+        "resources:\n- ../shared/cm.yaml\n",
+    );
+    // kubectl's default, LoadRestrictionsRootOnly, names the file it refuses.
+    assert_fails(t.path(), "app", &["shared/cm.yaml"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args([
+            "kustomize",
+            "build",
+            "app",
+            "--load-restrictor",
+            "LoadRestrictionsNone",
+        ])
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // kustomize prints keys sorted.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "apiVersion: v1\ndata:\n  x: \"1\"\nkind: ConfigMap\nmetadata:\n  name: a\n"
+    );
+    // A value kubectl does not know is refused by the flag parser, naming the valid ones.
+    let out = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args(["kustomize", "build", "app", "--load-restrictor", "none"])
+        .current_dir(t.path())
+        .output()
+        .unwrap();
+    // Usage errors exit 1, as flux's (cobra's) do.
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("LoadRestrictionsNone"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
