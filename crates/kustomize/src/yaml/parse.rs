@@ -287,7 +287,10 @@ fn parse_with(text: &str, booleans: Booleans) -> Result<Vec<Document>, YamlError
                     *merge_pending = false;
                     merges.push(value);
                 } else if let Some((k, key_line)) = key.take() {
-                    if let Some(prev) = lines.get(&k).filter(|_| booleans != Booleans::Yaml11LastKeyWins) {
+                    if let Some(prev) = lines
+                        .get(&k)
+                        .filter(|_| booleans != Booleans::Yaml11LastKeyWins)
+                    {
                         return Err(YamlError {
                             line: key_line,
                             column: 1,
