@@ -19,6 +19,7 @@ pub mod diff;
 pub mod events;
 pub mod fleet;
 pub mod get;
+pub mod helm;
 pub mod install;
 pub mod kustomize;
 pub mod reconcile;
@@ -40,6 +41,8 @@ pub enum Command {
     Sops(sops::SopsArgs),
     /// Build kustomizations natively (`kustomize build DIR`).
     Kustomize(kustomize::KustomizeArgs),
+    /// Render Helm charts natively (`helm template [NAME] CHART [flags]`).
+    Helm(helm::HelmArgs),
     /// Local development clusters (`ferroflux dev up`).
     Dev(dev::DevArgs),
     /// Every cluster of the kubeconfig side by side (beyond flux).
@@ -98,6 +101,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Sops(args) => sops::run(args),
         Command::Tree(args) => tree::run(args).await,
         Command::Kustomize(args) => kustomize::run(args),
+        Command::Helm(args) => helm::run(args),
         Command::Dev(args) => dev::run(args).await,
         Command::Fleet(args) => fleet::run(args).await,
         Command::Suspend(args) => suspend::run(args, suspend::Mode::Suspend).await,

@@ -1,0 +1,47 @@
+//! `ferroflux helm template [NAME] CHART [flags]`: Helm v4's `helm template`, rendered natively
+//! by crates/helm. The arguments after `template` are parsed with Helm's own flag rules (pflag's
+//! `--flag=value`, `-nNS`, comma lists for `-f` and `-a`), so they go to the library untouched.
+//! A failure is printed as Helm prints it (`Error: MESSAGE` on stderr), not as a `✗` line,
+//! because scripts written for `helm template` read that text; the exit status is 1 either way.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+#[derive(Args)]
+pub struct HelmArgs {
+    #[command(subcommand)]
+    command: HelmCommand,
+}
+
+#[derive(Subcommand)]
+enum HelmCommand {
+    /// Render chart templates locally and print them, as `helm template` of Helm v4 does
+    /// (flags: -n, -f, --set, --set-string, --set-json, --set-file, --set-literal,
+    /// --kube-version, -a/--api-versions, --include-crds, --skip-tests, --is-upgrade,
+    /// --no-hooks, -s/--show-only, --output-dir, --release-name, --generate-name,
+    /// --skip-schema-validation).
+    Template {
+        /// `[NAME] CHART [flags]`, exactly as `helm template` takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+pub fn run(args: HelmArgs) -> anyhow::Result<ExitCode> {
+    let HelmCommand::Template { args } = args.command;
+    let cwd = std::env::current_dir()?;
+    match ferroflux_helm::run_template(&args, &cwd) {
+        Ok(out) => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(out.as_bytes())?;
+            stdout.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("Error: {}", ferroflux_helm::error_message(&e));
+            Ok(ExitCode::from(crate::exit::ERROR))
+        }
+    }
+}
