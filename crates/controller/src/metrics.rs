@@ -1,4 +1,6 @@
-//! Prometheus metrics under Flux's names, so existing Flux dashboards and alerts keep working.
+//! Prometheus metrics under Flux's names, so existing Flux dashboards and alerts keep working,
+//! plus `ferroflux_kube_request_retries_total{verb,code}`: the API requests the process's
+//! clients sent again (the counter lives in `ferroflux-kubeclient`, which owns the retry rule).
 //!
 //! Durations and counters are recorded as reconciles finish. The per-object gauges
 //! (`gotk_resource_info`, `gotk_suspend_status`, `workqueue_depth`) are recomputed from the
@@ -145,6 +147,13 @@ impl Metrics {
             "gotk_suspend_status",
             "The current suspend status of a GitOps Toolkit resource",
             suspended.clone(),
+        );
+        // Counted by the API clients of the whole process (kubeclient owns the retry rule).
+        registry.register(
+            "ferroflux_kube_request_retries",
+            "Kubernetes API requests sent again after a transient failure or a Retry-After, by \
+             HTTP verb and the status code (or <error> for a broken connection) that caused it",
+            ferroflux_kubeclient::retries().clone(),
         );
         Metrics {
             registry,

@@ -343,7 +343,11 @@ async fn reconcile_object(
                 .map(|a| (a, Outcome::Requeue));
         }
     };
-    match pipeline(&ks, &ctx, &mut status, &timing).await {
+    // spec.timeout bounds the API client's retries of transient failures (not the pipeline:
+    // the health wait and the staged applies have their own bounds).
+    let deadline = tokio::time::Instant::now() + timing.timeout;
+    let outcome = ferroflux_kubeclient::within(deadline, pipeline(&ks, &ctx, &mut status, &timing));
+    match outcome.await {
         Ok((revision, changes, healthy)) => {
             let now = Timestamp::now();
             let generation = ks.metadata.generation;

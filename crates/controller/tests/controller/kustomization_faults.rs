@@ -413,9 +413,11 @@ async fn dropped_connections_mid_apply_never_prune_and_converge() {
     assert_eq!(value_of(&cms, "a").await.as_deref(), Some("1"));
 
     // Now the dry-runs pass and the real apply of `a` is served but its connection closed
-    // before the answer: the change is in, the controller cannot know it, so that reconcile
-    // fails and must not prune; the next one finds `a` unchanged and prunes `b`. Watches
-    // record the order of what happens (resource versions are one cluster-wide sequence).
+    // before the answer, every time the client sends it again (a server-side apply is
+    // idempotent: it is retried, five times at most): the change is in, the controller cannot
+    // know it, so that reconcile fails and must not prune; the next one finds `a` unchanged
+    // and prunes `b`. Watches record the order of what happens (resource versions are one
+    // cluster-wide sequence).
     let from = cms.list_metadata(&Default::default()).await.unwrap();
     let from = from.metadata.resource_version.unwrap();
     let mut cm_changes = cms
@@ -429,17 +431,18 @@ async fn dropped_connections_mid_apply_never_prune_and_converge() {
         .unwrap()
         .boxed();
     let seen = env.cluster.faults_injected();
+    let attempts = 1 + u64::from(ferroflux_kubeclient::MAX_TRANSIENT_RETRIES);
     env.cluster
         .set_fault_rules(vec![
             FaultRule::new(FaultAction::DropAfterServing)
                 .methods(&["PATCH"])
                 .name("a")
                 .dry_run(false)
-                .times(1),
+                .times(attempts),
         ])
         .unwrap();
     let (_, status) = ready_where(&ks_api, "app", "converged", applied(&rev2)).await;
-    assert_eq!(env.cluster.faults_injected(), seen + 1);
+    assert_eq!(env.cluster.faults_injected(), seen + attempts);
     assert_eq!(inventory_ids(&status), ["apps_a__ConfigMap"]);
     assert_eq!(value_of(&cms, "b").await, None);
     // The write was whole: the new value with the owner labels, never half an object.
@@ -499,7 +502,8 @@ async fn dropped_connections_mid_apply_never_prune_and_converge() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_errors_never_prune_and_converge() {
-    // 500 on every ConfigMap write: kube-rs does not retry it, the reconcile fails.
+    // 500 on every ConfigMap write: the dry-run (idempotent) is retried five times, then the
+    // reconcile fails with the server's answer.
     let Changed {
         env,
         ks_api,
@@ -531,8 +535,8 @@ async fn api_errors_never_prune_and_converge() {
     assert_eq!(value_of(&cms, "a").await.as_deref(), Some("1"));
 
     // An overloaded server that does not say when to come back (503, no Retry-After): the
-    // client does not retry (client-go's rule), so the reconcile fails at once with the
-    // server's message instead of backing off for minutes; nothing is pruned.
+    // client retries the dry-run a few times within seconds, then the reconcile fails with
+    // the server's message instead of backing off for minutes; nothing is pruned.
     env.cluster
         .set_fault_rules(vec![
             FaultRule::new(FaultAction::Error(503))

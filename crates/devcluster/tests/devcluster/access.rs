@@ -386,6 +386,7 @@ async fn faults_break_connections_of_chosen_requests() {
     api.create(&PostParams::default(), &obj("1")).await.unwrap();
 
     // The next two writes of ConfigMaps are dropped unanswered and not served; reads pass.
+    // (Strategic merge patches: the clients never send one twice, so each drop is seen.)
     c.set_fault_rules(vec![
         FaultRule::new(FaultAction::Drop)
             .writes()
@@ -393,7 +394,7 @@ async fn faults_break_connections_of_chosen_requests() {
             .times(2),
     ])
     .unwrap();
-    let patch = Patch::Merge(json!({"data": {"v": "2"}}));
+    let patch = Patch::Strategic(json!({"data": {"v": "2"}}));
     for _ in 0..2 {
         let e = api
             .patch("x", &PatchParams::default(), &patch)
@@ -425,7 +426,7 @@ async fn faults_break_connections_of_chosen_requests() {
         .patch(
             "x",
             &PatchParams::default(),
-            &Patch::Merge(json!({"data": {"v": "3"}})),
+            &Patch::Strategic(json!({"data": {"v": "3"}})),
         )
         .await
         .unwrap_err();
@@ -433,7 +434,8 @@ async fn faults_break_connections_of_chosen_requests() {
     assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "3");
     assert_eq!(c.faults_injected(), 3);
 
-    // Error answers for one resource at a rate; other resources are not touched.
+    // Error answers for one resource at a rate; other resources are not touched. (Strategic
+    // merge patches again: a retried read would hide the errors.)
     c.set_fault_rules(vec![
         FaultRule::new(FaultAction::Error(500))
             .resource("configmaps")
@@ -442,7 +444,7 @@ async fn faults_break_connections_of_chosen_requests() {
     .unwrap();
     let mut failed = 0;
     for _ in 0..6 {
-        match api.get("x").await {
+        match api.patch("x", &PatchParams::default(), &patch).await {
             Ok(_) => {}
             Err(kube::Error::Api(s)) => {
                 assert_eq!((s.code, s.reason.as_str()), (500, "InternalError"));
@@ -473,10 +475,12 @@ async fn faults_break_connections_of_chosen_requests() {
 }
 
 /// The clients the project builds (here the cluster's own, `ferroflux_kubeclient::client`)
-/// retry as client-go does: only an answer carrying `Retry-After` (a 429 or a 5xx), waiting
-/// what it says, at most ten times, writes included; and a GET whose connection broke. An
-/// error without `Retry-After` reaches the caller at once. The real kubectl (client-go) reads
-/// the fault rules' `Retry-After` the same way.
+/// retry an answer carrying `Retry-After` (a 429 or a 5xx) as client-go does, waiting what it
+/// says, at most ten times, writes included. Idempotent requests (reads, server-side applies,
+/// dry-runs) are also retried after a transient 5xx without `Retry-After` or a broken
+/// connection, with a short jittered backoff, at most five times; other writes are not (their
+/// first attempt may have been served). The real kubectl (client-go) reads the fault rules'
+/// `Retry-After` the same way.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_retry_only_what_the_server_asks_to_retry() {
     let c = DevCluster::start(Config::memory("retries")).await.unwrap();
@@ -486,12 +490,54 @@ async fn clients_retry_only_what_the_server_asks_to_retry() {
         serde_json::from_value(json!({"metadata": {"name": "x"}, "data": {"v": "1"}})).unwrap();
     api.create(&PostParams::default(), &obj).await.unwrap();
     let rule = |code| FaultRule::new(FaultAction::Error(code)).resource("configmaps");
+    let merge = |v: &str| Patch::Merge(json!({"data": {"v": v}}));
 
-    // 503 without Retry-After: one attempt, the server's answer.
+    // 503 without Retry-After on a strategic merge patch (not idempotent): one attempt, the
+    // server's answer.
     c.set_fault_rules(vec![rule(503)]).unwrap();
-    let e = api_err(api.get("x").await.unwrap_err());
+    let e = api_err(
+        api.patch("x", &PatchParams::default(), &Patch::Strategic(json!({"data": {"v": "0"}})))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!((e.code, e.reason.as_str()), (503, "ServiceUnavailable"));
     assert_eq!(c.faults_injected(), 1);
+
+    // On a read, a server-side apply, a merge patch and a dry-run: tried again, five times at
+    // most.
+    let injected = c.faults_injected();
+    let e = api_err(api.get("x").await.unwrap_err());
+    assert_eq!((e.code, e.reason.as_str()), (503, "ServiceUnavailable"));
+    let attempts = 1 + u64::from(ferroflux_kubeclient::MAX_TRANSIENT_RETRIES);
+    assert_eq!(c.faults_injected(), injected + attempts);
+    c.set_fault_rules(vec![rule(503).times(2), rule(500).times(1)])
+        .unwrap();
+    assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "1");
+    let apply = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "x"}, "data": {"v": "1"}});
+    c.set_fault_rules(vec![rule(503).times(3)]).unwrap();
+    api.patch("x", &PatchParams::apply("test"), &Patch::Apply(&apply))
+        .await
+        .unwrap();
+    c.set_fault_rules(vec![rule(500).times(2)]).unwrap();
+    api.patch("x", &PatchParams::default().dry_run(), &Patch::Strategic(json!({"data": {"v": "dry"}})))
+        .await
+        .unwrap();
+    assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "1");
+    c.set_fault_rules(vec![rule(503).times(1)]).unwrap();
+    api.patch("x", &PatchParams::default(), &merge("1"))
+        .await
+        .unwrap();
+    assert_eq!(c.faults_injected(), injected + attempts + 3 + 3 + 2 + 1);
+    let retried = ferroflux_kubeclient::retries()
+        .get_or_create(&ferroflux_kubeclient::RetryLabels {
+            verb: "PATCH".into(),
+            code: "503".into(),
+        })
+        .get();
+    assert!(retried >= 3, "the apply's retries are counted: {retried}");
+    c.set_fault_rules(vec![]).unwrap();
+    let base = c.faults_injected();
 
     // 429 with Retry-After: 1, twice: retried after the pause asked for, then served.
     c.set_fault_rules(vec![rule(429).retry_after(1).times(2)])
@@ -499,7 +545,7 @@ async fn clients_retry_only_what_the_server_asks_to_retry() {
     let started = std::time::Instant::now();
     assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "1");
     assert!(started.elapsed() >= std::time::Duration::from_secs(2));
-    assert_eq!(c.faults_injected(), 3);
+    assert_eq!(c.faults_injected(), base + 2);
 
     // A write is sent again too, body and all; any 5xx with Retry-After counts.
     c.set_fault_rules(vec![rule(500).retry_after(0).writes().times(1)])
@@ -511,14 +557,14 @@ async fn clients_retry_only_what_the_server_asks_to_retry() {
     )
     .await
     .unwrap();
-    assert_eq!(c.faults_injected(), 4);
+    assert_eq!(c.faults_injected(), base + 3);
     assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "2");
 
     // Ten retries at most: the eleventh answer is the caller's.
     c.set_fault_rules(vec![rule(503).retry_after(0)]).unwrap();
     let e = api_err(api.get("x").await.unwrap_err());
     assert_eq!(e.code, 503);
-    assert_eq!(c.faults_injected(), 4 + 11);
+    assert_eq!(c.faults_injected(), base + 3 + 11);
 
     // A GET whose connection is closed unanswered is tried again (a dropped write is not:
     // faults_break_connections_of_chosen_requests).
@@ -530,7 +576,7 @@ async fn clients_retry_only_what_the_server_asks_to_retry() {
     ])
     .unwrap();
     assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "2");
-    assert_eq!(c.faults_injected(), 16);
+    assert_eq!(c.faults_injected(), base + 15);
 
     // kubectl: with Retry-After it retries and succeeds; without, it reports the 429.
     let k = Kubectl::new(&[&c]);
@@ -538,14 +584,14 @@ async fn clients_retry_only_what_the_server_asks_to_retry() {
         .unwrap();
     let out = k.ok(&["get", "configmap", "x", "-o", "name"], "");
     assert_eq!(out, "configmap/x\n");
-    assert_eq!(c.faults_injected(), 18);
+    assert_eq!(c.faults_injected(), base + 17);
     c.set_fault_rules(vec![rule(429).times(1)]).unwrap();
     let err = k.fails(&["get", "configmap", "x"], "");
     assert!(
         err.contains("TooManyRequests") || err.contains("too many requests"),
         "{err}"
     );
-    assert_eq!(c.faults_injected(), 19);
+    assert_eq!(c.faults_injected(), base + 18);
 
     // A Retry-After on a broken connection is a mistake, refused.
     assert!(
