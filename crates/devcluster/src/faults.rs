@@ -2,8 +2,10 @@
 //! every answer ([`FaultConfig`]); and, through [`FaultRule`]s aimed at some requests (writes,
 //! one resource, one namespace, real or dry-run), answer them with an error or break their
 //! connection: the server closes the TCP connection without answering, before serving the
-//! request or after (so the write happened but the client never heard of it). Health and version
-//! endpoints are never affected, so readiness checks still work.
+//! request or after (so the write happened but the client never heard of it); and drop every
+//! open connection at once, long-running watches included, as a restarted load balancer or a
+//! network blip does. Health and version endpoints are never affected by error faults, so
+//! readiness checks still work.
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -36,6 +38,29 @@ pub struct Faults {
     counter: Mutex<f64>,
     /// Faults aimed at some requests.
     pub rules: Rules,
+    /// Bumped to drop every open connection at once (watches included).
+    pub resets: ConnectionResets,
+}
+
+/// The signal that drops every open connection: each connection holds a receiver.
+#[derive(Debug)]
+pub struct ConnectionResets(watch::Sender<u64>);
+
+impl Default for ConnectionResets {
+    fn default() -> Self {
+        ConnectionResets(watch::channel(0).0)
+    }
+}
+
+impl ConnectionResets {
+    /// Drops every connection open now; later ones are not affected.
+    pub fn reset_all(&self) {
+        self.0.send_modify(|n| *n += 1);
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.0.subscribe()
+    }
 }
 
 impl Faults {

@@ -218,6 +218,7 @@ impl RunningCluster {
             self.tls.clone(),
             server::router(app),
             rx,
+            self.faults.resets.subscribe(),
         ));
         self.serving = Some(Serving { stop, task });
     }
@@ -294,6 +295,13 @@ impl RunningCluster {
     /// the first rule that matches and has not reached its limit acts.
     pub fn set_fault_rules(&self, rules: Vec<FaultRule>) -> Result<(), Error> {
         self.faults.rules.set(rules).map_err(Error::Config)
+    }
+
+    /// Closes every connection open now, without answering what is in flight: watches end
+    /// mid-stream and requests in progress see their connection reset (the server goes on
+    /// serving new connections).
+    pub fn reset_connections(&self) {
+        self.faults.resets.reset_all();
     }
 
     /// How many requests [`FaultRule`]s have acted on since the cluster started: a test waits

@@ -42,12 +42,14 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new().fallback(handle).with_state(app)
 }
 
-/// Accepts TLS connections until `shutdown` flips, then drops every open connection.
+/// Accepts TLS connections until `shutdown` flips, then drops every open connection. Each
+/// change of `resets` drops every connection open at that moment (the server goes on).
 pub async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     router: Router,
     mut shutdown: watch::Receiver<bool>,
+    resets: watch::Receiver<u64>,
 ) {
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let mut conns = JoinSet::new();
@@ -59,6 +61,8 @@ pub async fn serve(
                 let acceptor = acceptor.clone();
                 let (conn, control) = crate::faults::connection();
                 let svc = router.clone().layer(axum::Extension(conn));
+                let mut resets = resets.clone();
+                resets.mark_unchanged();
                 conns.spawn(async move {
                     let Ok(stream) = acceptor.accept(tcp).await else { return };
                     let io = hyper_util::rt::TokioIo::new(stream);
@@ -68,6 +72,7 @@ pub async fn serve(
                     tokio::select! {
                         _ = builder.serve_connection_with_upgrades(io, svc) => {}
                         _ = control.kill.notified() => {}
+                        _ = resets.changed() => {}
                     }
                     let _ = control.closed.send(true);
                 });
