@@ -233,7 +233,10 @@ pub fn apply(
 
     let mut merged = typed::merge(base, config, ty);
     for path in dropped.paths() {
-        if !others.has_any_at_or_below(&path) {
+        // A field this manager applied as a whole (`labels: {}`) and now applies with content
+        // (`labels: {c: x}`) is dropped as a leaf but still set: removing it would remove the
+        // content just applied (found by the fuzz target, tests/fuzz.rs).
+        if !others.has_any_at_or_below(&path) && !config_set.has_any_at_or_below(&path) {
             typed::remove_at(&mut merged, &path, ty);
         }
     }

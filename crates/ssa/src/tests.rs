@@ -259,3 +259,19 @@ fn custom_resources_merge_maps_and_replace_lists() {
         json!({"f:spec": {"f:items": {}, "f:size": {}}})
     );
 }
+
+/// Regression (fuzz target `ssa_apply`): a manager that applied an empty map and then applies
+/// it with an entry keeps the entry; the map was dropped as a leaf of its old field set and,
+/// with it, the entry just applied.
+#[test]
+fn an_empty_map_applied_again_with_content_keeps_the_content() {
+    let empty = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "cm", "labels": {}}});
+    let first = apply(None, &empty, "flux", false, T0).unwrap();
+    let labelled = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": "cm", "labels": {"c": "x"}}});
+    let second = apply(Some(&first.object), &labelled, "flux", false, T1).unwrap();
+    assert_eq!(second.object["metadata"]["labels"], json!({"c": "x"}));
+    let again = apply(Some(&second.object), &labelled, "flux", false, T1).unwrap();
+    assert!(!again.changed);
+}
