@@ -34,15 +34,51 @@ const PATHS: &[&str] = &[
 ];
 
 const QUERY_KEYS: &[&str] = &[
-    "labelSelector", "fieldSelector", "resourceVersion", "resourceVersionMatch", "limit",
-    "continue", "watch", "timeoutSeconds", "dryRun", "fieldManager", "force", "propagationPolicy",
-    "sendInitialEvents", "allowWatchBookmarks", "gracePeriodSeconds", "orphanDependents",
+    "labelSelector",
+    "fieldSelector",
+    "resourceVersion",
+    "resourceVersionMatch",
+    "limit",
+    "continue",
+    "watch",
+    "timeoutSeconds",
+    "dryRun",
+    "fieldManager",
+    "force",
+    "propagationPolicy",
+    "sendInitialEvents",
+    "allowWatchBookmarks",
+    "gracePeriodSeconds",
+    "orphanDependents",
 ];
 
 const QUERY_VALUES: &[&str] = &[
-    "app=x", "app in (a,b)", "!app", "a!=b", "a,b", "metadata.name=x", "metadata.namespace!=y",
-    "status.phase=Running", "0", "1", "-1", "18446744073709551616", "All", "true", "false",
-    "NotOlderThan", "Exact", "Foreground", "Orphan", "", "(", ")", "=", "==", "x y", "é",
+    "app=x",
+    "app in (a,b)",
+    "!app",
+    "a!=b",
+    "a,b",
+    "metadata.name=x",
+    "metadata.namespace!=y",
+    "status.phase=Running",
+    "0",
+    "1",
+    "-1",
+    "18446744073709551616",
+    "All",
+    "true",
+    "false",
+    "NotOlderThan",
+    "Exact",
+    "Foreground",
+    "Orphan",
+    "",
+    "(",
+    ")",
+    "=",
+    "==",
+    "x y",
+    "é",
 ];
 
 const CONTENT_TYPES: &[&str] = &[
@@ -57,15 +93,41 @@ const CONTENT_TYPES: &[&str] = &[
 ];
 
 const DICTIONARY: &[&str] = &[
-    "{", "}", "[", "]", "\"", ":", ",", "null", "true", "0", "-1", "1e999", "\"metadata\"",
-    "\"name\"", "\"apiVersion\"", "\"kind\"", "\"op\"", "\"path\"", "\"/data/a\"", "\"$patch\"",
-    "\"delete\"", "\"$setElementOrder/containers\"", "\"managedFields\"", "\"resourceVersion\"",
-    "\n", "- ", ": ", "&a", "*a", "!!binary",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\"",
+    ":",
+    ",",
+    "null",
+    "true",
+    "0",
+    "-1",
+    "1e999",
+    "\"metadata\"",
+    "\"name\"",
+    "\"apiVersion\"",
+    "\"kind\"",
+    "\"op\"",
+    "\"path\"",
+    "\"/data/a\"",
+    "\"$patch\"",
+    "\"delete\"",
+    "\"$setElementOrder/containers\"",
+    "\"managedFields\"",
+    "\"resourceVersion\"",
+    "\n",
+    "- ",
+    ": ",
+    "&a",
+    "*a",
+    "!!binary",
 ];
 
 fn protobuf_field(field: u64, bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut varint = |mut v: u64, out: &mut Vec<u8>| loop {
+    let varint = |mut v: u64, out: &mut Vec<u8>| loop {
         let byte = (v & 0x7f) as u8;
         v >>= 7;
         if v == 0 {
@@ -136,10 +198,24 @@ struct Case {
 }
 
 fn case(rng: &mut Rng, bodies: &[Vec<u8>]) -> Case {
-    let method = rng.pick(&["GET", "GET", "POST", "PUT", "PATCH", "PATCH", "DELETE", "HEAD"]);
+    let method = rng.pick(&[
+        "GET", "GET", "POST", "PUT", "PATCH", "PATCH", "DELETE", "HEAD",
+    ]);
     let path = rng.pick(PATHS).as_bytes();
     let path = if rng.one_in(3) {
-        rng.mutate(path, &["/", "namespaces", "..", "%2F", "status", "scale", "v1", "apps"])
+        rng.mutate(
+            path,
+            &[
+                "/",
+                "namespaces",
+                "..",
+                "%2F",
+                "status",
+                "scale",
+                "v1",
+                "apps",
+            ],
+        )
     } else {
         path.to_vec()
     };
@@ -165,7 +241,7 @@ fn case(rng: &mut Rng, bodies: &[Vec<u8>]) -> Case {
     if !query.is_empty() {
         uri = format!("{uri}?{}", query.join("&"));
     }
-    let body = rng.pick(bodies);
+    let body = &bodies[rng.below(bodies.len())];
     let body = if rng.one_in(4) {
         body.to_vec()
     } else {
@@ -184,8 +260,16 @@ async fn fuzz_requests_are_refused_with_a_status_never_a_server_error() {
     let cluster = DevCluster::start(Config::memory("fuzz")).await.unwrap();
     let client = cluster.client().await.unwrap();
     let bodies = bodies();
-    let base: u64 = std::env::var("FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x5eed);
-    let cases = if std::env::var("FUZZ_SEED").is_ok() { 1 } else { ferroflux_fuzzkit::cases(300) };
+    let base: u64 = std::env::var("FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed);
+    let cases = if std::env::var("FUZZ_SEED").is_ok() {
+        1
+    } else {
+        ferroflux_fuzzkit::cases(300)
+    };
+    let (mut served, mut refused) = (0u64, 0u64);
     for n in 0..cases {
         let seed = base.wrapping_add(n);
         let c = case(&mut Rng::new(seed), &bodies);
@@ -208,14 +292,29 @@ async fn fuzz_requests_are_refused_with_a_status_never_a_server_error() {
             .unwrap_or_else(|e| panic!("{what}: no answer: {e}"));
         let code = response.status().as_u16();
         assert!(code < 500, "{what}: answered {code}");
+        if code < 400 {
+            served += 1;
+        } else {
+            refused += 1;
+        }
         if code >= 400 && c.method != "HEAD" {
             let body = response.into_body().collect().await.unwrap().to_bytes();
             let status: Value = serde_json::from_slice(&body)
                 .unwrap_or_else(|e| panic!("{what}: {code} without a Status ({e}): {body:?}"));
             assert_eq!(status["kind"], "Status", "{what}: {status}");
             assert_eq!(status["code"], code, "{what}: {status}");
-            assert!(status["message"].as_str().is_some_and(|m| !m.is_empty()), "{what}: {status}");
+            assert!(
+                status["message"].as_str().is_some_and(|m| !m.is_empty()),
+                "{what}: {status}"
+            );
         }
+    }
+    // The generator reaches both sides: requests served and requests refused.
+    if cases >= 100 {
+        assert!(
+            served > cases / 20 && refused > cases / 20,
+            "{served} served, {refused} refused"
+        );
     }
     // Still serving.
     let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client);

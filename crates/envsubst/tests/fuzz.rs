@@ -13,9 +13,9 @@ use ferroflux_fuzzkit::{Rng, run};
 
 /// Pieces of the language: the generator builds texts out of them.
 const DICTIONARY: &[&str] = &[
-    "${", "}", "$", "$$", "${#", ":=", "=", ":-", ":+", ":?", "^", "^^", ",", ",,", ":", "/",
-    "//", "/#", "/%", "#", "##", "%", "%%", "*", "?", "[a-z]", "var", "v", "_x1", "é", "0", "-1",
-    "\n", "  ", "\"", "'", "{", "\\",
+    "${", "}", "$", "$$", "${#", ":=", "=", ":-", ":+", ":?", "^", "^^", ",", ",,", ":", "/", "//",
+    "/#", "/%", "#", "##", "%", "%%", "*", "?", "[a-z]", "var", "v", "_x1", "é", "0", "-1", "\n",
+    "  ", "\"", "'", "{", "\\",
 ];
 
 /// Valid texts the mutations start from.
@@ -60,9 +60,16 @@ fn fuzz_substitution_never_panics_and_keeps_its_promises() {
         let lenient = substitute(&text, &vars, false);
         let strict = substitute(&text, &vars, true);
         if let Ok(s) = &strict {
-            assert_eq!(Ok(s), lenient.as_ref(), "strict and lenient differ on {text:?}");
+            assert_eq!(
+                Ok(s),
+                lenient.as_ref(),
+                "strict and lenient differ on {text:?}"
+            );
         }
-        for e in [&lenient, &strict].into_iter().filter_map(|r| r.as_ref().err()) {
+        for e in [&lenient, &strict]
+            .into_iter()
+            .filter_map(|r| r.as_ref().err())
+        {
             assert!(!e.to_string().is_empty());
             if let Some(p) = position(e) {
                 assert!(p <= text.len(), "{e} is past the end of {text:?}");
@@ -81,6 +88,10 @@ fn fuzz_values_are_inserted_once_never_expanded_again() {
         let prefix = rng.text(&["a", " ", ":", "\n"], 5).replace('$', "");
         let vars = BTreeMap::from([("v".to_string(), value.clone())]);
         let out = substitute(&format!("{prefix}${{v}}{prefix}"), &vars, true);
-        assert_eq!(out, Ok(format!("{prefix}{value}{prefix}")), "value {value:?}");
+        assert_eq!(
+            out,
+            Ok(format!("{prefix}{value}{prefix}")),
+            "value {value:?}"
+        );
     });
 }

@@ -214,6 +214,9 @@ mod tests {
     fn a_failing_case_names_its_seed() {
         let failed = catch_unwind(|| run("demo", 50, |rng| assert!(rng.below(10) != 3, "three")));
         let message = failed.unwrap_err().downcast::<String>().unwrap();
-        assert!(message.contains("FUZZ_SEED=") && message.contains("three"), "{message}");
+        assert!(
+            message.contains("FUZZ_SEED=") && message.contains("three"),
+            "{message}"
+        );
     }
 }

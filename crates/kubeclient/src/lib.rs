@@ -336,7 +336,11 @@ mod tests {
     fn reads_updates_applies_merges_and_dry_runs_are_idempotent_other_writes_are_not() {
         let ns = "/api/v1/namespaces/a/configmaps";
         assert!(idempotent(&request("GET", ns, None)));
-        assert!(idempotent(&request("GET", &format!("{ns}?watch=true"), None)));
+        assert!(idempotent(&request(
+            "GET",
+            &format!("{ns}?watch=true"),
+            None
+        )));
         assert!(idempotent(&request(
             "PATCH",
             &format!("{ns}/x?fieldManager=f&force=true"),
@@ -347,7 +351,11 @@ mod tests {
             &format!("{ns}?dryRun=All"),
             Some("application/json")
         )));
-        assert!(idempotent(&request("PUT", &format!("{ns}/x"), Some("application/json"))));
+        assert!(idempotent(&request(
+            "PUT",
+            &format!("{ns}/x"),
+            Some("application/json")
+        )));
         assert!(idempotent(&request(
             "PATCH",
             &format!("{ns}/x/status"),
@@ -364,7 +372,10 @@ mod tests {
             ("PATCH", Some("application/json-patch+json")),
             ("PATCH", Some("application/strategic-merge-patch+json")),
         ] {
-            assert!(!idempotent(&request(method, &format!("{ns}/x"), ct)), "{method} {ct:?}");
+            assert!(
+                !idempotent(&request(method, &format!("{ns}/x"), ct)),
+                "{method} {ct:?}"
+            );
         }
         // A name that merely contains the words is no dry-run.
         assert!(!idempotent(&request(
@@ -381,10 +392,17 @@ mod tests {
             let full = TRANSIENT_BASE * 2u32.pow(retry - 1);
             total_max += full;
             let waits: Vec<Duration> = (0..200).map(|_| transient_backoff(retry)).collect();
-            assert!(waits.iter().all(|w| *w >= full / 2 && *w <= full), "{retry}: {waits:?}");
+            assert!(
+                waits.iter().all(|w| *w >= full / 2 && *w <= full),
+                "{retry}: {waits:?}"
+            );
             // The jitter spreads: not every client waits the same.
             let distinct: std::collections::BTreeSet<_> = waits.iter().collect();
-            assert!(distinct.len() > 100, "{retry}: {} distinct waits", distinct.len());
+            assert!(
+                distinct.len() > 100,
+                "{retry}: {} distinct waits",
+                distinct.len()
+            );
         }
         assert_eq!(total_max, Duration::from_millis(3100));
         // Far retry numbers saturate instead of overflowing.

@@ -8,8 +8,6 @@
 
 mod common;
 
-use std::collections::BTreeSet;
-
 use common::fixture;
 use ferroflux_fuzzkit::run;
 use ferroflux_sops::{AgeIdentities, Decryptor, Format};
@@ -18,21 +16,60 @@ use ferroflux_sops::{AgeIdentities, Decryptor, Format};
 const CORPUS: &[(&str, &str)] = &[
     ("generated/app.enc.env", "generated/app.plain.env"),
     ("generated/groups.enc.yaml", "generated/groups.plain.yaml"),
-    ("generated/mac-only.enc.yaml", "generated/mac-only.plain.yaml"),
+    (
+        "generated/mac-only.enc.yaml",
+        "generated/mac-only.plain.yaml",
+    ),
     ("generated/marked.enc.yaml", "generated/marked.plain.yaml"),
     ("generated/multi.enc.yaml", "generated/multi.plain.yaml"),
     ("generated/suffix.enc.json", "generated/suffix.plain.json"),
-    ("generated/threshold.enc.yaml", "generated/threshold.plain.yaml"),
+    (
+        "generated/threshold.enc.yaml",
+        "generated/threshold.plain.yaml",
+    ),
     ("generated/types.enc.yaml", "generated/types.plain.yaml"),
-    ("generated/unenc-regex.enc.yaml", "generated/unenc-regex.plain.yaml"),
+    (
+        "generated/unenc-regex.enc.yaml",
+        "generated/unenc-regex.plain.yaml",
+    ),
 ];
 
 const DICTIONARY: &[&str] = &[
-    "ENC[AES256_GCM,data:", ",iv:", ",tag:", ",type:str]", ",type:int]", ",type:comment]", "sops:",
-    "mac:", "age:", "recipient:", "enc: |", "-----BEGIN AGE ENCRYPTED FILE-----",
-    "lastmodified:", "version: 3.11.0", "encrypted_regex:", "shamir_threshold: 2", "key_groups:",
-    "- ", "#ENC[", "\"sops\":", "{", "}", "[", "]", "\n", "  ", "=", "\t", "null", "~", "&a", "*a",
-    "!!binary", "'", "\"",
+    "ENC[AES256_GCM,data:",
+    ",iv:",
+    ",tag:",
+    ",type:str]",
+    ",type:int]",
+    ",type:comment]",
+    "sops:",
+    "mac:",
+    "age:",
+    "recipient:",
+    "enc: |",
+    "-----BEGIN AGE ENCRYPTED FILE-----",
+    "lastmodified:",
+    "version: 3.11.0",
+    "encrypted_regex:",
+    "shamir_threshold: 2",
+    "key_groups:",
+    "- ",
+    "#ENC[",
+    "\"sops\":",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\n",
+    "  ",
+    "=",
+    "\t",
+    "null",
+    "~",
+    "&a",
+    "*a",
+    "!!binary",
+    "'",
+    "\"",
 ];
 
 fn identities() -> AgeIdentities {
@@ -102,7 +139,10 @@ fn fuzz_mutated_sops_files_never_panic_nor_leak() {
                 let message = e.to_string();
                 assert!(!message.is_empty(), "{name}: an empty error");
                 for w in secrets {
-                    assert!(!message.contains(w.as_str()), "{name}: the error shows {w:?}: {message}");
+                    assert!(
+                        !message.contains(w.as_str()),
+                        "{name}: the error shows {w:?}: {message}"
+                    );
                 }
             }
         }
@@ -114,7 +154,10 @@ fn fuzz_mutated_sops_files_never_panic_nor_leak() {
         {
             let message = e.to_string();
             for w in secrets {
-                assert!(!message.contains(w.as_str()), "{name}: the error shows {w:?}: {message}");
+                assert!(
+                    !message.contains(w.as_str()),
+                    "{name}: the error shows {w:?}: {message}"
+                );
             }
         }
     });

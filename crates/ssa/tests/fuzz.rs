@@ -18,7 +18,10 @@ const T0: &str = "2026-01-01T00:00:00Z";
 
 fn element(rng: &mut Rng) -> PathElement {
     match rng.below(4) {
-        0 | 1 => PathElement::Field(rng.pick(&["spec", "metadata", "a", "b", "x.y", "é", ""]).to_string()),
+        0 | 1 => PathElement::Field(
+            rng.pick(&["spec", "metadata", "a", "b", "x.y", "é", ""])
+                .to_string(),
+        ),
         2 => PathElement::Key(format!("{{\"name\":\"{}\"}}", rng.pick(&["a", "b", "c"]))),
         _ if rng.one_in(2) => PathElement::Value(format!("\"{}\"", rng.pick(&["a", "b"]))),
         _ => PathElement::Index(rng.below(4)),
@@ -39,8 +42,22 @@ fn set(rng: &mut Rng) -> (FieldSet, Vec<Vec<PathElement>>) {
 }
 
 const FIELDS_DICTIONARY: &[&str] = &[
-    "\"f:spec\"", "\"k:{\\\"name\\\":\\\"a\\\"}\"", "\"v:1\"", "\"i:0\"", "\".\"", "{}", ":", ",",
-    "{", "}", "\"x:y\"", "\"f:\"", "\"i:-1\"", "\"k:{\"", "null", "[]",
+    "\"f:spec\"",
+    "\"k:{\\\"name\\\":\\\"a\\\"}\"",
+    "\"v:1\"",
+    "\"i:0\"",
+    "\".\"",
+    "{}",
+    ":",
+    ",",
+    "{",
+    "}",
+    "\"x:y\"",
+    "\"f:\"",
+    "\"i:-1\"",
+    "\"k:{\"",
+    "null",
+    "[]",
 ];
 
 #[test]
@@ -59,7 +76,8 @@ fn fuzz_fields_v1_parse_and_round_trip() {
         let Some(parsed) = FieldSet::from_fields_v1(&value) else {
             return;
         };
-        let again = FieldSet::from_fields_v1(&parsed.to_fields_v1()).expect("our own output parses");
+        let again =
+            FieldSet::from_fields_v1(&parsed.to_fields_v1()).expect("our own output parses");
         if !parsed.is_empty() {
             assert_eq!(again.paths(), parsed.paths(), "{text}");
         }
@@ -89,8 +107,9 @@ fn config(rng: &mut Rng) -> Value {
         .map(|_| (name(rng), json!(rng.text(&["x", "y"], 3))))
         .collect();
     if rng.one_in(2) {
-        let data: serde_json::Map<String, Value> =
-            (0..rng.below(4)).map(|_| (name(rng), json!(rng.text(&["v"], 4)))).collect();
+        let data: serde_json::Map<String, Value> = (0..rng.below(4))
+            .map(|_| (name(rng), json!(rng.text(&["v"], 4))))
+            .collect();
         return json!({"apiVersion": "v1", "kind": "ConfigMap",
                       "metadata": {"name": "cm", "labels": labels}, "data": data});
     }
@@ -120,7 +139,11 @@ fn config(rng: &mut Rng) -> Value {
 fn check(result: Result<ferroflux_ssa::Applied, SsaError>, what: &str) -> Option<Value> {
     match result {
         Ok(applied) => {
-            for entry in applied.object["metadata"]["managedFields"].as_array().into_iter().flatten() {
+            for entry in applied.object["metadata"]["managedFields"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
                 assert!(
                     FieldSet::from_fields_v1(&entry["fieldsV1"]).is_some(),
                     "{what}: wrote an unreadable entry {entry}"
@@ -159,7 +182,11 @@ fn fuzz_apply_is_idempotent_and_never_panics() {
             };
             let again = apply(Some(&object), &cfg, manager, force, T0)
                 .unwrap_or_else(|e| panic!("{what}: applying it again failed: {e}"));
-            assert!(!again.changed, "{what}: applying it again changed {object} into {}", again.object);
+            assert!(
+                !again.changed,
+                "{what}: applying it again changed {object} into {}",
+                again.object
+            );
             live = Some(object);
         }
     });
@@ -170,11 +197,17 @@ fn fuzz_apply_of_mutated_objects_never_panics() {
     run("ssa_apply_mutated", 400, |rng| {
         let cfg = config(rng);
         let text = serde_json::to_vec(&cfg).unwrap();
-        let mutated = rng.mutate(&text, &["{}", "[]", "null", "\"name\"", "\"spec\"", "1", ","]);
+        let mutated = rng.mutate(
+            &text,
+            &["{}", "[]", "null", "\"name\"", "\"spec\"", "1", ","],
+        );
         let Ok(cfg) = serde_json::from_slice::<Value>(&mutated) else {
             return;
         };
         let live = check(apply(None, &config(rng), "kubectl", false, T0), "base");
-        let _ = check(apply(live.as_ref(), &cfg, "flux", rng.one_in(2), T0), &cfg.to_string());
+        let _ = check(
+            apply(live.as_ref(), &cfg, "flux", rng.one_in(2), T0),
+            &cfg.to_string(),
+        );
     });
 }

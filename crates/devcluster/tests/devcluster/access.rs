@@ -496,9 +496,13 @@ async fn clients_retry_only_what_the_server_asks_to_retry() {
     // server's answer.
     c.set_fault_rules(vec![rule(503)]).unwrap();
     let e = api_err(
-        api.patch("x", &PatchParams::default(), &Patch::Strategic(json!({"data": {"v": "0"}})))
-            .await
-            .unwrap_err(),
+        api.patch(
+            "x",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"data": {"v": "0"}})),
+        )
+        .await
+        .unwrap_err(),
     );
     assert_eq!((e.code, e.reason.as_str()), (503, "ServiceUnavailable"));
     assert_eq!(c.faults_injected(), 1);
@@ -520,9 +524,13 @@ async fn clients_retry_only_what_the_server_asks_to_retry() {
         .await
         .unwrap();
     c.set_fault_rules(vec![rule(500).times(2)]).unwrap();
-    api.patch("x", &PatchParams::default().dry_run(), &Patch::Strategic(json!({"data": {"v": "dry"}})))
-        .await
-        .unwrap();
+    api.patch(
+        "x",
+        &PatchParams::default().dry_run(),
+        &Patch::Strategic(json!({"data": {"v": "dry"}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(api.get("x").await.unwrap().data.unwrap()["v"], "1");
     c.set_fault_rules(vec![rule(503).times(1)]).unwrap();
     api.patch("x", &PatchParams::default(), &merge("1"))
