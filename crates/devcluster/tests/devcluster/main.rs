@@ -4,6 +4,7 @@
 mod access;
 mod api;
 mod faithfulness;
+mod fuzz;
 mod kubectl;
 mod lifecycle;
 

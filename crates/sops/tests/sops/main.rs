@@ -6,5 +6,6 @@ mod files;
 
 mod bad_input;
 mod fixtures;
+mod fuzz;
 mod generated;
 mod interop;

@@ -8,7 +8,7 @@
 //!   what it writes parses back; and applying the same configuration again as the same manager
 //!   changes nothing (server-side apply is idempotent — the API client relies on it to retry).
 //!
-//! `FUZZ_CASES=100000 cargo test -p ferroflux-ssa --test fuzz` runs longer.
+//! `FUZZ_CASES=100000 cargo test -p ferroflux-ssa --test ssa fuzz` runs longer.
 
 use ferroflux_fuzzkit::{Rng, run};
 use ferroflux_ssa::{FieldSet, PathElement, SsaError, apply};

@@ -4,7 +4,7 @@
 //! unchanged, a value is inserted once and never expanded again, strict mode succeeds only
 //! where lenient mode gives the same text, and an error's byte position lies inside the text.
 //!
-//! `FUZZ_CASES=100000 cargo test -p ferroflux-envsubst --test fuzz` runs longer.
+//! `FUZZ_CASES=100000 cargo test -p ferroflux-envsubst --test envsubst fuzz` runs longer.
 
 use std::collections::BTreeMap;
 

@@ -4,11 +4,9 @@
 //! Kubernetes object. Whatever the file, decryption returns the plaintext or an error, never a
 //! panic or a hang, and no error carries a word of the plaintext (a secret).
 //!
-//! `FUZZ_CASES=100000 cargo test -p ferroflux-sops --test fuzz` runs longer.
+//! `FUZZ_CASES=100000 cargo test -p ferroflux-sops --test sops fuzz` runs longer.
 
-mod common;
-
-use common::fixture;
+use crate::files::fixture;
 use ferroflux_fuzzkit::run;
 use ferroflux_sops::{AgeIdentities, Decryptor, Format};
 

@@ -5,7 +5,7 @@
 //! API server refuses it: a 4xx answer carrying a `Status` with the same code, never a 5xx,
 //! never a dropped connection; and the cluster keeps serving.
 //!
-//! `FUZZ_CASES=100000 cargo test -p ferroflux-devcluster --test fuzz` runs longer.
+//! `FUZZ_CASES=100000 cargo test -p ferroflux-devcluster --test devcluster fuzz` runs longer.
 
 use ferroflux_devcluster::{Config, DevCluster};
 use ferroflux_fuzzkit::Rng;
