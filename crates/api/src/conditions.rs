@@ -5,45 +5,70 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
+/// The object is reconciled and its last reconcile succeeded (`kstatus`'s summary condition).
 pub const READY: &str = "Ready";
+/// The controller is working on the object, or will retry it.
 pub const RECONCILING: &str = "Reconciling";
+/// The controller gave up until the object changes: retrying cannot help.
 pub const STALLED: &str = "Stalled";
+/// A Kustomization's health checks (`wait`, `healthChecks`) passed.
 pub const HEALTHY: &str = "Healthy";
+/// A source has an artifact in storage (possibly an older one than its spec asks for).
 pub const ARTIFACT_IN_STORAGE: &str = "ArtifactInStorage";
+/// A source could not fetch what its spec asks for.
 pub const FETCH_FAILED: &str = "FetchFailed";
+/// A source could not write or serve its artifact.
 pub const STORAGE_OPERATION_FAILED: &str = "StorageOperationFailed";
 
-/// Reasons shared by every Flux controller.
+/// The reasons of Flux's `meta` package and of kustomize-controller, each spelled once. The
+/// reasons of a source's fetch and storage failures (`URLInvalid`, `GitOperationFailed`,
+/// `AuthenticationFailed`...) belong to the errors they describe: `ferroflux_source::reason`.
 pub mod reason {
+    /// The step or the whole reconcile succeeded.
     pub const SUCCEEDED: &str = "Succeeded";
+    /// A failure with no more specific reason.
     pub const FAILED: &str = "Failed";
+    /// A reconcile is in progress.
     pub const PROGRESSING: &str = "Progressing";
+    /// A reconcile failed and will be retried (the `Reconciling` reason after a failure).
     pub const PROGRESSING_WITH_RETRY: &str = "ProgressingWithRetry";
+    /// `spec.suspend` is set.
     pub const SUSPENDED: &str = "Suspended";
+    /// A `dependsOn` entry is not Ready yet (or the dependencies form a cycle).
     pub const DEPENDENCY_NOT_READY: &str = "DependencyNotReady";
+    /// A Kustomization was applied.
     pub const RECONCILIATION_SUCCEEDED: &str = "ReconciliationSucceeded";
+    /// Applying failed (or the target cluster could not be reached).
     pub const RECONCILIATION_FAILED: &str = "ReconciliationFailed";
+    /// The source's artifact is missing, unreachable or corrupt, or `spec.path` is not in it.
     pub const ARTIFACT_FAILED: &str = "ArtifactFailed";
+    /// kustomize build, decryption or substitution failed.
     pub const BUILD_FAILED: &str = "BuildFailed";
+    /// The health checks did not pass within the timeout.
     pub const HEALTH_CHECK_FAILED: &str = "HealthCheckFailed";
+    /// Deleting stale objects failed.
     pub const PRUNE_FAILED: &str = "PruneFailed";
+    /// A cross-namespace reference that the controller refuses.
     pub const ACCESS_DENIED: &str = "AccessDenied";
-    pub const INVALID_URL: &str = "URLInvalid";
-    pub const AUTHENTICATION_FAILED: &str = "AuthenticationFailed";
-    pub const GIT_OPERATION_FAILED: &str = "GitOperationFailed";
+    /// A source stored a new artifact (the reason of its event).
     pub const NEW_ARTIFACT: &str = "NewArtifact";
+    /// A source's artifact is already the one its spec asks for.
     pub const ARTIFACT_UP_TO_DATE: &str = "ArtifactUpToDate";
 }
 
 /// `True`, `False` or `Unknown`, as condition statuses are spelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
+    /// `True`.
     True,
+    /// `False`.
     False,
+    /// `Unknown`.
     Unknown,
 }
 
 impl Status {
+    /// The status as the API spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::True => "True",
@@ -96,6 +121,78 @@ pub fn set_condition(
     });
     sort_conditions(conditions);
     true
+}
+
+/// The conditions of one object for one reconcile: every condition set through it carries the
+/// object's generation and the same time, as fluxcd/pkg's `runtime/conditions` setter does, so
+/// a step says what happened (`mark_false(READY, reason, message)`) and nothing else.
+pub struct Conditions<'a> {
+    conditions: &'a mut Vec<Condition>,
+    generation: Option<i64>,
+    now: Timestamp,
+}
+
+impl<'a> Conditions<'a> {
+    /// The conditions in `slot` (created when the status has none yet), stamped with
+    /// `generation` and `now`.
+    pub fn of(
+        slot: &'a mut Option<Vec<Condition>>,
+        generation: Option<i64>,
+        now: Timestamp,
+    ) -> Self {
+        Conditions {
+            conditions: slot.get_or_insert_with(Vec::new),
+            generation,
+            now,
+        }
+    }
+
+    /// Sets `type_` to `True`.
+    pub fn mark_true(&mut self, type_: &str, reason: &str, message: &str) -> &mut Self {
+        self.set(type_, Status::True, reason, message)
+    }
+
+    /// Sets `type_` to `False`.
+    pub fn mark_false(&mut self, type_: &str, reason: &str, message: &str) -> &mut Self {
+        self.set(type_, Status::False, reason, message)
+    }
+
+    /// Sets `type_` to `Unknown`.
+    pub fn mark_unknown(&mut self, type_: &str, reason: &str, message: &str) -> &mut Self {
+        self.set(type_, Status::Unknown, reason, message)
+    }
+
+    /// `Reconciling=True`: the controller is still working (or will retry); an object cannot
+    /// be both, so `Stalled` goes.
+    pub fn mark_reconciling(&mut self, reason: &str, message: &str) -> &mut Self {
+        self.delete(STALLED);
+        self.mark_true(RECONCILING, reason, message)
+    }
+
+    /// `Stalled=True`: retrying cannot help until the object changes; `Reconciling` goes.
+    pub fn mark_stalled(&mut self, reason: &str, message: &str) -> &mut Self {
+        self.delete(RECONCILING);
+        self.mark_true(STALLED, reason, message)
+    }
+
+    /// Removes `type_`, if present.
+    pub fn delete(&mut self, type_: &str) -> &mut Self {
+        remove_condition(self.conditions, type_);
+        self
+    }
+
+    fn set(&mut self, type_: &str, status: Status, reason: &str, message: &str) -> &mut Self {
+        set_condition(
+            self.conditions,
+            type_,
+            status,
+            reason,
+            message,
+            self.generation,
+            self.now,
+        );
+        self
+    }
 }
 
 /// Removes a condition; returns true when one was there.
@@ -225,5 +322,24 @@ mod tests {
         assert!(remove_condition(&mut c, RECONCILING));
         assert!(!remove_condition(&mut c, RECONCILING));
         assert!(!is_true(&c, READY));
+    }
+
+    #[test]
+    fn marks_carry_generation_and_time_and_keep_reconciling_and_stalled_apart() {
+        let t = Timestamp::from_second(7).unwrap();
+        let mut slot = None;
+        let mut c = Conditions::of(&mut slot, Some(4), t);
+        c.mark_false(READY, "BuildFailed", "no")
+            .mark_reconciling("ProgressingWithRetry", "no");
+        c.mark_stalled("BuildFailed", "no");
+        let conds = slot.unwrap();
+        let types: Vec<_> = conds.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, [READY, STALLED]);
+        assert!(conds.iter().all(|c| c.observed_generation == Some(4)));
+        assert!(conds.iter().all(|c| c.last_transition_time == Time(t)));
+        let mut slot = Some(conds);
+        Conditions::of(&mut slot, Some(5), t).mark_reconciling("Progressing", "again");
+        let types: Vec<_> = slot.iter().flatten().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, [READY, RECONCILING]);
     }
 }

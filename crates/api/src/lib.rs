@@ -2,22 +2,25 @@
 //!
 //! Owns: `GitRepository` (`source.toolkit.fluxcd.io/v1`) and `Kustomization`
 //! (`kustomize.toolkit.fluxcd.io/v1`) with their specs and statuses, the generated CRD manifests,
-//! the condition types and reasons tooling matches on, inventory ids, revision strings and Go
+//! the condition types and reasons tooling matches on (and the one setter that writes them),
+//! the [`FluxObject`] trait over every kind, inventory ids, revision strings and Go
 //! duration parsing. It holds no behaviour that talks to a cluster or to Git.
 
 pub mod common;
 pub mod conditions;
 mod crd;
 pub mod duration;
-pub mod git_repository;
+pub mod gitrepository;
 pub mod inventory;
 pub mod kustomization;
+pub mod object;
 pub mod revision;
 
 pub use common::{Artifact, LocalObjectReference, SecretKeyReference, Selector};
-pub use git_repository::{GitRepository, GitRepositoryRef, GitRepositorySpec, GitRepositoryStatus};
+pub use gitrepository::{GitRepository, GitRepositoryRef, GitRepositorySpec, GitRepositoryStatus};
 pub use inventory::{ObjectId, ObjectIdError};
 pub use kustomization::{Kustomization, KustomizationSpec, KustomizationStatus};
+pub use object::FluxObject;
 pub use revision::{Revision, short_revision};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

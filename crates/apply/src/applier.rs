@@ -29,7 +29,7 @@ pub const FORCE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/force";
 /// Why applying, pruning or waiting failed. Messages name the object.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
-    #[error("{0}")]
+    #[error(transparent)]
     Object(#[from] crate::object::MissingField),
     #[error("{id} dry-run failed: {reason}")]
     DryRun { id: String, reason: String },

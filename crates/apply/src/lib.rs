@@ -16,3 +16,8 @@ pub mod health;
 pub mod inventory;
 pub mod object;
 pub mod order;
+
+pub use applier::{Applier, ApplyError, ApplyOptions, DryRun};
+pub use changeset::{Action, Change, ChangeSet};
+pub use health::{Health, assess};
+pub use inventory::{InventoryObject, inventory_of, stale_entries};

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::events::Recorder;
+use crate::finalizer;
 use crate::metrics::{Metrics, Outcome as MetricOutcome, SOURCE_CONTROLLER};
-use ferroflux_api::conditions::{self, Status, reason};
-use ferroflux_api::{
-    Artifact, FINALIZER, GitRepository, GitRepositoryStatus, RECONCILE_REQUESTED_AT,
-};
+use crate::step::{self, Failure};
+use ferroflux_api::conditions::{self, Conditions, reason};
+use ferroflux_api::{Artifact, GitRepository, GitRepositoryStatus, RECONCILE_REQUESTED_AT};
 use ferroflux_source::{
     Credentials, FetchOptions, GitRef, GitSource, ObjectKey, Outcome, PackOptions, Previous,
     Storage,
@@ -30,9 +30,11 @@ use kube::{Resource, ResourceExt};
 use std::future::Future;
 use std::pin::Pin;
 
-/// Where artifacts go and what the controller allows.
+/// Settings of the GitRepository controller (source-controller's flags): where artifacts go and
+/// what the controller allows.
 #[derive(Clone)]
-pub struct SourceSettings {
+pub struct Options {
+    /// The artifact storage and the address it is served at.
     pub storage: Storage,
     /// `--allow-file-urls`.
     pub allow_file_urls: bool,
@@ -56,6 +58,8 @@ pub enum ReconcileError {
 }
 
 const FIELD_MANAGER: &str = "gotk-source-controller";
+/// The kind this reconciler owns, as its log lines name it.
+const KIND: &str = "GitRepository";
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn source_error_message(e: &ferroflux_source::Error) -> String {
@@ -101,38 +105,19 @@ pub fn apply_result(
     ignore: Option<&str>,
     now: Timestamp,
 ) -> Option<(String, String, String)> {
-    let conds = status.conditions.get_or_insert_with(Vec::new);
+    let mut conds = Conditions::of(&mut status.conditions, generation, now);
     let event;
     match result {
         Ok(outcome) => {
             let a = outcome.artifact();
             let msg = format!("stored artifact for revision '{}'", a.revision);
-            conditions::set_condition(
-                conds,
-                conditions::READY,
-                Status::True,
-                reason::SUCCEEDED,
-                &msg,
-                generation,
-                now,
-            );
-            conditions::set_condition(
-                conds,
-                conditions::ARTIFACT_IN_STORAGE,
-                Status::True,
-                reason::SUCCEEDED,
-                &msg,
-                generation,
-                now,
-            );
-            for t in [
-                conditions::FETCH_FAILED,
-                conditions::STALLED,
-                conditions::RECONCILING,
-                conditions::STORAGE_OPERATION_FAILED,
-            ] {
-                conditions::remove_condition(conds, t);
-            }
+            conds
+                .mark_true(conditions::READY, reason::SUCCEEDED, &msg)
+                .mark_true(conditions::ARTIFACT_IN_STORAGE, reason::SUCCEEDED, &msg)
+                .delete(conditions::FETCH_FAILED)
+                .delete(conditions::STALLED)
+                .delete(conditions::RECONCILING)
+                .delete(conditions::STORAGE_OPERATION_FAILED);
             match outcome {
                 Outcome::Stored { artifact, .. } => {
                     status.artifact = Some(to_status_artifact(artifact, now));
@@ -157,30 +142,15 @@ pub fn apply_result(
             } else {
                 conditions::FETCH_FAILED
             };
-            conditions::set_condition(conds, failed_type, Status::True, r, &msg, generation, now);
-            conditions::set_condition(
-                conds,
-                conditions::READY,
-                Status::False,
-                r,
-                &msg,
-                generation,
-                now,
-            );
+            conds
+                .mark_true(failed_type, r, &msg)
+                .mark_false(conditions::READY, r, &msg);
             if e.is_stalling() {
-                conditions::set_condition(
-                    conds,
-                    conditions::STALLED,
-                    Status::True,
-                    r,
-                    &msg,
-                    generation,
-                    now,
-                );
+                conds.mark_stalled(r, &msg);
             } else {
-                conditions::remove_condition(conds, conditions::STALLED);
+                conds.delete(conditions::STALLED);
             }
-            conditions::remove_condition(conds, conditions::RECONCILING);
+            conds.delete(conditions::RECONCILING);
             // The last good artifact stays in status (and in storage): consumers keep using it.
             event = Some(("Warning".to_string(), r.to_string(), msg));
         }
@@ -217,7 +187,7 @@ async fn read_secret(
 /// One reconcile of `ns/name`.
 pub async fn reconcile(
     client: &kube::Client,
-    settings: &SourceSettings,
+    settings: &Options,
     ns: &str,
     name: &str,
 ) -> Result<Reconciled, ReconcileError> {
@@ -229,27 +199,15 @@ pub async fn reconcile(
         });
     };
     let key = ObjectKey::new(ns, name);
-    let finalizers = obj.metadata.finalizers.clone().unwrap_or_default();
     if obj.metadata.deletion_timestamp.is_some() {
         settings.storage.remove_all(&key)?;
-        if finalizers.iter().any(|f| f == FINALIZER) {
-            let rest: Vec<&String> = finalizers.iter().filter(|f| *f != FINALIZER).collect();
-            let patch = serde_json::json!({"metadata": {"finalizers": rest}});
-            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await?;
-        }
+        finalizer::remove(&api, &obj).await?;
         return Ok(Reconciled {
             requeue_after: None,
             event: None,
         });
     }
-    if !finalizers.iter().any(|f| f == FINALIZER) {
-        let mut all = finalizers.clone();
-        all.push(FINALIZER.to_string());
-        let patch = serde_json::json!({"metadata": {"finalizers": all}});
-        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
-    }
+    finalizer::ensure(&api, &obj).await?;
     let interval = ferroflux_api::duration::parse_duration(&obj.spec.interval)
         .unwrap_or(Duration::from_secs(600));
     if obj.spec.suspend == Some(true) {
@@ -314,6 +272,16 @@ pub async fn reconcile(
     }
     .await;
 
+    match &result {
+        Ok(outcome) => {
+            let changes = match outcome {
+                Outcome::Stored { .. } => "new artifact stored",
+                Outcome::Unchanged { .. } => "artifact up to date",
+            };
+            step::log_success(KIND, ns, name, &outcome.artifact().revision, changes);
+        }
+        Err(e) => step::log_failure(KIND, ns, name, &Failure::of(e, interval)),
+    }
     let mut status = obj.status.clone().unwrap_or_default();
     let now = Timestamp::now();
     let event = apply_result(
@@ -346,7 +314,7 @@ pub async fn reconcile(
 
 struct LoopContext {
     client: kube::Client,
-    settings: SourceSettings,
+    settings: Options,
     recorder: Recorder,
     metrics: Arc<Metrics>,
 }
@@ -356,7 +324,7 @@ struct LoopContext {
 /// `reconcile.fluxcd.io/requestedAt`, until `shutdown` resolves.
 pub fn controller(
     client: kube::Client,
-    settings: SourceSettings,
+    settings: Options,
     concurrency: u16,
     metrics: Arc<Metrics>,
     shutdown: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,

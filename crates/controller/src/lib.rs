@@ -8,11 +8,30 @@
 //! substitution; and the process around them (`manager`): the artifact server, metrics, probes
 //! and leader election. Building, applying and fetching Git are delegated to the crates that own
 //! them.
+//!
+//! Every reconciler is written as Flux's named steps over what `step` provides (a typed result or
+//! a `Failure`, `.or_fail(reason, retry)`, one log line per outcome, blocking work off the
+//! executor), sets conditions through `ferroflux_api::conditions::Conditions`, adds and removes
+//! its finalizer through `finalizer`, and reaches remote clusters through `target`.
+//!
+//! Must not touch: kustomize's build rules (`ferroflux-kustomize`), how objects are applied,
+//! pruned and assessed (`ferroflux-apply`), Git and artifact storage (`ferroflux-source`), or
+//! how Kubernetes clients are built and retried (`ferroflux-kubeclient`).
 
 pub mod artifact;
 pub mod events;
+pub mod finalizer;
 pub mod gitrepository;
 pub mod kustomization;
 pub mod leader;
 pub mod manager;
 pub mod metrics;
+pub mod step;
+pub mod target;
+
+pub use gitrepository::Options as GitRepositoryOptions;
+pub use kustomization::build::{BuildError, Cluster, Strictness, build, build_with};
+pub use kustomization::reconciler::Options as KustomizationOptions;
+pub use leader::LeaderElection;
+pub use manager::{Manager, ManagerConfig, ManagerError, install_crds};
+pub use metrics::Metrics;

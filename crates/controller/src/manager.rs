@@ -2,7 +2,7 @@
 //! artifact file server between them, `/metrics`, `/healthz`, `/readyz`, and optional leader
 //! election. `ferroflux controller` runs one; `ferroflux dev up` runs one per local cluster.
 
-use crate::gitrepository::{self, SourceSettings};
+use crate::gitrepository;
 use crate::kustomization::reconciler::{self, Options};
 use crate::leader::{self, LeaderElection};
 use crate::metrics::Metrics;
@@ -355,7 +355,7 @@ async fn run_controllers(
     );
     let (repo_store, repo_task) = gitrepository::controller(
         client.clone(),
-        SourceSettings {
+        gitrepository::Options {
             storage,
             allow_file_urls: config.allow_file_urls,
         },

@@ -1,5 +1,5 @@
 //! PATCH: JSON merge patch, JSON patch, strategic merge patch (built-in kinds, through
-//! `ferroflux-schema`) and server-side apply (through `ferroflux-ssa`).
+//! `ferroflux-schema`) and server-side apply (through `ferroflux-fieldmanager`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -82,8 +82,16 @@ pub async fn patch(
                     json_patch::merge(&mut doc, &patch);
                 }
                 Kind::Json => {
-                    let p: json_patch::Patch = serde_json::from_value(patch.clone())
+                    let mut p: json_patch::Patch = serde_json::from_value(patch.clone())
                         .map_err(|e| ApiError::bad_request(format!("json patch: {e}")))?;
+                    // The API server's JSON Patch (evanphx/json-patch) lets a `test` for null
+                    // pass on a missing field: clients add a first finalizer that way.
+                    p.0.retain(|op| match op {
+                        json_patch::PatchOperation::Test(t) => {
+                            !(t.value.is_null() && doc.pointer(t.path.as_str()).is_none())
+                        }
+                        _ => true,
+                    });
                     json_patch::patch(&mut doc, &p).map_err(|e| {
                         patch_error(format!("the JSON patch could not be applied: {e}"))
                     })?;

@@ -1,4 +1,4 @@
-//! Field ownership on every write, through `ferroflux-ssa`: `managedFields` entries for updates
+//! Field ownership on every write, through `ferroflux-fieldmanager`: `managedFields` entries for updates
 //! and patches, and server-side apply itself.
 
 use serde_json::{Value, json};
@@ -7,10 +7,10 @@ use crate::error::{ApiError, Cause, Target};
 use crate::util;
 
 /// Maps an apply/ownership error to the response the API server gives.
-pub fn to_api_error(e: ferroflux_ssa::SsaError, t: &Target) -> ApiError {
+pub fn to_api_error(e: ferroflux_fieldmanager::SsaError, t: &Target) -> ApiError {
     match e {
-        ferroflux_ssa::SsaError::Conflicts(list) => {
-            let message = ferroflux_ssa::SsaError::Conflicts(list.clone()).to_string();
+        ferroflux_fieldmanager::SsaError::Conflicts(list) => {
+            let message = ferroflux_fieldmanager::SsaError::Conflicts(list.clone()).to_string();
             let mut err = ApiError::conflict(t, "");
             err.message = message;
             let causes: Vec<Value> = list
@@ -28,7 +28,7 @@ pub fn to_api_error(e: ferroflux_ssa::SsaError, t: &Target) -> ApiError {
             }
             err
         }
-        ferroflux_ssa::SsaError::BadRequest(msg) => {
+        ferroflux_fieldmanager::SsaError::BadRequest(msg) => {
             if let Some((field, rest)) = msg.split_once(": Duplicate value: ") {
                 return ApiError::invalid(
                     t,
@@ -60,13 +60,13 @@ pub fn record_update(
     };
     // The common case (no subresource involved) needs no renaming, and no copies.
     if !needs_renaming(old, manager, subresource) {
-        return ferroflux_ssa::update(old, &next, manager, &util::now_rfc3339())
+        return ferroflux_fieldmanager::update(old, &next, manager, &util::now_rfc3339())
             .map_err(|e| to_api_error(e, t));
     }
     let old = old.map(|o| to_own_names(o, manager, subresource));
     let next = to_own_names(&next, manager, subresource);
     let own = own_name(manager, subresource);
-    let out = ferroflux_ssa::update(old.as_ref(), &next, &own, &util::now_rfc3339())
+    let out = ferroflux_fieldmanager::update(old.as_ref(), &next, &own, &util::now_rfc3339())
         .map_err(|e| to_api_error(e, t))?;
     Ok(from_own_names(out, manager, subresource))
 }
@@ -81,25 +81,25 @@ pub fn apply(
     t: &Target,
 ) -> Result<Value, ApiError> {
     if !needs_renaming(live, manager, subresource) {
-        return ferroflux_ssa::apply(live, config, manager, force, &util::now_rfc3339())
+        return ferroflux_fieldmanager::apply(live, config, manager, force, &util::now_rfc3339())
             .map(|a| a.object)
             .map_err(|e| to_api_error(e, t));
     }
     let live = live.map(|l| to_own_names(l, manager, subresource));
     let config = to_own_names(config, manager, subresource);
     let own = own_name(manager, subresource);
-    ferroflux_ssa::apply(live.as_ref(), &config, &own, force, &util::now_rfc3339())
+    ferroflux_fieldmanager::apply(live.as_ref(), &config, &own, force, &util::now_rfc3339())
         .map(|a| from_own_names(a.object, manager, subresource))
         .map_err(|e| to_api_error(e, t))
 }
 
-// `ferroflux-ssa` keys a manager's entry by name and operation only. The API server also keys
+// `ferroflux-fieldmanager` keys a manager's entry by name and operation only. The API server also keys
 // it by subresource, so a manager's entries for other subresources are renamed out of its way
 // for the call, and its entry for this subresource carries a private name; both are restored
 // afterwards. The markers cannot clash with real managers (control characters).
 const OWN: &str = "\u{1}own\u{1}";
 const OTHER: &str = "\u{1}other\u{1}";
-// `ferroflux-ssa` never attributes `status` (right for the main resource of a kind with a status
+// `ferroflux-fieldmanager` never attributes `status` (right for the main resource of a kind with a status
 // subresource); through the status subresource it is what the write owns, so it travels under
 // another name for the call.
 const STATUS_ALIAS: &str = "status\u{1}";

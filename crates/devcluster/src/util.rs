@@ -16,63 +16,21 @@ pub fn unix_now() -> i64 {
         .unwrap_or(0)
 }
 
+/// `secs` since the epoch as RFC 3339 in UTC with second precision (`1970-01-01T00:00:00Z`).
 pub fn format_rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
-}
-
-/// Parses the `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)` form the API uses; `None` when malformed.
-pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 20 {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    let mut rest = &s[19..];
-    if let Some(r) = rest.strip_prefix('.') {
-        rest = r.trim_start_matches(|c: char| c.is_ascii_digit());
-    }
-    let offset = if rest == "Z" {
-        0
+    // Out of jiff's range (beyond the years -9999..=9999) only for corrupt input: clamp.
+    let t = jiff::Timestamp::from_second(secs).unwrap_or(if secs < 0 {
+        jiff::Timestamp::MIN
     } else {
-        let sign = if rest.starts_with('-') { -1 } else { 1 };
-        let oh = rest.get(1..3)?.parse::<i64>().ok()?;
-        let om = rest.get(4..6)?.parse::<i64>().ok()?;
-        sign * (oh * 3600 + om * 60)
-    };
-    Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + se - offset)
+        jiff::Timestamp::MAX
+    });
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+/// Parses the `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)` form the API uses into seconds since the
+/// epoch; `None` when malformed.
+pub fn parse_rfc3339(s: &str) -> Option<i64> {
+    s.parse::<jiff::Timestamp>().ok().map(|t| t.as_second())
 }
 
 /// Kubernetes-style human age: `5s`, `3m20s`, `4h`, `2d3h`.

@@ -2,17 +2,20 @@
 //!
 //! Owns: which built-in kinds are namespaced, how each field of a built-in kind merges (list-map
 //! keys, sets, atomic lists, granular/atomic maps, both as strategic merge and as server-side
-//! apply see them), and the strategic merge patch algorithm. The data is generated from the
+//! apply see them), the strategic merge patch algorithm, and label selectors (`labels`, as
+//! apimachinery parses them). The data is generated from the
 //! Kubernetes API types carried by k8s-openapi (`data/k8s-merge.json`, see `gen/generator.rs`),
 //! embedded at build time and parsed once.
 //!
 //! Must not touch: files, the network, Kubernetes clients, YAML. Callers parse and render; this
 //! crate only sees `serde_json::Value`s.
 
+pub mod labels;
 mod schema;
 mod smp;
 mod smp_server;
 
+pub use labels::LabelSelector;
 pub use schema::{
     Field, KindInfo, ListType, MapType, Scope, builtin_kinds, is_namespaced, is_namespaced_kind,
     kind_info, list_type, lookup_path, scope,

@@ -49,8 +49,17 @@ impl BuildError {
     }
 
     /// True for configuration errors that retrying cannot fix.
-    pub fn is_stalled(&self) -> bool {
+    pub fn is_stalling(&self) -> bool {
         matches!(self, BuildError::PathOutside(_))
+    }
+}
+
+impl crate::step::Reasoned for BuildError {
+    fn reason(&self) -> &'static str {
+        BuildError::reason(self)
+    }
+    fn is_stalling(&self) -> bool {
+        BuildError::is_stalling(self)
     }
 }
 
@@ -108,6 +117,10 @@ pub async fn build(
 }
 
 /// [`build`], choosing what an unset variable does.
+///
+/// The cluster reads (decryption keys, `substituteFrom`) are awaited here; the file and CPU
+/// work between them (generating, decrypting, kustomize, substituting) runs on tokio's blocking
+/// pool, in the same order, so a large build does not hold up other reconciles.
 pub async fn build_with(
     ks: &Kustomization,
     root: &Path,
@@ -117,18 +130,23 @@ pub async fn build_with(
 ) -> Result<Vec<Value>, BuildError> {
     let ns = ks.namespace().unwrap_or_else(|| "default".into());
     let name = ks.name_any();
-    let failed = |m: String| BuildError::Build(m);
-    let root = root
-        .canonicalize()
-        .map_err(|e| failed(format!("{}: {e}", root.display())))?;
-    let dir = dir
-        .canonicalize()
-        .map_err(|_| BuildError::PathNotFound(dir.display().to_string()))?;
-    if !dir.starts_with(&root) {
-        return Err(BuildError::PathOutside(dir.display().to_string()));
-    }
+    let spec = ks.spec.clone();
+    let (root, dir) = (root.to_path_buf(), dir.to_path_buf());
+    let (root, dir) = off_executor(move || {
+        let root = root
+            .canonicalize()
+            .map_err(|e| failed(format!("{}: {e}", root.display())))?;
+        let dir = dir
+            .canonicalize()
+            .map_err(|_| BuildError::PathNotFound(dir.display().to_string()))?;
+        if !dir.starts_with(&root) {
+            return Err(BuildError::PathOutside(dir.display().to_string()));
+        }
+        generate::prepare(&dir, &spec).map_err(|e| failed(e.to_string()))?;
+        Ok((root, dir))
+    })
+    .await?;
 
-    generate::prepare(&dir, &ks.spec).map_err(|e| failed(e.to_string()))?;
     let decryptor = match (&ks.spec.decryption, cluster) {
         (Some(decryption), Cluster::Client(client)) => Some(
             load_decryptor(client, &ns, decryption)
@@ -137,40 +155,70 @@ pub async fn build_with(
         ),
         _ => None,
     };
-    if let Some(d) = &decryptor {
-        decrypt::decrypt_sources(d, &root, &dir)
-            .map_err(|m| failed(format!("decryption failed: {m}")))?;
-    }
-    let builder = ferroflux_kustomize::Build::new(&root)
-        .map_err(|e| failed(e.to_string()))?
-        .with_load_restrictions(LoadRestrictions::None)
-        .with_reorder(Reorder::None);
-    let relative = dir.strip_prefix(&root).unwrap_or(Path::new(""));
-    let output = builder
-        .build_with_warnings(relative)
-        .map_err(|e| failed(e.to_string()))?;
-    let mut objects = output.objects;
+    let common_metadata = ks.spec.common_metadata.clone();
+    let (owner, owner_ns, keys) = (name, ns.clone(), decryptor);
+    let output = off_executor(move || {
+        if let Some(d) = &keys {
+            decrypt::decrypt_sources(d, &root, &dir)
+                .map_err(|m| failed(format!("decryption failed: {m}")))?;
+        }
+        let builder = ferroflux_kustomize::Build::new(&root)
+            .map_err(|e| failed(e.to_string()))?
+            .with_load_restrictions(LoadRestrictions::None)
+            .with_reorder(Reorder::None);
+        let relative = dir.strip_prefix(&root).unwrap_or(Path::new(""));
+        let mut output = builder
+            .build_with_warnings(relative)
+            .map_err(|e| failed(e.to_string()))?;
+        postbuild::set_owner_metadata(
+            &mut output.objects,
+            &owner,
+            &owner_ns,
+            common_metadata.as_ref(),
+        );
+        if let Some(d) = &keys {
+            decrypt::decrypt_objects(d, &mut output.objects)
+                .map_err(|m| failed(format!("decryption failed: {m}")))?;
+        }
+        Ok(output)
+    })
+    .await?;
 
-    postbuild::set_owner_metadata(&mut objects, &name, &ns, ks.spec.common_metadata.as_ref());
-    if let Some(d) = &decryptor {
-        decrypt::decrypt_objects(d, &mut objects)
-            .map_err(|m| failed(format!("decryption failed: {m}")))?;
-    }
-    if let Some(post) = &ks.spec.post_build {
-        let vars = match cluster {
-            Cluster::Client(client) => load_vars(client, &ns, post).await.map_err(failed)?,
-            Cluster::Offline => inline_vars(post),
-        };
+    let Some(post) = &ks.spec.post_build else {
+        return Ok(output.objects);
+    };
+    let vars = match cluster {
+        Cluster::Client(client) => load_vars(client, &ns, post).await.map_err(failed)?,
+        Cluster::Offline => inline_vars(post),
+    };
+    let strategy = post.substitute_strategy;
+    off_executor(move || {
+        let mut objects = output.objects;
         postbuild::substitute_all(
             &mut objects,
             &output.quoted_placeholders,
             &vars,
-            post.substitute_strategy,
+            strategy,
             strictness,
         )
         .map_err(failed)?;
-    }
-    Ok(objects)
+        Ok(objects)
+    })
+    .await
+}
+
+/// A build failure with this message.
+fn failed(message: String) -> BuildError {
+    BuildError::Build(message)
+}
+
+/// Runs a blocking part of the build on tokio's blocking pool.
+async fn off_executor<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, BuildError> + Send + 'static,
+) -> Result<T, BuildError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| failed(format!("the build task failed: {e}")))?
 }
 
 /// The decryptor of `spec.decryption`: the age keys of its Secret.

@@ -1,28 +1,31 @@
 //! The Kustomization reconciler: Flux's kustomize-controller pipeline, object by object.
 //!
-//! finalizer → suspend → source → dependsOn → artifact (download, digest, untar) → build (the
-//! `build` module: kustomization.yaml, kustomize, owner labels and commonMetadata, decrypt,
-//! substitute) → staged apply → inventory → prune → health → status and event. A failed build
-//! or apply never prunes.
+//! finalizer → suspend → then Flux's named steps, each a function of its own with a typed
+//! result and a span: `source` (the GitRepository's artifact) → `dependencies` (`dependsOn`)
+//! → `artifact` (download, digest, untar) → `build` (the `build` module: kustomization.yaml,
+//! kustomize, owner labels and commonMetadata, decrypt, substitute) → `apply` (staged, then
+//! the inventory) → `prune` → `health`; their `Applied` result or `Failure` becomes the
+//! status (through `Conditions`), an event and one log line. A failed build or apply never
+//! prunes. Deletion is `finalize`.
 
 use super::build;
 use super::dependencies::{check_dependencies, dependency_keys, find_cycle, key};
 use crate::artifact;
 use crate::events::Recorder;
+use crate::finalizer;
 use crate::metrics::{KUSTOMIZE_CONTROLLER, Metrics, Outcome};
-use ferroflux_api::conditions::{
-    self, HEALTHY, READY, RECONCILING, STALLED, Status as CondStatus, reason,
-};
+use crate::step::{self, Failure, OrFail};
+use crate::target;
+use ferroflux_api::conditions::{Conditions, HEALTHY, READY, RECONCILING, STALLED, reason};
 use ferroflux_api::duration::{format_duration, parse_duration};
-use ferroflux_api::kustomization::{DeletionPolicy, ResourceInventory};
+use ferroflux_api::kustomization::{DeletionPolicy, ResourceInventory, SourceKind};
 use ferroflux_api::{
-    FINALIZER, GitRepository, Kustomization, KustomizationStatus, RECONCILE_REQUESTED_AT,
+    Artifact, GitRepository, Kustomization, KustomizationStatus, RECONCILE_REQUESTED_AT,
 };
 use ferroflux_apply::applier::{Applier, ApplyOptions};
 use ferroflux_apply::changeset::{Action as ChangeAction, ChangeSet};
 use ferroflux_apply::inventory::{InventoryObject, inventory_of, stale_entries};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
@@ -36,6 +39,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tempfile::TempDir;
+use tracing::Instrument;
+
+/// The kind this reconciler owns, as its log lines name it.
+const KIND: &str = "Kustomization";
 
 /// Labels Flux puts on every applied object, naming the Kustomization that owns it.
 pub const OWNER_NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
@@ -90,7 +98,7 @@ pub struct Context {
 /// pipeline itself end up in the object's status instead.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
-    #[error("{0}")]
+    #[error(transparent)]
     Kube(#[from] kube::Error),
 }
 
@@ -233,26 +241,6 @@ fn error_policy(_ks: Arc<Kustomization>, _error: &ReconcileError, _ctx: Arc<Cont
     Action::requeue(Duration::from_secs(5))
 }
 
-/// A failed step: the Ready reason and message, and when to try again.
-struct Failure {
-    reason: &'static str,
-    message: String,
-    requeue: Duration,
-    /// A configuration error that retrying cannot fix.
-    stalled: bool,
-}
-
-impl Failure {
-    fn new(reason: &'static str, message: impl Into<String>, requeue: Duration) -> Self {
-        Failure {
-            reason,
-            message: message.into(),
-            requeue,
-            stalled: false,
-        }
-    }
-}
-
 struct Timing {
     interval: Duration,
     retry: Duration,
@@ -297,6 +285,14 @@ async fn reconcile(ks: Arc<Kustomization>, ctx: Arc<Context>) -> Result<Action, 
     result.map(|(action, _)| action)
 }
 
+/// What a successful pass did: the revision applied, what changed (applied and pruned) and,
+/// when health was checked, the Healthy message.
+struct Applied {
+    revision: String,
+    changes: ChangeSet,
+    health: Option<String>,
+}
+
 async fn reconcile_object(
     ks: Arc<Kustomization>,
     ctx: Arc<Context>,
@@ -307,19 +303,11 @@ async fn reconcile_object(
 
     if ks.metadata.deletion_timestamp.is_some() {
         return finalize(&ks, &ctx, &api)
+            .instrument(tracing::info_span!("finalize"))
             .await
             .map(|a| (a, Outcome::Success));
     }
-    if !ks.finalizers().iter().any(|f| f == FINALIZER) {
-        let mut finalizers = ks.finalizers().to_vec();
-        finalizers.push(FINALIZER.to_string());
-        api.patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"finalizers": finalizers}})),
-        )
-        .await?;
-    }
+    finalizer::ensure(&api, ks.as_ref()).await?;
     if ks.spec.suspend == Some(true) {
         return Ok((Action::await_change(), Outcome::Success));
     }
@@ -329,68 +317,31 @@ async fn reconcile_object(
     if let Some(requested) = ks.annotations().get(RECONCILE_REQUESTED_AT) {
         status.last_handled_reconcile_at = Some(requested.clone());
     }
-    let timing = match timing(&ks) {
-        Ok(t) => t,
-        Err(message) => {
-            let failure = Failure {
-                reason: "InvalidDuration",
-                message,
-                requeue: Duration::from_secs(300),
-                stalled: true,
-            };
-            return finish_failure(&ks, &ctx, &api, status, failure)
-                .await
-                .map(|a| (a, Outcome::Requeue));
+    let (result, interval) = match timing(&ks) {
+        Ok(timing) => {
+            // spec.timeout bounds the API client's retries of transient failures (not the
+            // steps: the health wait and the staged applies have their own bounds).
+            let deadline = tokio::time::Instant::now() + timing.timeout;
+            let steps = steps(&ks, &ctx, &mut status, &timing);
+            (
+                ferroflux_kubeclient::within(deadline, steps).await,
+                timing.interval,
+            )
         }
+        Err(message) => (
+            Err(Failure::stalled(
+                "InvalidDuration",
+                message,
+                Duration::from_secs(300),
+            )),
+            Duration::ZERO,
+        ),
     };
-    // spec.timeout bounds the API client's retries of transient failures (not the pipeline:
-    // the health wait and the staged applies have their own bounds).
-    let deadline = tokio::time::Instant::now() + timing.timeout;
-    let outcome = ferroflux_kubeclient::within(deadline, pipeline(&ks, &ctx, &mut status, &timing));
-    match outcome.await {
-        Ok((revision, changes, healthy)) => {
-            let now = Timestamp::now();
-            let generation = ks.metadata.generation;
-            let conds = status.conditions.get_or_insert_with(Vec::new);
-            let message = format!("Applied revision: {revision}");
-            conditions::set_condition(
-                conds,
-                READY,
-                CondStatus::True,
-                reason::RECONCILIATION_SUCCEEDED,
-                &message,
-                generation,
-                now,
-            );
-            conditions::remove_condition(conds, RECONCILING);
-            conditions::remove_condition(conds, STALLED);
-            if let Some(health_message) = healthy {
-                conditions::set_condition(
-                    conds,
-                    HEALTHY,
-                    CondStatus::True,
-                    reason::SUCCEEDED,
-                    &health_message,
-                    generation,
-                    now,
-                );
-            } else {
-                conditions::remove_condition(conds, HEALTHY);
-            }
-            status.last_applied_revision = Some(revision.clone());
-            status.last_attempted_revision = Some(revision.clone());
-            status.observed_generation = generation;
-            write_status(&api, &name, &status).await?;
-            let summary = format!(
-                "Reconciliation finished in {}, next run in {}",
-                format_duration(Duration::from_millis(started.elapsed().as_millis() as u64)),
-                format_duration(timing.interval)
-            );
-            let note = if changes.has_changes() {
-                format!("{}\n{summary}", changes.changes_message())
-            } else {
-                summary
-            };
+    match result {
+        Ok(applied) => {
+            let summary = step::change_summary(&applied.changes);
+            step::log_success(KIND, &ns, &name, &applied.revision, &summary);
+            let note = succeed(&ks, &api, status, &applied, started, interval).await?;
             publish(
                 &ctx,
                 &ks,
@@ -399,77 +350,330 @@ async fn reconcile_object(
                 note,
             )
             .await;
-            Ok((Action::requeue(timing.interval), Outcome::Success))
+            Ok((Action::requeue(interval), Outcome::Success))
         }
-        Err(failure) => finish_failure(&ks, &ctx, &api, status, failure)
-            .await
-            .map(|a| (a, Outcome::Requeue)),
+        Err(failure) => {
+            step::log_failure(KIND, &ns, &name, &failure);
+            fail(&ks, &api, status, &failure).await?;
+            // Waiting on a dependency is expected, not a warning.
+            let type_ = if failure.reason == reason::DEPENDENCY_NOT_READY {
+                EventType::Normal
+            } else {
+                EventType::Warning
+            };
+            publish(&ctx, &ks, type_, failure.reason, failure.message).await;
+            Ok((Action::requeue(failure.requeue), Outcome::Requeue))
+        }
     }
 }
 
-async fn finish_failure(
+/// Flux's steps, in kustomize-controller's order: source → dependencies → artifact → build →
+/// apply (and inventory) → prune → health. A failed build or apply never prunes.
+async fn steps(
     ks: &Kustomization,
     ctx: &Context,
+    status: &mut KustomizationStatus,
+    timing: &Timing,
+) -> Result<Applied, Failure> {
+    let retry = timing.retry;
+    let art = source(ks, ctx, retry)
+        .instrument(tracing::info_span!("source"))
+        .await?;
+    let revision = art.revision.clone();
+    status.last_attempted_revision = Some(revision.clone());
+    tracing::info_span!("dependencies").in_scope(|| dependencies(ks, ctx, &revision))?;
+    let unpacked = artifact(ctx, &art, retry)
+        .instrument(tracing::info_span!("artifact", revision = %revision))
+        .await?;
+    let objects = build(ks, ctx, &unpacked, retry)
+        .instrument(tracing::info_span!("build"))
+        .await?;
+    drop(unpacked);
+
+    let own = own_applier(ks, ctx)
+        .await
+        .or_fail(reason::RECONCILIATION_FAILED, retry)?;
+    let applier = own.as_ref().unwrap_or(&ctx.local);
+    let mut changes = apply(ks, applier, &objects, timing)
+        .instrument(tracing::info_span!("apply"))
+        .await?;
+    let inventory = inventory_of(&objects).or_fail(reason::BUILD_FAILED, retry)?;
+    let previous = status
+        .inventory
+        .replace(inventory.clone())
+        .unwrap_or_default();
+    if ks.spec.prune {
+        let pruned = prune(ks, applier, &previous, &inventory, retry)
+            .instrument(tracing::info_span!("prune"))
+            .await?;
+        changes.extend(pruned);
+    }
+    let health = health(ks, applier, objects, timing)
+        .instrument(tracing::info_span!("health"))
+        .await?;
+    Ok(Applied {
+        revision,
+        changes,
+        health,
+    })
+}
+
+/// The source's artifact: `spec.sourceRef` must be a GitRepository with an artifact.
+async fn source(ks: &Kustomization, ctx: &Context, retry: Duration) -> Result<Artifact, Failure> {
+    let ns = ks.namespace().unwrap_or_else(|| "default".into());
+    let source = &ks.spec.source_ref;
+    let source_ns = source.namespace.clone().unwrap_or(ns);
+    let source_id = format!("{}/{}/{}", source.kind.as_str(), source_ns, source.name);
+    if source.kind != SourceKind::GitRepository {
+        return Err(Failure::stalled(
+            reason::ARTIFACT_FAILED,
+            format!(
+                "Source '{source_id}': kind {} is not supported yet",
+                source.kind.as_str()
+            ),
+            retry,
+        ));
+    }
+    let repos: Api<GitRepository> = Api::namespaced(ctx.client.clone(), &source_ns);
+    let repo = repos
+        .get_opt(&source.name)
+        .await
+        .map_err(|e| format!("Source '{source_id}': {e}"))
+        .or_fail(reason::ARTIFACT_FAILED, retry)?
+        .ok_or_else(|| format!("Source '{source_id}' not found"))
+        .or_fail(reason::ARTIFACT_FAILED, retry)?;
+    repo.status
+        .and_then(|s| s.artifact)
+        .ok_or("Source is not ready, artifact not found")
+        .or_fail(reason::ARTIFACT_FAILED, retry)
+}
+
+/// `dependsOn`: no cycle through this Kustomization, and every dependency Ready at its
+/// source's revision. Read from the controller's cache, so it costs no request.
+fn dependencies(ks: &Kustomization, ctx: &Context, revision: &str) -> Result<(), Failure> {
+    if ks.spec.depends_on.as_ref().is_none_or(|d| d.is_empty()) {
+        return Ok(());
+    }
+    let requeue = ctx.options.requeue_dependency;
+    let graph: BTreeMap<String, Vec<String>> = ctx
+        .store
+        .state()
+        .iter()
+        .map(|k| {
+            (
+                key(&k.namespace().unwrap_or_default(), &k.name_any()),
+                dependency_keys(k),
+            )
+        })
+        .collect();
+    let this = key(
+        &ks.namespace().unwrap_or_else(|| "default".into()),
+        &ks.name_any(),
+    );
+    if let Some(cycle) = find_cycle(&graph, &this) {
+        return Err(Failure::stalled(
+            reason::DEPENDENCY_NOT_READY,
+            format!("circular dependency detected: {cycle}"),
+            requeue,
+        ));
+    }
+    let lookup = |dep_ns: &str, dep_name: &str| {
+        ctx.store
+            .get(&ObjectRef::new(dep_name).within(dep_ns))
+            .map(|k| k.as_ref().clone())
+    };
+    check_dependencies(ks, lookup, revision).or_fail(reason::DEPENDENCY_NOT_READY, requeue)
+}
+
+/// The artifact downloaded, checked against its digest and unpacked into a private directory
+/// (deleted when dropped). Checking and unpacking run off the executor.
+async fn artifact(ctx: &Context, art: &Artifact, retry: Duration) -> Result<TempDir, Failure> {
+    let max_size = ctx.options.max_artifact_size;
+    let data = artifact::download(&art.url, max_size)
+        .await
+        .or_fail(reason::ARTIFACT_FAILED, retry)?;
+    let digest = art.digest.clone();
+    step::blocking("unpacking the artifact", move || {
+        artifact::verify_digest(&data, &digest).map_err(|e| e.to_string())?;
+        let workdir = tempfile::Builder::new()
+            .prefix("kustomization-")
+            .tempdir()
+            .map_err(|e| format!("failed to create temp dir: {e}"))?;
+        artifact::untar(&data, workdir.path(), max_size).map_err(|e| e.to_string())?;
+        Ok(workdir)
+    })
+    .await
+    .and_then(|unpacked| unpacked)
+    .or_fail(reason::ARTIFACT_FAILED, retry)
+}
+
+/// The objects `spec.path` builds to (the `build` module's pipeline), in apply order: Flux
+/// records the inventory in apply order, whatever order the build listed.
+async fn build(
+    ks: &Kustomization,
+    ctx: &Context,
+    workdir: &TempDir,
+    retry: Duration,
+) -> Result<Vec<Value>, Failure> {
+    let root = workdir.path();
+    let dir =
+        build::resolve_path(root, ks.spec.path.as_deref()).map_err(|e| Failure::of(&e, retry))?;
+    let mut objects = build::build_with(
+        ks,
+        root,
+        &dir,
+        build::Cluster::Client(&ctx.client),
+        ctx.options.substitution,
+    )
+    .await
+    .map_err(|e| Failure::of(&e, retry))?;
+    objects.sort_by(ferroflux_apply::order::apply_order);
+    Ok(objects)
+}
+
+/// The staged server-side apply of every object.
+async fn apply(
+    ks: &Kustomization,
+    applier: &Applier,
+    objects: &[Value],
+    timing: &Timing,
+) -> Result<ChangeSet, Failure> {
+    let options = ApplyOptions {
+        force: ks.spec.force.unwrap_or(false),
+        stage_timeout: timing.timeout,
+        concurrency: 4,
+    };
+    applier
+        .apply_staged(objects.to_vec(), &options)
+        .await
+        .or_fail(reason::RECONCILIATION_FAILED, timing.retry)
+}
+
+/// Deletes what the previous inventory held and the new one does not.
+async fn prune(
+    ks: &Kustomization,
+    applier: &Applier,
+    previous: &ResourceInventory,
+    current: &ResourceInventory,
+    retry: Duration,
+) -> Result<ChangeSet, Failure> {
+    let stale = stale_entries(previous, current).or_fail(reason::PRUNE_FAILED, retry)?;
+    delete_owned(ks, applier, &stale)
+        .await
+        .or_fail(reason::PRUNE_FAILED, retry)
+}
+
+/// Deletes `stale` objects that still carry this Kustomization's labels and are not kept by
+/// annotation (pruning and deletion alike).
+async fn delete_owned(
+    ks: &Kustomization,
+    applier: &Applier,
+    stale: &[InventoryObject],
+) -> Result<ChangeSet, ferroflux_apply::applier::ApplyError> {
+    let name = ks.name_any();
+    let ns = ks.namespace().unwrap_or_else(|| "default".into());
+    applier
+        .prune(
+            stale,
+            &[
+                (OWNER_NAME_LABEL, name.as_str()),
+                (OWNER_NAMESPACE_LABEL, ns.as_str()),
+            ],
+        )
+        .await
+}
+
+/// Waits for what `wait: true` (every applied object) or `healthChecks` name to be healthy;
+/// the Healthy message, or `None` when there was nothing to check.
+async fn health(
+    ks: &Kustomization,
+    applier: &Applier,
+    objects: Vec<Value>,
+    timing: &Timing,
+) -> Result<Option<String>, Failure> {
+    let ns = ks.namespace().unwrap_or_else(|| "default".into());
+    let to_check: Vec<Value> = if ks.spec.wait == Some(true) {
+        objects
+    } else {
+        ks.spec
+            .health_checks
+            .iter()
+            .flatten()
+            .map(|h| {
+                json!({
+                    "apiVersion": h.api_version.clone().unwrap_or_else(|| "v1".into()),
+                    "kind": h.kind,
+                    "metadata": {"name": h.name, "namespace": h.namespace.clone().unwrap_or_else(|| ns.clone())},
+                })
+            })
+            .collect()
+    };
+    if to_check.is_empty() {
+        return Ok(None);
+    }
+    let started = Instant::now();
+    applier
+        .wait_for(&to_check, timing.timeout)
+        .await
+        .or_fail(reason::HEALTH_CHECK_FAILED, timing.retry)?;
+    Ok(Some(format!(
+        "Health check passed in {}",
+        format_duration(Duration::from_millis(started.elapsed().as_millis() as u64))
+    )))
+}
+
+/// Writes a successful pass into the status; returns the note of its event.
+async fn succeed(
+    ks: &Kustomization,
     api: &Api<Kustomization>,
     mut status: KustomizationStatus,
-    failure: Failure,
-) -> Result<Action, ReconcileError> {
-    let now = Timestamp::now();
+    applied: &Applied,
+    started: Instant,
+    interval: Duration,
+) -> Result<String, ReconcileError> {
     let generation = ks.metadata.generation;
-    let conds = status.conditions.get_or_insert_with(Vec::new);
-    conditions::set_condition(
-        conds,
-        READY,
-        CondStatus::False,
-        failure.reason,
-        &failure.message,
-        generation,
-        now,
+    let mut conditions = Conditions::of(&mut status.conditions, generation, Timestamp::now());
+    let message = format!("Applied revision: {}", applied.revision);
+    conditions
+        .mark_true(READY, reason::RECONCILIATION_SUCCEEDED, &message)
+        .delete(RECONCILING)
+        .delete(STALLED);
+    match &applied.health {
+        Some(health) => conditions.mark_true(HEALTHY, reason::SUCCEEDED, health),
+        None => conditions.delete(HEALTHY),
+    };
+    status.last_applied_revision = Some(applied.revision.clone());
+    status.last_attempted_revision = Some(applied.revision.clone());
+    status.observed_generation = generation;
+    write_status(api, &ks.name_any(), &status).await?;
+    let summary = format!(
+        "Reconciliation finished in {}, next run in {}",
+        format_duration(Duration::from_millis(started.elapsed().as_millis() as u64)),
+        format_duration(interval)
     );
-    if failure.stalled {
-        conditions::set_condition(
-            conds,
-            STALLED,
-            CondStatus::True,
-            failure.reason,
-            &failure.message,
-            generation,
-            now,
-        );
-        conditions::remove_condition(conds, RECONCILING);
+    Ok(if applied.changes.has_changes() {
+        format!("{}\n{summary}", applied.changes.changes_message())
     } else {
-        conditions::remove_condition(conds, STALLED);
-        conditions::set_condition(
-            conds,
-            RECONCILING,
-            CondStatus::True,
-            reason::PROGRESSING_WITH_RETRY,
-            &failure.message,
-            generation,
-            now,
-        );
-    }
+        summary
+    })
+}
+
+/// Writes a failed pass into the status.
+async fn fail(
+    ks: &Kustomization,
+    api: &Api<Kustomization>,
+    mut status: KustomizationStatus,
+    failure: &Failure,
+) -> Result<(), ReconcileError> {
+    let generation = ks.metadata.generation;
+    let mut conditions = Conditions::of(&mut status.conditions, generation, Timestamp::now());
+    failure.mark(&mut conditions);
     if failure.reason == reason::HEALTH_CHECK_FAILED {
-        conditions::set_condition(
-            conds,
-            HEALTHY,
-            CondStatus::False,
-            reason::HEALTH_CHECK_FAILED,
-            &failure.message,
-            generation,
-            now,
-        );
+        conditions.mark_false(HEALTHY, reason::HEALTH_CHECK_FAILED, &failure.message);
     }
     status.observed_generation = generation;
     write_status(api, &ks.name_any(), &status).await?;
-    // Waiting on a dependency is expected, not a warning.
-    let type_ = if failure.reason == reason::DEPENDENCY_NOT_READY {
-        EventType::Normal
-    } else {
-        EventType::Warning
-    };
-    publish(ctx, ks, type_, failure.reason, failure.message).await;
-    Ok(Action::requeue(failure.requeue))
+    Ok(())
 }
 
 async fn write_status(
@@ -507,260 +711,22 @@ async fn publish(ctx: &Context, ks: &Kustomization, type_: EventType, reason: &s
     }
 }
 
-/// The pipeline; returns the applied revision, the change set and, when health was checked,
-/// the Healthy message.
-async fn pipeline(
-    ks: &Kustomization,
-    ctx: &Context,
-    status: &mut KustomizationStatus,
-    timing: &Timing,
-) -> Result<(String, ChangeSet, Option<String>), Failure> {
-    let ns = ks.namespace().unwrap_or_else(|| "default".into());
-    let name = ks.name_any();
-    let retry = timing.retry;
-
-    // Source.
-    let source = &ks.spec.source_ref;
-    let source_ns = source.namespace.clone().unwrap_or_else(|| ns.clone());
-    let source_id = format!("{}/{}/{}", source.kind.as_str(), source_ns, source.name);
-    if source.kind != ferroflux_api::kustomization::SourceKind::GitRepository {
-        return Err(Failure {
-            reason: reason::ARTIFACT_FAILED,
-            message: format!(
-                "Source '{source_id}': kind {} is not supported yet",
-                source.kind.as_str()
-            ),
-            requeue: retry,
-            stalled: true,
-        });
-    }
-    let repos: Api<GitRepository> = Api::namespaced(ctx.client.clone(), &source_ns);
-    let repo = repos
-        .get_opt(&source.name)
-        .await
-        .map_err(|e| {
-            Failure::new(
-                reason::ARTIFACT_FAILED,
-                format!("Source '{source_id}': {e}"),
-                retry,
-            )
-        })?
-        .ok_or_else(|| {
-            Failure::new(
-                reason::ARTIFACT_FAILED,
-                format!("Source '{source_id}' not found"),
-                retry,
-            )
-        })?;
-    let Some(art) = repo.status.as_ref().and_then(|s| s.artifact.clone()) else {
-        return Err(Failure::new(
-            reason::ARTIFACT_FAILED,
-            "Source is not ready, artifact not found",
-            retry,
-        ));
-    };
-    let revision = art.revision.clone();
-    status.last_attempted_revision = Some(revision.clone());
-
-    // Dependencies.
-    if ks.spec.depends_on.as_ref().is_some_and(|d| !d.is_empty()) {
-        let graph: BTreeMap<String, Vec<String>> = ctx
-            .store
-            .state()
-            .iter()
-            .map(|k| {
-                (
-                    key(&k.namespace().unwrap_or_default(), &k.name_any()),
-                    dependency_keys(k),
-                )
-            })
-            .collect();
-        if let Some(cycle) = find_cycle(&graph, &key(&ns, &name)) {
-            return Err(Failure {
-                reason: reason::DEPENDENCY_NOT_READY,
-                message: format!("circular dependency detected: {cycle}"),
-                requeue: ctx.options.requeue_dependency,
-                stalled: true,
-            });
-        }
-        let lookup = |dep_ns: &str, dep_name: &str| {
-            ctx.store
-                .get(&ObjectRef::new(dep_name).within(dep_ns))
-                .map(|k| k.as_ref().clone())
-        };
-        if let Err(message) = check_dependencies(ks, lookup, &revision) {
-            return Err(Failure::new(
-                reason::DEPENDENCY_NOT_READY,
-                message,
-                ctx.options.requeue_dependency,
-            ));
-        }
-    }
-
-    // Artifact.
-    let data = artifact::download(&art.url, ctx.options.max_artifact_size)
-        .await
-        .map_err(|e| Failure::new(reason::ARTIFACT_FAILED, e.to_string(), retry))?;
-    artifact::verify_digest(&data, &art.digest)
-        .map_err(|e| Failure::new(reason::ARTIFACT_FAILED, e.to_string(), retry))?;
-    let workdir = tempfile::Builder::new()
-        .prefix("kustomization-")
-        .tempdir()
-        .map_err(|e| {
-            Failure::new(
-                reason::ARTIFACT_FAILED,
-                format!("failed to create temp dir: {e}"),
-                retry,
-            )
-        })?;
-    let root = workdir.path().to_path_buf();
-    artifact::untar(&data, &root, ctx.options.max_artifact_size)
-        .map_err(|e| Failure::new(reason::ARTIFACT_FAILED, e.to_string(), retry))?;
-    let dir =
-        build::resolve_path(&root, ks.spec.path.as_deref()).map_err(|e| build_failure(e, retry))?;
-    let mut objects = build::build_with(
-        ks,
-        &root,
-        &dir,
-        build::Cluster::Client(&ctx.client),
-        ctx.options.substitution,
-    )
-    .await
-    .map_err(|e| build_failure(e, retry))?;
-    drop(workdir);
-    // Flux records the inventory in apply order, whatever order the build listed.
-    objects.sort_by(ferroflux_apply::order::apply_order);
-
-    // Apply, inventory, prune, health.
-    let own = own_applier(ks, ctx, &ns)
-        .await
-        .map_err(|m| Failure::new(reason::RECONCILIATION_FAILED, m, retry))?;
-    let applier = own.as_ref().unwrap_or(&ctx.local);
-    let options = ApplyOptions {
-        force: ks.spec.force.unwrap_or(false),
-        stage_timeout: timing.timeout,
-        concurrency: 4,
-    };
-    let mut changes = applier
-        .apply_staged(objects.clone(), &options)
-        .await
-        .map_err(|e| Failure::new(reason::RECONCILIATION_FAILED, e.to_string(), retry))?;
-    let new_inventory = inventory_of(&objects)
-        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string(), retry))?;
-    let old_inventory = status.inventory.clone().unwrap_or_default();
-    status.inventory = Some(new_inventory.clone());
-    if ks.spec.prune {
-        let stale = stale_entries(&old_inventory, &new_inventory)
-            .map_err(|e| Failure::new(reason::PRUNE_FAILED, e.to_string(), retry))?;
-        let pruned = applier
-            .prune(
-                &stale,
-                &[
-                    (OWNER_NAME_LABEL, name.as_str()),
-                    (OWNER_NAMESPACE_LABEL, ns.as_str()),
-                ],
-            )
-            .await
-            .map_err(|e| Failure::new(reason::PRUNE_FAILED, e.to_string(), retry))?;
-        changes.extend(pruned);
-    }
-    let to_check: Vec<Value> = if ks.spec.wait == Some(true) {
-        objects.clone()
-    } else {
-        ks.spec
-            .health_checks
-            .iter()
-            .flatten()
-            .map(|h| {
-                json!({
-                    "apiVersion": h.api_version.clone().unwrap_or_else(|| "v1".into()),
-                    "kind": h.kind,
-                    "metadata": {"name": h.name, "namespace": h.namespace.clone().unwrap_or_else(|| ns.clone())},
-                })
-            })
-            .collect()
-    };
-    let healthy = if to_check.is_empty() {
-        None
-    } else {
-        let started = Instant::now();
-        applier
-            .wait_for(&to_check, timing.timeout)
-            .await
-            .map_err(|e| Failure::new(reason::HEALTH_CHECK_FAILED, e.to_string(), retry))?;
-        Some(format!(
-            "Health check passed in {}",
-            format_duration(Duration::from_millis(started.elapsed().as_millis() as u64))
-        ))
-    };
-    Ok((revision, changes, healthy))
-}
-
-/// The Failure a build error reports.
-fn build_failure(e: build::BuildError, retry: Duration) -> Failure {
-    Failure {
-        reason: e.reason(),
-        stalled: e.is_stalled(),
-        message: e.to_string(),
-        requeue: retry,
-    }
-}
-
 /// The applier for a Kustomization that needs its own client: for the cluster its
 /// `kubeConfig` Secret names, impersonating `serviceAccountName` when set. `None` means the
 /// controller's own cluster as itself, whose shared applier (`Context::local`) is used.
-async fn own_applier(
-    ks: &Kustomization,
-    ctx: &Context,
-    ns: &str,
-) -> Result<Option<Applier>, String> {
-    let remote = ks
-        .spec
-        .kube_config
-        .as_ref()
-        .is_some_and(|k| k.secret_ref.is_some());
-    if !remote && ks.spec.service_account_name.is_none() {
+async fn own_applier(ks: &Kustomization, ctx: &Context) -> Result<Option<Applier>, String> {
+    let ns = ks.namespace().unwrap_or_else(|| "default".into());
+    let Some(config) = target::config(
+        &ctx.client,
+        &ctx.config,
+        &ns,
+        ks.spec.kube_config.as_ref(),
+        ks.spec.service_account_name.as_deref(),
+    )
+    .await?
+    else {
         return Ok(None);
-    }
-    let mut config = match ks
-        .spec
-        .kube_config
-        .as_ref()
-        .and_then(|k| k.secret_ref.as_ref())
-    {
-        None => ctx.config.clone(),
-        Some(secret_ref) => {
-            let api: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
-            let what = format!("KubeConfig secret '{ns}/{}'", secret_ref.name);
-            let secret = api
-                .get_opt(&secret_ref.name)
-                .await
-                .map_err(|e| format!("unable to read {what}: {e}"))?
-                .ok_or_else(|| format!("unable to read {what}: not found"))?;
-            let data = secret.data.unwrap_or_default();
-            let keys: Vec<&str> = match &secret_ref.key {
-                Some(k) => vec![k.as_str()],
-                None => vec!["value", "value.yaml"],
-            };
-            let bytes = keys
-                .iter()
-                .find_map(|k| data.get(*k))
-                .ok_or_else(|| format!("{what} has no key {}", keys.join(" or ")))?;
-            let text = String::from_utf8(bytes.0.clone())
-                .map_err(|_| format!("{what}: kubeconfig is not UTF-8"))?;
-            let kubeconfig = kube::config::Kubeconfig::from_yaml(&text)
-                .map_err(|e| format!("{what}: invalid kubeconfig: {e}"))?;
-            kube::Config::from_custom_kubeconfig(
-                kubeconfig,
-                &kube::config::KubeConfigOptions::default(),
-            )
-            .await
-            .map_err(|e| format!("{what}: unusable kubeconfig: {e}"))?
-        }
     };
-    if let Some(sa) = &ks.spec.service_account_name {
-        config.auth_info.impersonate = Some(format!("system:serviceaccount:{ns}:{sa}"));
-    }
     let client =
         ferroflux_kubeclient::client(config).map_err(|e| format!("failed to build client: {e}"))?;
     Ok(Some(new_applier(client, &ctx.options)))
@@ -770,7 +736,6 @@ fn new_applier(client: kube::Client, options: &Options) -> Applier {
     Applier::new(client, FIELD_MANAGER).with_poll_interval(options.health_poll)
 }
 
-/// Deletion: prune what the deletion policy says, then let the object go.
 /// The reason Flux gives the Events of a deletion: the Ready condition's, or the event's
 /// severity (`info`, `error`) when there is none.
 fn finalize_event_reason(ks: &Kustomization, severity: &str) -> String {
@@ -783,12 +748,13 @@ fn finalize_event_reason(ks: &Kustomization, severity: &str) -> String {
         .unwrap_or_else(|| severity.to_string())
 }
 
+/// Deletion: prune what the deletion policy says, then let the object go.
 async fn finalize(
     ks: &Kustomization,
     ctx: &Context,
     api: &Api<Kustomization>,
 ) -> Result<Action, ReconcileError> {
-    if !ks.finalizers().iter().any(|f| f == FINALIZER) {
+    if !finalizer::has(ks) {
         return Ok(Action::await_change());
     }
     let ns = ks.namespace().unwrap_or_else(|| "default".into());
@@ -806,19 +772,12 @@ async fn finalize(
         .unwrap_or_default();
     if delete && ks.spec.suspend != Some(true) && !inventory.entries.is_empty() {
         let outcome = async {
-            let own = own_applier(ks, ctx, &ns).await?;
+            let own = own_applier(ks, ctx).await?;
             let applier = own.as_ref().unwrap_or(&ctx.local);
             let stale: Vec<InventoryObject> =
                 stale_entries(&inventory, &ResourceInventory::default())
                     .map_err(|e| e.to_string())?;
-            let deleted = applier
-                .prune(
-                    &stale,
-                    &[
-                        (OWNER_NAME_LABEL, name.as_str()),
-                        (OWNER_NAMESPACE_LABEL, ns.as_str()),
-                    ],
-                )
+            let deleted = delete_owned(ks, applier, &stale)
                 .await
                 .map_err(|e| e.to_string())?;
             if deleted.has_changes() {
@@ -869,24 +828,14 @@ async fn finalize(
             return Ok(Action::requeue(Duration::from_secs(10)));
         }
     }
-    let finalizers: Vec<String> = ks
-        .finalizers()
-        .iter()
-        .filter(|f| *f != FINALIZER)
-        .cloned()
-        .collect();
-    api.patch(
-        &name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"finalizers": finalizers}})),
-    )
-    .await?;
+    finalizer::remove(api, ks).await?;
     Ok(Action::await_change())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferroflux_api::FINALIZER;
 
     fn kustomization(generation: i64) -> Kustomization {
         serde_json::from_value(json!({

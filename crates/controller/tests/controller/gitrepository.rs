@@ -2,7 +2,7 @@
 //! repositories made with the `git` program, fetched over `file://` with `--allow-file-urls`.
 
 use ferroflux_api::GitRepository;
-use ferroflux_controller::gitrepository::{SourceSettings, reconcile};
+use ferroflux_controller::gitrepository::{Options as SourceSettings, reconcile};
 use ferroflux_devcluster::{Config, DevCluster};
 use ferroflux_source::Storage;
 use ferroflux_testkit::git;

@@ -1,6 +1,7 @@
 //! Patch and replacement targets: group, version, kind, name and namespace (anchored regular
 //! expressions), label and annotation selectors.
 
+use ferroflux_schema::LabelSelector;
 use regex::Regex;
 
 use crate::kustomization::Selector;
@@ -12,17 +13,8 @@ pub struct Compiled {
     kind: Option<Regex>,
     name: Option<Regex>,
     namespace: Option<Regex>,
-    labels: Vec<Req>,
-    annotations: Vec<Req>,
-}
-
-enum Req {
-    Eq(String, String),
-    Ne(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    NotExists(String),
+    labels: LabelSelector,
+    annotations: LabelSelector,
 }
 
 fn anchored(p: &str) -> Result<Option<Regex>, String> {
@@ -86,73 +78,14 @@ fn is_repeat_count(s: &str) -> bool {
     }
 }
 
-fn parse_selector(s: &str) -> Result<Vec<Req>, String> {
-    let mut out = Vec::new();
-    let mut parts = Vec::new();
-    let mut depth = 0;
-    let mut cur = String::new();
-    for c in s.chars() {
-        match c {
-            '(' => {
-                depth += 1;
-                cur.push(c)
-            }
-            ')' => {
-                depth -= 1;
-                cur.push(c)
-            }
-            ',' if depth == 0 => parts.push(std::mem::take(&mut cur)),
-            _ => cur.push(c),
-        }
-    }
-    if !cur.trim().is_empty() {
-        parts.push(cur);
-    }
-    for p in parts {
-        let p = p.trim();
-        if p.is_empty() {
-            continue;
-        }
-        if let Some(k) = p.strip_prefix('!') {
-            out.push(Req::NotExists(k.trim().to_string()));
-        } else if let Some((k, v)) = p.split_once("!=") {
-            out.push(Req::Ne(k.trim().into(), v.trim().into()));
-        } else if let Some((k, v)) = p.split_once("==") {
-            out.push(Req::Eq(k.trim().into(), v.trim().into()));
-        } else if let Some((k, v)) = p.split_once('=') {
-            out.push(Req::Eq(k.trim().into(), v.trim().into()));
-        } else if let Some(i) = p.find(" notin ") {
-            out.push(Req::NotIn(p[..i].trim().into(), set_values(&p[i + 7..])?));
-        } else if let Some(i) = p.find(" in ") {
-            out.push(Req::In(p[..i].trim().into(), set_values(&p[i + 4..])?));
-        } else if p.chars().all(|c| c.is_alphanumeric() || "-_./".contains(c)) {
-            out.push(Req::Exists(p.to_string()));
-        } else {
-            return Err(format!("invalid selector {s:?}"));
-        }
-    }
-    Ok(out)
+/// A label or annotation selector, parsed as the API server parses label selectors (Go
+/// kustomize calls apimachinery's `labels.Parse` for both).
+fn parse_selector(s: &str) -> Result<LabelSelector, String> {
+    LabelSelector::parse(s).map_err(|e| format!("invalid selector {s:?}: {e}"))
 }
 
-fn set_values(s: &str) -> Result<Vec<String>, String> {
-    let t = s.trim();
-    let inner = t
-        .strip_prefix('(')
-        .and_then(|x| x.strip_suffix(')'))
-        .ok_or_else(|| format!("invalid set {t:?}"))?;
-    Ok(inner.split(',').map(|x| x.trim().to_string()).collect())
-}
-
-fn matches(reqs: &[Req], pairs: &[(String, String)]) -> bool {
-    let get = |k: &str| pairs.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str());
-    reqs.iter().all(|r| match r {
-        Req::Eq(k, v) => get(k) == Some(v.as_str()),
-        Req::Ne(k, v) => get(k) != Some(v.as_str()),
-        Req::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
-        Req::NotIn(k, vs) => get(k).is_none_or(|x| !vs.iter().any(|v| v == x)),
-        Req::Exists(k) => get(k).is_some(),
-        Req::NotExists(k) => get(k).is_none(),
-    })
+fn matches(selector: &LabelSelector, pairs: &[(String, String)]) -> bool {
+    selector.matches_with(|k| pairs.iter().find(|(a, _)| a == k).map(|(_, v)| v.as_str()))
 }
 
 impl Compiled {

@@ -1,4 +1,6 @@
-//! Server-side apply, as the Kubernetes API server performs it.
+//! The API server's field manager: server-side apply as the Kubernetes API server performs it
+//! (the devcluster's side of it; applying as a client, Flux's staged apply, is
+//! `ferroflux-apply`).
 //!
 //! Owns: the field sets of objects (which paths a value sets, by the list and map types of the
 //! Kubernetes schema), `metadata.managedFields` in the `FieldsV1` format, the apply merge, the

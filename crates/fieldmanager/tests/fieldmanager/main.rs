@@ -8,10 +8,10 @@
 //!   what it writes parses back; and applying the same configuration again as the same manager
 //!   changes nothing (server-side apply is idempotent — the API client relies on it to retry).
 //!
-//! `FUZZ_CASES=100000 cargo test -p ferroflux-ssa --test ssa fuzz` runs longer.
+//! `FUZZ_CASES=100000 cargo test -p ferroflux-fieldmanager --test fieldmanager fuzz` runs longer.
 
+use ferroflux_fieldmanager::{FieldSet, PathElement, SsaError, apply};
 use ferroflux_fuzzkit::{Rng, run};
-use ferroflux_ssa::{FieldSet, PathElement, SsaError, apply};
 use serde_json::{Value, json};
 
 const T0: &str = "2026-01-01T00:00:00Z";
@@ -136,7 +136,7 @@ fn config(rng: &mut Rng) -> Value {
 }
 
 /// Checks an apply's outcome; the object when there is one.
-fn check(result: Result<ferroflux_ssa::Applied, SsaError>, what: &str) -> Option<Value> {
+fn check(result: Result<ferroflux_fieldmanager::Applied, SsaError>, what: &str) -> Option<Value> {
     match result {
         Ok(applied) => {
             for entry in applied.object["metadata"]["managedFields"]

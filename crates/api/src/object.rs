@@ -1,0 +1,100 @@
+//! What every Flux kind ferroflux serves has in common, behind one trait: its kind, whether it is
+//! suspended, its conditions and the status fields that say which request and generation the
+//! controller last handled. Callers (the day-2 commands, the reconcilers) write their rules once
+//! over [`FluxObject`] instead of once per kind, as fluxcd/pkg's `runtime/conditions` getter
+//! does over `meta.ObjectWithConditions`.
+
+use crate::{GitRepository, Kustomization};
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// A namespaced Flux object with Flux's status conventions.
+pub trait FluxObject:
+    Resource<Scope = NamespaceResourceScope, DynamicType = ()>
+    + Clone
+    + DeserializeOwned
+    + Serialize
+    + std::fmt::Debug
+    + Send
+    + Sync
+    + 'static
+{
+    /// `Kustomization`, `GitRepository`.
+    const KIND: &'static str;
+    /// How flux's suspend/resume messages name the kind: `kustomization`, `source git`.
+    const HUMAN_KIND: &'static str;
+    /// `spec.suspend`.
+    fn suspended(&self) -> bool;
+    /// `status.conditions`, empty when there is no status yet.
+    fn conditions(&self) -> &[Condition];
+    /// `status.observedGeneration`.
+    fn observed_generation(&self) -> Option<i64>;
+    /// `status.lastHandledReconcileAt`: the last `reconcile.fluxcd.io/requestedAt` handled.
+    fn last_handled_reconcile_at(&self) -> Option<&str>;
+    /// What flux prints once the object is ready.
+    fn success_message(&self) -> String;
+}
+
+impl FluxObject for Kustomization {
+    const KIND: &'static str = "Kustomization";
+    const HUMAN_KIND: &'static str = "kustomization";
+    fn suspended(&self) -> bool {
+        self.spec.suspend.unwrap_or(false)
+    }
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or(&[])
+    }
+    fn observed_generation(&self) -> Option<i64> {
+        self.status.as_ref().and_then(|s| s.observed_generation)
+    }
+    fn last_handled_reconcile_at(&self) -> Option<&str> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.last_handled_reconcile_at.as_deref())
+    }
+    fn success_message(&self) -> String {
+        let revision = self
+            .status
+            .as_ref()
+            .and_then(|s| s.last_applied_revision.clone())
+            .unwrap_or_default();
+        format!("applied revision {revision}")
+    }
+}
+
+impl FluxObject for GitRepository {
+    const KIND: &'static str = "GitRepository";
+    const HUMAN_KIND: &'static str = "source git";
+    fn suspended(&self) -> bool {
+        self.spec.suspend.unwrap_or(false)
+    }
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or(&[])
+    }
+    fn observed_generation(&self) -> Option<i64> {
+        self.status.as_ref().and_then(|s| s.observed_generation)
+    }
+    fn last_handled_reconcile_at(&self) -> Option<&str> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.last_handled_reconcile_at.as_deref())
+    }
+    fn success_message(&self) -> String {
+        let revision = self
+            .status
+            .as_ref()
+            .and_then(|s| s.artifact.as_ref())
+            .map(|a| a.revision.clone())
+            .unwrap_or_default();
+        format!("fetched revision {revision}")
+    }
+}
