@@ -29,7 +29,6 @@ mod events;
 mod faults;
 mod immutable;
 mod objects;
-mod patch;
 mod protobuf;
 mod resources;
 mod selector;
@@ -40,7 +39,6 @@ mod table;
 mod tls;
 mod util;
 mod validate;
-mod watch;
 mod workloads;
 
 use std::net::SocketAddr;

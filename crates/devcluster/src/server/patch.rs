@@ -8,9 +8,9 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde_json::{Value, json};
 
+use super::{App, Req, object_response, parse_body, write_existing};
 use crate::error::{ApiError, Cause};
 use crate::objects::{self, Mode, target};
-use crate::server::{App, Req, object_response, parse_body, write_existing};
 
 const ACCEPTED: &str = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json";
 
@@ -48,7 +48,7 @@ pub async fn patch(
             "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
         ));
     }
-    let manager = crate::server::field_manager_of(q, headers);
+    let manager = super::field_manager_of(q, headers);
     let key = r.res.key();
     let stored = app
         .store

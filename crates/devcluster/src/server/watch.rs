@@ -10,10 +10,10 @@ use axum::response::Response;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
+use super::{App, Req, event_line, selectors, watch_response};
 use crate::error::ApiError;
 use crate::resources::Resource;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::{App, Req, event_line, selectors, watch_response};
 use crate::store::{Event, EventType};
 
 struct Filter {
@@ -106,10 +106,10 @@ pub fn watch(
     tokio::spawn(async move {
         fn line(kind: &str, res: &Resource, version: &str, e: &Event) -> bytes::Bytes {
             match &e.json {
-                Some(json) if crate::server::serves_as_stored(res, version, &e.object) => {
-                    crate::server::event_line_json(kind, json)
+                Some(json) if super::serves_as_stored(res, version, &e.object) => {
+                    super::event_line_json(kind, json)
                 }
-                _ => event_line(kind, &crate::server::for_version(res, version, &e.object)),
+                _ => event_line(kind, &super::for_version(res, version, &e.object)),
             }
         }
         let mut last_rv = start.rv;
@@ -129,7 +129,7 @@ pub fn watch(
         }
         let mut rx_events = start.rx;
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        let mut tick = tokio::time::interval(crate::server::bookmark_interval());
+        let mut tick = tokio::time::interval(super::bookmark_interval());
         tick.tick().await;
         loop {
             let sleep = async {
