@@ -14,14 +14,19 @@ use std::collections::BTreeMap;
 /// Why a text could not be substituted.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SubstError {
+    /// Strict mode and a `${var}` with no value and no default: the variable's name.
     #[error("variable not set (strict mode): {0:?}")]
     VariableNotSet(String),
+    /// A `${` expression of a form envsubst does not know, at this byte offset.
     #[error("bad substitution at byte {0}")]
     BadSubstitution(usize),
+    /// A `${` with no closing `}`, opened at this byte offset.
     #[error("missing closing brace at byte {0}")]
     MissingClosingBrace(usize),
+    /// A `${` not followed by a variable name, at this byte offset.
     #[error("unable to parse variable name at byte {0}")]
     VariableName(usize),
+    /// A variable name (from `substitute` or `substituteFrom`) that Flux refuses.
     #[error("'{0}' var name is invalid, must match '^[_[:alpha:]][_[:alpha:][:digit:]]*$'")]
     InvalidVarName(String),
 }

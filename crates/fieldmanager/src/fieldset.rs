@@ -54,6 +54,7 @@ impl PathElement {
         serde_json::to_string(&fields).ok().map(PathElement::Key)
     }
 
+    /// The element naming a set item (a `v:` entry) by its value.
     pub fn value_of(item: &Value) -> PathElement {
         PathElement::Value(serde_json::to_string(item).unwrap_or_default())
     }
@@ -107,14 +108,17 @@ pub struct FieldSet {
 }
 
 impl FieldSet {
+    /// The empty set.
     pub fn new() -> Self {
         FieldSet::default()
     }
 
+    /// True when the set holds no field.
     pub fn is_empty(&self) -> bool {
         !self.member && self.children.values().all(FieldSet::is_empty)
     }
 
+    /// Adds the field at `path`.
     pub fn insert(&mut self, path: &[PathElement]) {
         match path.split_first() {
             None => self.member = true,
@@ -122,6 +126,7 @@ impl FieldSet {
         }
     }
 
+    /// Whether the field at `path` is in the set.
     pub fn contains(&self, path: &[PathElement]) -> bool {
         match path.split_first() {
             None => self.member,
@@ -159,12 +164,14 @@ impl FieldSet {
         }
     }
 
+    /// The fields in either set.
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         let mut out = self.clone();
         out.union_in_place(other);
         out
     }
 
+    /// Adds every field of `other` to this set.
     pub fn union_in_place(&mut self, other: &FieldSet) {
         self.member |= other.member;
         for (el, child) in &other.children {
@@ -175,6 +182,7 @@ impl FieldSet {
         }
     }
 
+    /// The fields in both sets.
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
         let mut out = FieldSet {
             member: self.member && other.member,
@@ -191,6 +199,7 @@ impl FieldSet {
         out
     }
 
+    /// The fields of this set that are not in `other`.
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
         let mut out = FieldSet {
             member: self.member && !other.member,

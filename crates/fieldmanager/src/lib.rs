@@ -20,7 +20,9 @@ use typed::Ty;
 /// One field another manager owns that an apply would change.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Conflict {
+    /// The manager that owns the field.
     pub manager: String,
+    /// The API version that manager applied it with.
     pub api_version: String,
     /// The field, as the API server prints it (`.spec.replicas`).
     pub field: String,
@@ -144,7 +146,9 @@ fn api_version_of(obj: &Value) -> String {
 /// whether anything but the managed-fields timestamps changed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Applied {
+    /// The object after the apply, with its managed fields.
     pub object: Value,
+    /// Whether anything but the managed-fields timestamps changed.
     pub changed: bool,
 }
 
