@@ -184,39 +184,54 @@ fn async_stream(
 /// An HTTP(S) git server on 127.0.0.1, serving every repository under `project_root`. It runs on
 /// a runtime of its own, so it keeps answering while the test blocks (on the binary it runs, or
 /// on a blocking Git client), and it can be started from sync and async tests alike.
+/// [`GitHttpServer::stop`] and [`GitHttpServer::restart`] take it away and bring it back at the
+/// same address with the same certificate (a Git server that goes down).
 pub struct GitHttpServer {
     pub addr: SocketAddr,
     pub tls: bool,
+    app: axum::Router,
+    server_config: Option<Arc<rustls::ServerConfig>>,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl GitHttpServer {
     pub fn start(project_root: &Path, auth: Auth, tls: Option<&Tls>) -> Self {
+        let state = CgiState {
+            project_root: project_root.to_path_buf(),
+            auth,
+        };
+        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut server = GitHttpServer {
+            addr: std_listener.local_addr().unwrap(),
+            tls: tls.is_some(),
+            app: axum::Router::new().fallback(cgi).with_state(state),
+            server_config: tls.map(|t| t.server_config.clone()),
+            runtime: None,
+        };
+        server.serve(std_listener);
+        server
+    }
+
+    fn serve(&mut self, std_listener: std::net::TcpListener) {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
-        let state = CgiState {
-            project_root: project_root.to_path_buf(),
-            auth,
-        };
-        let app = axum::Router::new().fallback(cgi).with_state(state);
-        // Bound here with std (no `block_on`, which panics inside an async test), handed to
-        // tokio inside the server's runtime.
-        let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        // Bound with std (no `block_on`, which panics inside an async test), handed to tokio
+        // inside the server's runtime.
         std_listener.set_nonblocking(true).unwrap();
-        let addr = std_listener.local_addr().unwrap();
         let listener = {
             let _enter = runtime.enter();
             tokio::net::TcpListener::from_std(std_listener).unwrap()
         };
-        match tls {
+        let app = self.app.clone();
+        match &self.server_config {
             None => {
                 runtime.spawn(async move { axum::serve(listener, app).await });
             }
-            Some(tls) => {
-                let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config.clone());
+            Some(config) => {
+                let acceptor = tokio_rustls::TlsAcceptor::from(config.clone());
                 runtime.spawn(async move {
                     loop {
                         let Ok((tcp, _)) = listener.accept().await else {
@@ -239,10 +254,21 @@ impl GitHttpServer {
                 });
             }
         }
-        GitHttpServer {
-            addr,
-            tls: tls.is_some(),
-            runtime: Some(runtime),
+        self.runtime = Some(runtime);
+    }
+
+    /// Stops listening and drops every open connection: the server is gone.
+    pub fn stop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+
+    /// Serves again at the same address with the same certificate, after [`Self::stop`].
+    pub fn restart(&mut self) {
+        if self.runtime.is_none() {
+            let listener = std::net::TcpListener::bind(self.addr).unwrap();
+            self.serve(listener);
         }
     }
 

@@ -20,4 +20,5 @@ mod fleet_status;
 mod get_bad_input;
 mod install;
 mod kustomize_bad_input;
+mod reliability;
 mod sops;
