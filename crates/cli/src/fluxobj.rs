@@ -1,106 +1,20 @@
 //! What the day-2 commands (suspend, resume, reconcile, fleet status) share: the two Flux kinds
-//! behind one trait, and waiting for a controller to report an object ready the way the flux
-//! CLI decides it.
+//! behind one trait (crates/api's `FluxObject`, re-exported), and waiting for a controller to
+//! report an object ready the way the flux CLI decides it.
 
 use crate::cluster::{Cluster, humantime};
 use crate::exit;
 use crate::output::progress;
 use anyhow::anyhow;
 use ferroflux_api::conditions::{READY, RECONCILING, STALLED, find_condition};
-use ferroflux_api::{GitRepository, Kustomization, RECONCILE_REQUESTED_AT};
-use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use ferroflux_api::RECONCILE_REQUESTED_AT;
 use kube::api::{Api, Patch, PatchParams};
-use kube::{Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use kube::ResourceExt;
 use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// The Flux kinds the day-2 commands act on.
-pub trait FluxObject:
-    Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-    + Clone
-    + DeserializeOwned
-    + Serialize
-    + std::fmt::Debug
-    + Send
-    + Sync
-    + 'static
-{
-    /// `Kustomization`, `GitRepository`.
-    const KIND: &'static str;
-    /// How flux's suspend/resume messages name the kind: `kustomization`, `source git`.
-    const HUMAN_KIND: &'static str;
-    fn suspended(&self) -> bool;
-    fn conditions(&self) -> &[Condition];
-    fn observed_generation(&self) -> Option<i64>;
-    fn last_handled_reconcile_at(&self) -> Option<&str>;
-    /// What flux prints once the object is ready.
-    fn success_message(&self) -> String;
-}
-
-impl FluxObject for Kustomization {
-    const KIND: &'static str = "Kustomization";
-    const HUMAN_KIND: &'static str = "kustomization";
-    fn suspended(&self) -> bool {
-        self.spec.suspend.unwrap_or(false)
-    }
-    fn conditions(&self) -> &[Condition] {
-        self.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_deref())
-            .unwrap_or(&[])
-    }
-    fn observed_generation(&self) -> Option<i64> {
-        self.status.as_ref().and_then(|s| s.observed_generation)
-    }
-    fn last_handled_reconcile_at(&self) -> Option<&str> {
-        self.status
-            .as_ref()
-            .and_then(|s| s.last_handled_reconcile_at.as_deref())
-    }
-    fn success_message(&self) -> String {
-        let revision = self
-            .status
-            .as_ref()
-            .and_then(|s| s.last_applied_revision.clone())
-            .unwrap_or_default();
-        format!("applied revision {revision}")
-    }
-}
-
-impl FluxObject for GitRepository {
-    const KIND: &'static str = "GitRepository";
-    const HUMAN_KIND: &'static str = "source git";
-    fn suspended(&self) -> bool {
-        self.spec.suspend.unwrap_or(false)
-    }
-    fn conditions(&self) -> &[Condition] {
-        self.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_deref())
-            .unwrap_or(&[])
-    }
-    fn observed_generation(&self) -> Option<i64> {
-        self.status.as_ref().and_then(|s| s.observed_generation)
-    }
-    fn last_handled_reconcile_at(&self) -> Option<&str> {
-        self.status
-            .as_ref()
-            .and_then(|s| s.last_handled_reconcile_at.as_deref())
-    }
-    fn success_message(&self) -> String {
-        let revision = self
-            .status
-            .as_ref()
-            .and_then(|s| s.artifact.as_ref())
-            .map(|a| a.revision.clone())
-            .unwrap_or_default();
-        format!("fetched revision {revision}")
-    }
-}
+pub use ferroflux_api::FluxObject;
 
 /// Where a controller stands with an object.
 #[derive(Debug, PartialEq)]
@@ -337,6 +251,7 @@ pub async fn with_spinner<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ferroflux_api::Kustomization;
     use serde_json::json;
 
     fn ks(generation: i64, status: serde_json::Value) -> Kustomization {
