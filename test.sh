@@ -10,6 +10,10 @@ have() { command -v "$1" >/dev/null 2>&1; }
 have git || need_apt+=(git)
 # crates/source: the ssh tests run OpenSSH's sshd on a loopback port
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+# crates/oci: a real registry (CNCF distribution), skopeo as the second client, htpasswd for basic auth
+have docker-registry || need_apt+=(docker-registry)
+have skopeo || need_apt+=(skopeo)
+have htpasswd || need_apt+=(apache2-utils)
 have kubectl || { echo "kubectl is required (the tests use it as the Kubernetes client and kustomize oracle)" >&2; exit 1; }
 
 # crates/sops: interop tests decrypt our output with the npm package sops-age and the real sops

@@ -3,7 +3,8 @@
 //! Feature `git-server`: `git http-backend` behind HTTP(S) ([`GitHttpServer`]) and OpenSSH's sshd
 //! on a loopback port ([`Sshd`]). Feature `cluster`: devclusters serving Flux's CRDs
 //! ([`flux_cluster`]), kubeconfig files ([`Cluster`], [`kubeconfig`]) and the real kubectl
-//! ([`Kubectl`]).
+//! ([`Kubectl`]). Feature `oci-registry`: Debian's `docker-registry` on a loopback port and
+//! `skopeo` ([`Registry`]).
 //!
 //! Must not: be a dependency of anything but tests and benches, or mock a part that can run
 //! for real. The pure crates (kustomize, schema, sops, envsubst) do not use it, so their tests
@@ -21,6 +22,11 @@ pub use http::{Auth, GitHttpServer, Tls, make_tls};
 mod ssh;
 #[cfg(feature = "git-server")]
 pub use ssh::{Sshd, closed_port, keygen};
+
+#[cfg(feature = "oci-registry")]
+mod registry;
+#[cfg(feature = "oci-registry")]
+pub use registry::{Registry, RegistryOptions};
 
 #[cfg(feature = "cluster")]
 mod cluster;
