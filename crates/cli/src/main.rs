@@ -38,6 +38,10 @@ pub(crate) struct Cli {
 }
 
 fn main() -> ExitCode {
+    // `helm template` needs neither the runtime nor the logging (see its fast path).
+    if let Some(code) = cmd::helm::fast_path() {
+        return code;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),

@@ -23,6 +23,9 @@ pub struct TemplateArgs {
     pub output: TemplateOptions,
     pub is_upgrade: bool,
     pub generate_name: bool,
+    /// `--name-template`: a Go template (with Sprig's functions) whose output is the release
+    /// name, when no NAME is given.
+    pub name_template: Option<String>,
     pub skip_schema_validation: bool,
 }
 
@@ -162,11 +165,7 @@ impl TemplateArgs {
                 "api-versions" => out.api_versions.extend(split(&value)),
                 "show-only" => out.output.show_only.push(value),
                 "output-dir" => out.output.output_dir = Some(value),
-                "name-template" => {
-                    return bad(
-                        "--name-template is not supported by ferroflux helm template".into(),
-                    );
-                }
+                "name-template" => out.name_template = Some(value),
                 _ => {}
             }
         }
@@ -178,7 +177,7 @@ impl TemplateArgs {
 /// read from `base`. Returns what Helm prints on stdout.
 pub fn run_template(args: &[String], base: &Path) -> Result<String, Error> {
     let parsed = TemplateArgs::parse(args)?;
-    run_parsed(parsed, base)
+    crate::util::deep(|| run_parsed(parsed, base))
 }
 
 fn run_parsed(mut a: TemplateArgs, base: &Path) -> Result<String, Error> {
@@ -196,11 +195,21 @@ fn run_parsed(mut a: TemplateArgs, base: &Path) -> Result<String, Error> {
                     .into(),
             ));
         }
-        1 => ("release-name".to_string(), a.positional[0].clone()),
+        // `helm template` presets the release name "release-name"; Helm's `NameAndChart` lets a
+        // name template win over it (and over `--generate-name`).
+        1 => match a.name_template.as_deref().filter(|t| !t.is_empty()) {
+            Some(t) => (name_from_template(t)?, a.positional[0].clone()),
+            None => ("release-name".to_string(), a.positional[0].clone()),
+        },
         2 => {
             if a.generate_name {
                 return Err(Error::Install(
                     "cannot set --generate-name and also specify a name".into(),
+                ));
+            }
+            if a.name_template.as_deref().is_some_and(|t| !t.is_empty()) {
+                return Err(Error::Install(
+                    "cannot set --name-template and also specify a name".into(),
                 ));
             }
             (a.positional[0].clone(), a.positional[1].clone())
@@ -250,6 +259,18 @@ fn run_parsed(mut a: TemplateArgs, base: &Path) -> Result<String, Error> {
         out_opts.output_dir = Some(dir.clone());
     }
     template_output(&rendered, &out_opts)
+}
+
+/// Helm's `action.TemplateName`: the name template parsed as `name-template` with Sprig's
+/// functions and executed with nil data; Go's own error text when it fails. (Helm's map there
+/// is Sprig's whole `TxtFuncMap`, so it also has `env` and `expandenv`, which ours lacks.)
+fn name_from_template(text: &str) -> Result<String, Error> {
+    use ferroflux_gotemplate::{Template, Value};
+    let mut t = Template::named("name-template").with_funcs(crate::sprig_funcs());
+    t.parse("name-template", text)
+        .map_err(|e| Error::Install(e.to_string()))?;
+    t.execute("name-template", &Value::Nil)
+        .map_err(|e| Error::Install(e.to_string()))
 }
 
 fn resolve(base: &Path, p: &str) -> PathBuf {

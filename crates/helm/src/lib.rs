@@ -40,6 +40,7 @@ mod error;
 mod glob;
 mod gofmt;
 mod gojson;
+mod goyamlerr;
 mod ignore;
 mod loader;
 mod manifest;

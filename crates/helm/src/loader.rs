@@ -2,9 +2,10 @@
 //! the same file classification, subcharts (directories or archives, recursively), the same
 //! error messages, and the same safety rules and size limits for archives.
 //!
-//! Archive entries are never written to disk: a symbolic or hard link entry becomes an empty
-//! file of its name (what Helm loads too), and a leading `/` is dropped with the first path
-//! component, as in Helm; `..` paths are refused.
+//! Archive entries are never written to disk. Stricter than Helm (issue 14): an archive holding
+//! a symbolic or hard link, an absolute path or a `..` path component is refused with a message
+//! naming the entry (Helm loads a link as an empty file, drops a leading `/` with the first path
+//! component, and only refuses a `..` that climbs out of the chart).
 
 use std::path::Path;
 
@@ -185,10 +186,9 @@ pub fn archive_files(data: &[u8]) -> Result<Vec<File>, Error> {
             continue;
         }
         let raw_name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        // A link entry is read as Helm reads it: an empty file of that name. Its target is never
-        // followed (nothing is extracted to disk), so it cannot reach outside the chart.
         let delimiter = if raw_name.contains('\\') { '\\' } else { '/' };
         let parts: Vec<&str> = raw_name.split(delimiter).collect();
+        refuse_unsafe_entry(&entry, &raw_name, &parts)?;
         let joined = parts[1..].join("/");
         if joined.starts_with('/') {
             return Err(bad("chart illegally contains absolute paths".into()));
@@ -244,6 +244,49 @@ pub fn archive_files(data: &[u8]) -> Result<Vec<File>, Error> {
         return Err(bad("no files in chart archive".into()));
     }
     Ok(files)
+}
+
+/// What Helm would load but ferroflux refuses (issue 14): an entry that is a symbolic or hard
+/// link (Helm loads it as an empty file of that name), an absolute path (Helm drops the leading
+/// `/` with the first component) and a `..` component anywhere, the first included (Helm drops
+/// the first component unseen). None can escape today, since nothing is written to disk; they
+/// are refused because no honest chart packer writes them and a later consumer of the archive
+/// might extract it. Entries Helm itself refuses keep Helm's message (checked after this).
+fn refuse_unsafe_entry<R: std::io::Read>(
+    entry: &tar::Entry<'_, R>,
+    raw_name: &str,
+    parts: &[&str],
+) -> Result<(), Error> {
+    let kind = entry.header().entry_type();
+    if kind.is_symlink() || kind.is_hard_link() {
+        let target = entry
+            .link_name_bytes()
+            .map(|t| String::from_utf8_lossy(&t).into_owned())
+            .unwrap_or_default();
+        let what = if kind.is_symlink() {
+            "symbolic"
+        } else {
+            "hard"
+        };
+        return Err(Error::Load(format!(
+            "chart archive refused: entry {raw_name:?} is a {what} link (to {target:?}); links are not allowed in a chart archive"
+        )));
+    }
+    let bytes = raw_name.as_bytes();
+    let drive = bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':';
+    if raw_name.starts_with('/') || raw_name.starts_with('\\') || drive {
+        return Err(Error::Load(format!(
+            "chart archive refused: entry {raw_name:?} has an absolute path"
+        )));
+    }
+    // Helm refuses a `..` that climbs out after its first component is dropped, with its own
+    // message; any other `..` (in the first component, or one that stays inside) is ours.
+    if parts.contains(&"..") && !clean(&parts[1..].join("/")).starts_with("..") {
+        return Err(Error::Load(format!(
+            "chart archive refused: entry {raw_name:?} has a '..' path component"
+        )));
+    }
+    Ok(())
 }
 
 /// Go's `path.Clean`.

@@ -86,9 +86,16 @@ pub fn validate_release_name(name: &str) -> Result<(), Error> {
     if name.is_empty() {
         return err("no name provided");
     }
-    let valid = regex::Regex::new(REGEX)
-        .map(|r| r.is_match(name))
-        .unwrap_or(false);
+    // REGEX by hand (compiling it cost more than the check, once per render): dot-separated
+    // labels of [-a-z0-9], each non-empty and neither starting nor ending with '-'.
+    let valid = name.split('.').all(|label| {
+        !label.is_empty()
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    });
     if name.len() > 53 || !valid {
         return err(&format!(
             "invalid release name, must match regex {REGEX} and the length must not be longer than 53"
@@ -125,6 +132,15 @@ impl Engine {
     /// Renders `chart` with the user-supplied `values` as `helm install --dry-run` (and so
     /// `helm template`) does.
     pub fn render(
+        &self,
+        chart: &Chart,
+        values: &Map<String, Value>,
+        opts: &RenderOptions,
+    ) -> Result<Rendered, Error> {
+        crate::util::deep(|| self.render_on_deep_stack(chart, values, opts))
+    }
+
+    fn render_on_deep_stack(
         &self,
         chart: &Chart,
         values: &Map<String, Value>,

@@ -228,6 +228,12 @@ pub fn func_map(base: &FuncMap, lookup: Option<Arc<LookupFn>>, strict: bool) -> 
             Ok(Value::from(text))
         }),
     );
+    f.insert(
+        "fromToml",
+        Func::fixed(&[Type::String], |_, a| {
+            Ok(crate::toml::from_toml(a[0].as_str().unwrap_or_default()))
+        }),
+    );
     f.insert("include", Func::fixed(&[Type::String, Type::Any], include));
     f.insert(
         "tpl",

@@ -17,7 +17,8 @@
 //! `multipleOf`, `allOf`, `anyOf`, `oneOf`, `not`, `if`/`then`/`else` and local `$ref`
 //! (`#`, `#/definitions/...`, `#/$defs/...`). Not covered: `format` assertions (off by default
 //! in Helm's validator for 2019+ schemas), remote `$ref`s (an error here, where Helm would
-//! fetch them), `unevaluated*`, and checking the schema itself against its metaschema.
+//! fetch them), `unevaluated*`, and checking the schema itself against its metaschema beyond
+//! the one mistake [`meta_check`] knows (a `type` that names no JSON type, under 2020-12).
 //! Where Go iterates a map (several failing properties), failures come in sorted key order.
 
 use serde_json::{Map, Value};
@@ -70,6 +71,15 @@ pub fn validate(schema_text: &[u8], values: &Map<String, Value>) -> Result<Optio
         Some(s) if s.contains("2019-09") => Draft::D2019,
         _ => Draft::D2020,
     };
+    if draft == Draft::D2020
+        && let Some(f) = meta_check(&schema, &mut Vec::new())
+    {
+        let mut lines = String::new();
+        display(&f, 1, &mut lines);
+        return Err(format!(
+            "\"file:///values.schema.json#\" is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#'{lines}"
+        ));
+    }
     let mut v = Validator {
         root: &schema,
         draft,
@@ -92,6 +102,129 @@ pub fn validate(schema_text: &[u8], values: &Map<String, Value>) -> Result<Optio
     // The root line is dropped by Helm; its causes start with a newline we do not want.
     let text = out.strip_prefix('\n').unwrap_or(&out).to_string();
     Ok(Some(text + "\n"))
+}
+
+/// The JSON types a `type` keyword may name, in the order the metaschema's enum lists them.
+const SIMPLE_TYPES: [&str; 7] = [
+    "array", "boolean", "integer", "null", "number", "object", "string",
+];
+
+/// The schema checked against draft 2020-12's metaschema for one mistake: a `type` that is not
+/// one of the seven type names (or a non-empty list of distinct ones), at any depth of
+/// subschemas. The failure tree is the one Helm's validator prints for it: the metaschema is an
+/// `allOf` of vocabularies whose applicator part re-enters the whole metaschema for each
+/// subschema, so every schema on the path fails as `'allOf' failed`, and the `type` keyword
+/// as `'anyOf' failed` over its two allowed forms. Subschemas come before a schema's own
+/// `type` (the applicator vocabulary precedes the validation one).
+fn meta_check(schema: &Value, loc: &mut Vec<String>) -> Option<Failure> {
+    let Value::Object(s) = schema else {
+        return None;
+    };
+    let leaf = |loc: &[String], message: String| Failure {
+        location: loc.to_vec(),
+        message,
+        causes: Vec::new(),
+        is_ref: false,
+        is_group: false,
+    };
+    let mut causes = Vec::new();
+    const ONE: [&str; 10] = [
+        "additionalProperties",
+        "propertyNames",
+        "items",
+        "contains",
+        "not",
+        "if",
+        "then",
+        "else",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    ];
+    const MAPS: [&str; 5] = [
+        "$defs",
+        "definitions",
+        "properties",
+        "patternProperties",
+        "dependentSchemas",
+    ];
+    const LISTS: [&str; 4] = ["allOf", "anyOf", "oneOf", "prefixItems"];
+    for (k, v) in s {
+        loc.push(k.clone());
+        if ONE.contains(&k.as_str()) {
+            causes.extend(meta_check(v, loc));
+        } else if MAPS.contains(&k.as_str())
+            && let Value::Object(m) = v
+        {
+            for (name, sub) in m {
+                loc.push(name.clone());
+                causes.extend(meta_check(sub, loc));
+                loc.pop();
+            }
+        } else if LISTS.contains(&k.as_str())
+            && let Value::Array(items) = v
+        {
+            for (i, sub) in items.iter().enumerate() {
+                loc.push(i.to_string());
+                causes.extend(meta_check(sub, loc));
+                loc.pop();
+            }
+        }
+        loc.pop();
+    }
+    if let Some(t) = s.get("type") {
+        loc.push("type".into());
+        let names = SIMPLE_TYPES
+            .iter()
+            .map(|n| format!("'{n}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let not_a_type = |loc: &[String]| leaf(loc, format!("value must be one of {names}"));
+        let valid_list = |items: &Vec<Value>| {
+            !items.is_empty()
+                && items
+                    .iter()
+                    .all(|i| i.as_str().is_some_and(|n| SIMPLE_TYPES.contains(&n)))
+                && items
+                    .iter()
+                    .enumerate()
+                    .all(|(i, a)| items[..i].iter().all(|b| a != b))
+        };
+        let bad = match t {
+            Value::String(n) => !SIMPLE_TYPES.contains(&n.as_str()),
+            Value::Array(items) => !valid_list(items),
+            _ => true,
+        };
+        if bad {
+            let mut branches = vec![not_a_type(loc)];
+            match t {
+                Value::Array(items) => {
+                    for (i, item) in items.iter().enumerate() {
+                        if !item.as_str().is_some_and(|n| SIMPLE_TYPES.contains(&n)) {
+                            loc.push(i.to_string());
+                            branches.push(not_a_type(loc));
+                            loc.pop();
+                        }
+                    }
+                }
+                other => branches.push(leaf(loc, format!("got {}, want array", type_of(other)))),
+            }
+            causes.push(Failure {
+                location: loc.clone(),
+                message: "'anyOf' failed".into(),
+                causes: branches,
+                is_ref: false,
+                is_group: false,
+            });
+        }
+        loc.pop();
+    }
+    (!causes.is_empty()).then(|| Failure {
+        location: loc.clone(),
+        message: "'allOf' failed".into(),
+        causes,
+        is_ref: false,
+        is_group: false,
+    })
 }
 
 fn display(f: &Failure, indent: usize, out: &mut String) {

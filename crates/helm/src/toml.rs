@@ -2,6 +2,12 @@
 //! plain keys first, then each table under its `[dotted.header]` with its contents indented by
 //! two spaces a level; arrays inline, arrays of tables as `[[header]]`. Errors come back as the
 //! function's text, as Helm's `toToml` returns `err.Error()`.
+//!
+//! `fromToml` (BurntSushi/toml's decoder into `map[string]interface{}`) reads with the `toml`
+//! crate: integers become `int64`, floats `float64`, tables maps, arrays lists, as in Helm. Two
+//! known differences: a date-time is its TOML text (a string), where Go holds a `time.Time`;
+//! and the text of a syntax error, under the `Error` key, is the `toml` crate's, not
+//! BurntSushi's.
 
 use ferroflux_gotemplate::Value;
 
@@ -14,6 +20,39 @@ pub fn to_toml(v: &Value) -> String {
     match table(m, &[], &mut out) {
         Ok(()) => out,
         Err(e) => e,
+    }
+}
+
+/// Helm's `fromToml`: the document as a map, or a map holding the error text under `Error`.
+pub fn from_toml(text: &str) -> Value {
+    let m = ferroflux_gotemplate::Map::new();
+    match text.parse::<toml::Value>() {
+        Ok(toml::Value::Table(t)) => {
+            for (k, v) in t {
+                m.insert(k, from_toml_value(v));
+            }
+        }
+        Ok(_) => {}
+        Err(e) => m.insert("Error", format!("toml: {e}")),
+    }
+    Value::Map(m)
+}
+
+fn from_toml_value(v: toml::Value) -> Value {
+    match v {
+        toml::Value::String(s) => Value::from(s),
+        toml::Value::Integer(i) => Value::Int64(i),
+        toml::Value::Float(f) => Value::Float(f),
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => Value::from(d.to_string()),
+        toml::Value::Array(items) => Value::list(items.into_iter().map(from_toml_value).collect()),
+        toml::Value::Table(t) => {
+            let m = ferroflux_gotemplate::Map::new();
+            for (k, v) in t {
+                m.insert(k, from_toml_value(v));
+            }
+            Value::Map(m)
+        }
     }
 }
 

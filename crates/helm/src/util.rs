@@ -1,4 +1,19 @@
-//! Small Go-compatible helpers that Helm's messages depend on.
+//! Small Go-compatible helpers that Helm's messages depend on, and the stack that deep values
+//! are walked on.
+
+/// Stack kept free for the walks over values: values nest up to Go's JSON limit of 10,000
+/// levels (`crate::yaml::GO_JSON_MAX_DEPTH`), and the recursive walks over them (coalescing,
+/// merging, conversions, schema checks, dropping a `serde_json::Value`) take up to a few hundred
+/// bytes a level each.
+const DEEP_STACK: usize = 64 * 1024 * 1024;
+
+/// Runs `f` where at least [`DEEP_STACK`] bytes of stack are left, on a new stack segment when
+/// the calling thread has less (mapped lazily: only the pages a walk reaches are used). The
+/// library's entry points run through it, so a 10,000-deep value never overflows a caller's
+/// stack, whichever thread it is on.
+pub fn deep<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(DEEP_STACK, DEEP_STACK, f)
+}
 
 /// Go's `strconv.Quote` (what `%q` prints for a string).
 pub fn go_quote(s: &str) -> String {

@@ -10,7 +10,15 @@ use crate::strvals::{Reader, parse_into};
 
 /// Helm's `LoadValues`: every document of a YAML stream (split on `---` lines) read as a map
 /// and merged over the previous ones with [`merge_maps`].
+///
+/// Values may nest 10,000 levels deep, as in Helm: the reading runs on a grown stack, but the
+/// caller drops what it gets back, so a caller on a small stack (under ~4 MB) should drop
+/// such values inside `stacker::maybe_grow` or a thread with a bigger stack.
 pub fn load_values(text: &str) -> Result<Map<String, Value>, String> {
+    crate::util::deep(|| load_values_on_deep_stack(text))
+}
+
+fn load_values_on_deep_stack(text: &str) -> Result<Map<String, Value>, String> {
     let mut values = Map::new();
     for doc in split_documents(text)? {
         let current = crate::yaml::unmarshal_map(&doc)
@@ -85,6 +93,10 @@ impl ValueOptions {
     /// Helm's `Options.MergeValues`, with its error messages. Files are read relative to the
     /// current directory.
     pub fn merge(&self) -> Result<Map<String, Value>, String> {
+        crate::util::deep(|| self.merge_on_deep_stack())
+    }
+
+    fn merge_on_deep_stack(&self) -> Result<Map<String, Value>, String> {
         let mut base = Map::new();
         for path in &self.value_files {
             let raw = read_file(self.base_dir.as_deref(), path)?;

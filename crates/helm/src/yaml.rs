@@ -15,14 +15,15 @@ pub fn unmarshal(text: &str) -> Result<Value, String> {
 /// step: what sigs.k8s.io/yaml sees when it decodes into a Go struct, where a number or a bool
 /// meant for a string field becomes its text ([`scalar_as_string`]).
 pub fn unmarshal_typed(text: &str) -> Result<Value, String> {
-    let docs = parse::parse_documents_yaml11_last_key_wins(text).map_err(|e| {
-        format!(
-            "error converting YAML to JSON: yaml: line {}: {}",
-            e.line, e.message
-        )
-    })?;
+    let docs = parse::parse_documents_yaml11_last_key_wins_with_depth(text, GO_JSON_MAX_DEPTH)
+        .map_err(|e| crate::goyamlerr::message(text, &e))?;
     Ok(docs.into_iter().next().unwrap_or(Value::Null))
 }
+
+/// `encoding/json`'s nesting limit, the deepest a value Helm reads from YAML can be (YAML goes
+/// through JSON on its way in). The reader keeps its own stack; the recursive walks over values
+/// run on a grown stack ([`crate::util::deep`]).
+pub const GO_JSON_MAX_DEPTH: usize = 10_000;
 
 /// sigs.k8s.io/yaml's coercion of a YAML scalar decoded into a Go `string`: integers in
 /// decimal, floats with `strconv.FormatFloat(f, 'g', -1, 32)` (so `1.10` is `"1.1"`), bools as

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
-use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
+use serde_saphyr::granit_parser::{ErrorKind, Event, Options, Parser, ScalarStyle};
 
 use super::resolve::{Resolved, resolve_plain};
 
@@ -22,6 +22,23 @@ pub struct YamlError {
     /// 1-based column.
     pub column: usize,
     pub message: String,
+    /// What kind of fault it is, for callers that word errors as another YAML library does.
+    pub fault: Fault,
+}
+
+/// The kind of a [`YamlError`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// A syntax error of the YAML parser (saphyr's kind; `line` and `column` are its marker).
+    Syntax(ErrorKind),
+    /// Collections nested deeper than the limit; `mapping` says whether the collection that
+    /// opened the level too many is a mapping (else a sequence).
+    TooDeep {
+        /// The collection over the limit is a mapping.
+        mapping: bool,
+    },
+    /// Any other fault (anchors, keys, merges, node count).
+    Other,
 }
 
 impl std::fmt::Display for YamlError {
@@ -69,14 +86,14 @@ pub struct Document {
 
 /// Like [`parse_documents`], keeping the source text of non-string annotation values.
 pub fn parse_documents_with_raw(text: &str) -> Result<Vec<Document>, YamlError> {
-    parse_with(text, Booleans::Yaml12)
+    parse_with(text, Booleans::Yaml12, MAX_DEPTH)
 }
 
 /// Parses every document as `sigs.k8s.io/yaml` (go-yaml v2) reads it, which is how Flux
 /// re-reads an object after `postBuild` substitution: plain `yes`, `on`, `y` (and `no`,
 /// `off`, `n`, in their three cases) are booleans there, as in YAML 1.1.
 pub fn parse_documents_yaml11(text: &str) -> Result<Vec<Value>, YamlError> {
-    Ok(parse_with(text, Booleans::Yaml11)?
+    Ok(parse_with(text, Booleans::Yaml11, MAX_DEPTH)?
         .into_iter()
         .map(|d| d.value)
         .collect())
@@ -86,7 +103,17 @@ pub fn parse_documents_yaml11(text: &str) -> Result<Vec<Value>, YamlError> {
 /// as go-yaml v2's non-strict decoding into `interface{}` does (how Helm reads values files,
 /// Chart.yaml and rendered manifests; `y: 1` and `yes: 2` are then the one key `"true"`).
 pub fn parse_documents_yaml11_last_key_wins(text: &str) -> Result<Vec<Value>, YamlError> {
-    Ok(parse_with(text, Booleans::Yaml11LastKeyWins)?
+    parse_documents_yaml11_last_key_wins_with_depth(text, MAX_DEPTH)
+}
+
+/// [`parse_documents_yaml11_last_key_wins`] with another nesting limit (Helm reads values
+/// nested up to Go's JSON limit of 10,000 levels). The reader keeps its own stack, so a deep
+/// document costs heap, not call stack; what the caller does with the value is its concern.
+pub fn parse_documents_yaml11_last_key_wins_with_depth(
+    text: &str,
+    max_depth: usize,
+) -> Result<Vec<Value>, YamlError> {
+    Ok(parse_with(text, Booleans::Yaml11LastKeyWins, max_depth)?
         .into_iter()
         .map(|d| d.value)
         .collect())
@@ -111,11 +138,21 @@ fn yaml11_boolean(text: &str) -> Option<bool> {
     }
 }
 
-fn parse_with(text: &str, booleans: Booleans) -> Result<Vec<Document>, YamlError> {
+fn parse_with(
+    text: &str,
+    booleans: Booleans,
+    max_depth: usize,
+) -> Result<Vec<Document>, YamlError> {
     let source = text;
     let mut raw_annotations: Vec<(String, String, Value)> = Vec::new();
     let mut quoted_placeholders: Vec<String> = Vec::new();
-    let parser = Parser::new_from_str(text);
+    let mut options = Options::default();
+    if max_depth > MAX_DEPTH {
+        // The parser's own limits (255 by default) must not cut in before ours.
+        options.flow_nesting_limit = max_depth + 1;
+        options.block_nesting_limit = max_depth + 1;
+    }
+    let parser = Parser::new_from_str_with_options(text, options);
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: HashMap<usize, (Value, usize)> = HashMap::new();
@@ -125,6 +162,7 @@ fn parse_with(text: &str, booleans: Booleans) -> Result<Vec<Document>, YamlError
             line: e.marker().line(),
             column: e.marker().col() + 1,
             message: e.info(),
+            fault: Fault::Syntax(e.kind().clone()),
         })?;
         let line = span.start.line();
         let column = span.start.col() + 1;
@@ -132,6 +170,13 @@ fn parse_with(text: &str, booleans: Booleans) -> Result<Vec<Document>, YamlError
             line,
             column,
             message,
+            fault: Fault::Other,
+        };
+        let too_deep = |mapping: bool| YamlError {
+            line,
+            column,
+            message: format!("nesting deeper than {max_depth} levels"),
+            fault: Fault::TooDeep { mapping },
         };
         let mut is_merge = false;
         let (value, anchor, weight) = match event {
@@ -143,8 +188,8 @@ fn parse_with(text: &str, booleans: Booleans) -> Result<Vec<Document>, YamlError
             }
             Event::StreamStart | Event::StreamEnd | Event::DocumentEnd => continue,
             Event::SequenceStart(_, anchor, _) => {
-                if stack.len() >= MAX_DEPTH {
-                    return Err(err(format!("nesting deeper than {MAX_DEPTH} levels")));
+                if stack.len() >= max_depth {
+                    return Err(too_deep(false));
                 }
                 stack.push(Frame::Seq {
                     items: Vec::new(),
@@ -153,8 +198,8 @@ fn parse_with(text: &str, booleans: Booleans) -> Result<Vec<Document>, YamlError
                 continue;
             }
             Event::MappingStart(_, anchor, _) => {
-                if stack.len() >= MAX_DEPTH {
-                    return Err(err(format!("nesting deeper than {MAX_DEPTH} levels")));
+                if stack.len() >= max_depth {
+                    return Err(too_deep(true));
                 }
                 stack.push(Frame::Map {
                     map: Map::new(),
@@ -295,6 +340,7 @@ fn parse_with(text: &str, booleans: Booleans) -> Result<Vec<Document>, YamlError
                             line: key_line,
                             column: 1,
                             message: format!("mapping key {k:?} already defined at line {prev}"),
+                            fault: Fault::Other,
                         });
                     }
                     lines.insert(k.clone(), key_line);

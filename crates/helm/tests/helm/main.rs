@@ -1,0 +1,7 @@
+//! The Helm engine's integration tests, one test binary: the conformance corpus recorded from
+//! Helm 4.2.3 (`corpus`), the bad inputs issue 14 names with the message a user sees
+//! (`bad_input`), and `--name-template` (`name_template`).
+
+mod bad_input;
+mod corpus;
+mod name_template;
