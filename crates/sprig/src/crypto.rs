@@ -4,8 +4,8 @@
 //! HMAC; already linked by rustls and rcgen); certificates are built and signed by `rcgen` over
 //! `ring`, the workspace's X.509 writer. `ring` cannot generate RSA keys, and Sprig's `genCA`,
 //! `genSelfSignedCert`, `genSignedCert` and `genPrivateKey "rsa"` make RSA keys, so the `rsa`
-//! crate (RustCrypto, pure Rust, on the `rand` 0.8 already in the lock) generates them and
-//! writes PKCS#1; ring then signs with them. `bcrypt` gives `htpasswd` Go's `$2a$` hashes,
+//! crate (RustCrypto, pure Rust, on the `rand` 0.8 already in the lock) holds them and writes
+//! PKCS#1 (the prime search is ours, `rsagen`, for speed); ring then signs with them. `bcrypt` gives `htpasswd` Go's `$2a$` hashes,
 //! `scrypt` and `aes` (both already in the lock through sops' dependencies) serve
 //! `derivePassword` and `encryptAES`/`decryptAES` (CBC is a few lines over the block cipher).
 //!
@@ -264,9 +264,7 @@ fn rsa_key(key: rsa::RsaPrivateKey) -> Result<PrivateKey, String> {
 
 /// A new RSA key of `bits` bits.
 pub fn generate_rsa(bits: usize) -> Result<PrivateKey, String> {
-    rsa::RsaPrivateKey::new(&mut rand::rngs::OsRng, bits)
-        .map_err(|e| e.to_string())
-        .and_then(rsa_key)
+    crate::rsagen::generate(bits).and_then(rsa_key)
 }
 
 /// A new ECDSA P-256 key, written as Go writes it (SEC 1 `EC PRIVATE KEY` with the curve).

@@ -36,6 +36,7 @@ pub mod gore;
 pub mod gotime;
 pub mod json;
 pub mod paths;
+mod rsagen;
 pub mod text;
 pub mod url;
 
