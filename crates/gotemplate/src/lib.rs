@@ -51,15 +51,14 @@
 //! - `%#v` of containers approximates Go's syntax; `%q` and `js` decide printability with
 //!   Rust's Unicode tables, newer than Go 1.24's (Unicode 15.0).
 //!
-//! Tests: unit tests per module; `tests/cases.txt`, a table of templates whose `[helm]` cases
-//! were recorded from Helm 4.2.3's own engine (regenerate with `tests/oracle/render.py` in a
-//! venv with `helm-python-sdk==0.2.2`), including printf sweeps (97 formats × 39 values, 448
-//! code points under `%q`) and 90 parse/exec error texts; `tests/host.rs` (include, tpl, host
-//! objects, typed parameters); `tests/fuzz.rs`, seeded property tests (issue 20): the parser,
+//! Tests: unit tests per module, and one integration-test binary (`tests/gotemplate/`): the
+//! table `tests/cases.txt`, templates whose `[helm]` cases were recorded from Helm 4.2.3's own
+//! engine (regenerate with `tests/oracle/render.py` in a venv with `helm-python-sdk==0.2.2`),
+//! including printf sweeps (97 formats × 39 values, 448 code points under `%q`) and 90
+//! parse/exec error texts, read by crates/testkit's case reader; `host` (include, tpl, host
+//! objects, typed parameters); `fuzz`, seeded property tests (issue 20): the parser,
 //! parse→execute of generated templates and `printf` never panic, deep nesting never
 //! overflows. Benchmark: `cargo run --release -p ferroflux-gotemplate --example bench-render`.
-
-#![warn(missing_docs)]
 
 mod builtins;
 pub mod error;

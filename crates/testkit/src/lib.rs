@@ -1,5 +1,6 @@
 //! For tests only (`publish = false`): what the workspace's integration tests and benches share
-//! instead of copying it. Always available: [`git`] with a fixed identity and [`eventually`].
+//! instead of copying it. Always available: [`git`] with a fixed identity, [`eventually`], and
+//! [`cases`], the reader of crates/gotemplate's and crates/sprig's template case tables.
 //! Feature `git-server`: `git http-backend` behind HTTP(S) ([`GitHttpServer`]) and OpenSSH's sshd
 //! on a loopback port ([`Sshd`]). Feature `cluster`: devclusters serving Flux's CRDs
 //! ([`flux_cluster`]), kubeconfig files ([`Cluster`], [`kubeconfig`]) and the real kubectl
@@ -12,6 +13,8 @@
 
 mod git;
 pub use git::git;
+
+pub mod cases;
 
 #[cfg(feature = "git-server")]
 mod http;

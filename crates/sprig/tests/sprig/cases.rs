@@ -1,4 +1,4 @@
-//! Sprig's functions run inside real templates (`cases.txt`): each case is parsed and executed
+//! Sprig's functions run inside real templates (`tests/*.txt`): each case is parsed and executed
 //! by ferroflux-gotemplate with `ferroflux_sprig::funcs()`, and its output or error compared with
 //! what Helm's own engine printed for the same template (recorded by
 //! `crates/gotemplate/tests/oracle/render.py cases.txt` with helm-python-sdk 0.2.2, Helm 4.2.3).
@@ -8,54 +8,7 @@
 //! is what this side must print instead (none today).
 
 use ferroflux_gotemplate::{MissingKey, Template, Value};
-
-struct Case {
-    name: String,
-    sections: Vec<(String, String)>,
-}
-
-impl Case {
-    fn section(&self, name: &str) -> Option<&str> {
-        self.sections
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, t)| t.as_str())
-    }
-}
-
-fn parse_cases(text: &str) -> Vec<Case> {
-    let mut cases: Vec<Case> = Vec::new();
-    let mut lines: Vec<&str> = Vec::new();
-    let flush = |cases: &mut Vec<Case>, lines: &mut Vec<&str>| {
-        if let Some(c) = cases.last_mut() {
-            let joined = lines.join("\n");
-            let body = joined.strip_suffix('\n').unwrap_or(&joined).to_string();
-            if let Some(last) = c.sections.last_mut() {
-                last.1 = body;
-            }
-        }
-        lines.clear();
-    };
-    for line in text.split('\n') {
-        if let Some(h) = line.strip_prefix("#### ") {
-            flush(&mut cases, &mut lines);
-            let name = h.split_once(' ').map_or(h, |(n, _)| n);
-            cases.push(Case {
-                name: name.to_string(),
-                sections: vec![("template".into(), String::new())],
-            });
-        } else if let Some(s) = line.strip_prefix("---- ") {
-            flush(&mut cases, &mut lines);
-            if let Some(c) = cases.last_mut() {
-                c.sections.push((s.trim().to_string(), String::new()));
-            }
-        } else {
-            lines.push(line);
-        }
-    }
-    flush(&mut cases, &mut lines);
-    cases
-}
+use ferroflux_testkit::cases::{Case, check};
 
 /// Runs a case as Helm runs a chart template: missingkey=zero, values under `.Values`,
 /// `<no value>` blanked, the file named `chart/templates/t.yaml`.
@@ -77,21 +30,21 @@ fn run(case: &Case) -> Result<String, String> {
 
 #[test]
 fn every_case_matches_helm() {
-    check(include_str!("cases.txt"), 45);
+    check(include_str!("../cases.txt"), 45, run);
 }
 
 /// `sweep.txt`: the string functions over 40 awkward inputs each (Unicode, whitespace, case
 /// boundaries, separators), generated once and recorded from Helm.
 #[test]
 fn string_sweep_matches_helm() {
-    check(include_str!("sweep.txt"), 30);
+    check(include_str!("../sweep.txt"), 30, run);
 }
 
 /// `numbers.txt`: the conversions and arithmetic over 46 awkward values (float64 edge cases,
 /// strings in every base and spelling, bools, nil, a list, a map), recorded from Helm.
 #[test]
 fn number_sweep_matches_helm() {
-    check(include_str!("numbers.txt"), 30);
+    check(include_str!("../numbers.txt"), 30, run);
 }
 
 /// `times.txt`: 18 Go layouts x 6 instants x 8 zones (half-hour, 45-minute and DST zones),
@@ -99,14 +52,14 @@ fn number_sweep_matches_helm() {
 /// recorded from Helm.
 #[test]
 fn time_sweep_matches_helm() {
-    check(include_str!("times.txt"), 30);
+    check(include_str!("../times.txt"), 30, run);
 }
 
 /// `semver.txt`: 44 Masterminds constraints x 20 versions, and 30 malformed constraints and
 /// versions with their error texts, recorded from Helm.
 #[test]
 fn semver_sweep_matches_helm() {
-    check(include_str!("semver.txt"), 60);
+    check(include_str!("../semver.txt"), 60, run);
 }
 
 /// `regex.txt`: 40 RE2 patterns (Perl classes, flags, POSIX classes, \\Q…\\E, octal, named
@@ -114,7 +67,7 @@ fn semver_sweep_matches_helm() {
 /// templates, and Split limits, recorded from Helm.
 #[test]
 fn regex_sweep_matches_helm() {
-    check(include_str!("regex.txt"), 30);
+    check(include_str!("../regex.txt"), 30, run);
 }
 
 /// `structures.txt`: 42 list, dict, JSON and default functions x 12 inputs of every shape
@@ -122,43 +75,12 @@ fn regex_sweep_matches_helm() {
 /// that errors are compared too, recorded from Helm.
 #[test]
 fn structure_sweep_matches_helm() {
-    check(include_str!("structures.txt"), 400);
+    check(include_str!("../structures.txt"), 400, run);
 }
 
 /// `urls.txt`: urlParse and urlJoin over 30 URLs (authority forms, escapes, IPv6, opaque,
 /// relative, malformed) and the path functions over 22 paths, recorded from Helm.
 #[test]
 fn url_sweep_matches_helm() {
-    check(include_str!("urls.txt"), 30);
-}
-
-fn check(text: &str, at_least: usize) {
-    let cases = parse_cases(text);
-    assert!(
-        cases.len() >= at_least,
-        "the table has {} cases",
-        cases.len()
-    );
-    let mut failures = Vec::new();
-    for case in &cases {
-        let got = run(case);
-        let want = match (
-            case.section("ours").or(case.section("want")),
-            case.section("error"),
-        ) {
-            (Some(w), _) => Ok(w.to_string()),
-            (None, Some(e)) => Err(e.to_string()),
-            (None, None) => panic!("case {} has neither want nor error", case.name),
-        };
-        if got != want {
-            failures.push(format!("{}:\n  want {want:?}\n  got  {got:?}", case.name));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases differ:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    check(include_str!("../urls.txt"), 30, run);
 }
