@@ -10,69 +10,101 @@ use crate::yaml::json_kind;
 /// A file of a chart, its path relative to the chart's root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct File {
+    /// The path relative to the chart's root, `/`-separated.
     pub name: String,
+    /// The content (a UTF-8 byte-order mark removed).
     pub data: Vec<u8>,
 }
 
 /// A maintainer entry of Chart.yaml.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Maintainer {
+    /// `name`
     pub name: String,
+    /// `email`
     pub email: String,
+    /// `url`
     pub url: String,
 }
 
 /// A dependency entry of Chart.yaml (or requirements.yaml for apiVersion v1).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Dependency {
+    /// `name`: the subchart's chart name.
     pub name: String,
+    /// `version`: a Masterminds semver range the subchart's version must meet.
     pub version: String,
+    /// `repository` (not fetched: dependencies must be in `charts/`).
     pub repository: String,
+    /// `condition`: comma-separated values paths; the first that resolves to a bool decides.
     pub condition: String,
+    /// `tags`: the subchart is enabled when any of these `tags.<name>` values is true.
     pub tags: Vec<String>,
+    /// `enabled` (Helm's processing sets it from conditions and tags).
     pub enabled: bool,
+    /// `import-values`: child values copied into the parent's (strings or child/parent maps).
     pub import_values: Vec<Value>,
+    /// `alias`: the name the subchart renders under.
     pub alias: String,
 }
 
 /// Chart.yaml.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Metadata {
+    /// `name`
     pub name: String,
+    /// `home`
     pub home: String,
+    /// `sources`
     pub sources: Vec<String>,
+    /// `version` (SemVer 2, checked by validation).
     pub version: String,
+    /// `description`
     pub description: String,
+    /// `keywords`
     pub keywords: Vec<String>,
     /// `None` entries are Chart.yaml's `null` items, which validation refuses.
     pub maintainers: Vec<Option<Maintainer>>,
+    /// `icon`
     pub icon: String,
+    /// `apiVersion`: `v1` or `v2` (`v1` when absent).
     pub api_version: String,
+    /// `condition` (apiVersion v1's own field; unused by rendering).
     pub condition: String,
+    /// `tags` (apiVersion v1's own field; unused by rendering).
     pub tags: String,
+    /// `appVersion`
     pub app_version: String,
+    /// `deprecated`
     pub deprecated: bool,
     /// `None` when Chart.yaml has no `annotations` (Go's nil map).
     pub annotations: Option<Vec<(String, String)>>,
+    /// `kubeVersion`: a semver range the Capabilities' Kubernetes version must meet.
     pub kube_version: String,
     /// `None` entries are Chart.yaml's `null` items, which validation refuses.
     pub dependencies: Vec<Option<Dependency>>,
     /// Whether Chart.yaml has a `dependencies` list at all (Go's non-nil slice, even empty):
     /// Helm only processes conditions and import-values of charts that have one.
     pub dependencies_declared: bool,
+    /// `type`: `application` (or empty) or `library`.
     pub chart_type: String,
 }
 
 /// A chart with its subcharts, as loaded (before dependencies are processed).
 #[derive(Debug, Clone, Default)]
 pub struct Chart {
+    /// Chart.yaml (with requirements.yaml's dependencies for apiVersion v1).
     pub metadata: Metadata,
+    /// The files under `templates/`.
     pub templates: Vec<File>,
+    /// values.yaml, numbers as float64.
     pub values: Map<String, Value>,
+    /// values.schema.json's bytes, when the chart has one.
     pub schema: Option<Vec<u8>>,
     /// Every file that is not Chart.yaml, values.yaml, values.schema.json, a template or in
     /// `charts/` (what `.Files` serves, `crds/` included).
     pub files: Vec<File>,
+    /// The charts under `charts/` (directories and archives), sorted by their entry's name.
     pub dependencies: Vec<Chart>,
     /// What renders share and never change, built on first use: the files as `.Files` serves
     /// them and the templates' text (load once, render many without copying them again).

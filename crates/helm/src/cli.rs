@@ -15,17 +15,26 @@ use crate::values::ValueOptions;
 /// The parsed arguments of `helm template`.
 #[derive(Debug, Clone, Default)]
 pub struct TemplateArgs {
+    /// `[NAME] CHART`
     pub positional: Vec<String>,
+    /// `-n/--namespace`
     pub namespace: Option<String>,
+    /// `-f`, `--set` and friends.
     pub values: ValueOptions,
+    /// `--kube-version`
     pub kube_version: Option<String>,
+    /// `-a/--api-versions`
     pub api_versions: Vec<String>,
+    /// What is printed and how (`--include-crds`, `-s`, `--output-dir`…).
     pub output: TemplateOptions,
+    /// `--is-upgrade`
     pub is_upgrade: bool,
+    /// `--generate-name`
     pub generate_name: bool,
     /// `--name-template`: a Go template (with Sprig's functions) whose output is the release
     /// name, when no NAME is given.
     pub name_template: Option<String>,
+    /// `--skip-schema-validation`
     pub skip_schema_validation: bool,
 }
 

@@ -7,7 +7,9 @@ pub enum Error {
     /// A file could not be read (`context` names the operation and path).
     #[error("{context}: {}", crate::values::go_io_error(source))]
     Io {
+        /// The operation and path (`open values.yaml`).
         context: String,
+        /// The system's error.
         #[source]
         source: std::io::Error,
     },

@@ -63,22 +63,34 @@ pub struct Manifest {
     pub path: String,
     /// The document's text, as Helm keeps it (leading white space removed).
     pub content: String,
+    /// `apiVersion` of the document.
     pub api_version: String,
+    /// `kind` of the document.
     pub kind: String,
+    /// `metadata.name` of the document.
     pub name: String,
 }
 
 /// A hook event (`helm.sh/hook` values; `test-success` is read as `test`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookEvent {
+    /// `pre-install`
     PreInstall,
+    /// `post-install`
     PostInstall,
+    /// `pre-delete`
     PreDelete,
+    /// `post-delete`
     PostDelete,
+    /// `pre-upgrade`
     PreUpgrade,
+    /// `post-upgrade`
     PostUpgrade,
+    /// `pre-rollback`
     PreRollback,
+    /// `post-rollback`
     PostRollback,
+    /// `test` (and its old spelling `test-success`)
     Test,
 }
 
@@ -117,11 +129,15 @@ impl HookEvent {
 /// A hook document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hook {
+    /// `metadata.name` of the document.
     pub name: String,
+    /// `kind` of the document.
     pub kind: String,
     /// The template it came from.
     pub path: String,
+    /// The document's text.
     pub manifest: String,
+    /// The events of its `helm.sh/hook` annotation, unknown ones left out.
     pub events: Vec<HookEvent>,
     /// `helm.sh/hook-weight` (0 when absent or not an integer).
     pub weight: i64,

@@ -17,7 +17,9 @@ pub struct KubeVersion {
     pub version: String,
     /// The version normalised for constraint checks (`v1.36.0` of `v1.36.0-gke.1`).
     pub normalized: String,
+    /// `.Capabilities.KubeVersion.Major` (`1`).
     pub major: String,
+    /// `.Capabilities.KubeVersion.Minor` (`36`, a vendor's `+` kept).
     pub minor: String,
 }
 
@@ -135,6 +137,7 @@ const KUBE_CLIENT_VERSION: &str = "v1.36";
 /// `.Capabilities`: what the cluster offers the chart.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capabilities {
+    /// `.Capabilities.KubeVersion`
     pub kube_version: KubeVersion,
     /// `.Capabilities.APIVersions` (group/version and group/version/Kind entries).
     pub api_versions: Vec<String>,

@@ -19,7 +19,9 @@ use crate::tree::{Node, is_compatible_range, process_dependencies};
 /// Who the release is and what it does (`.Release`).
 #[derive(Debug, Clone)]
 pub struct ReleaseOptions {
+    /// `.Release.Name` (validated as Helm validates release names).
     pub name: String,
+    /// `.Release.Namespace`
     pub namespace: String,
     /// `.Release.Revision` (1 for an install).
     pub revision: i64,
@@ -42,7 +44,9 @@ impl Default for ReleaseOptions {
 /// How to render: the release, the cluster's capabilities and its `lookup`.
 #[derive(Clone, Default)]
 pub struct RenderOptions {
+    /// The release's name, namespace, revision and kind.
     pub release: ReleaseOptions,
+    /// `.Capabilities`: the cluster's Kubernetes version and API versions.
     pub capabilities: Capabilities,
     /// Answers the `lookup` function; `None` answers every lookup with an empty map, as
     /// `helm template` does.
@@ -56,6 +60,7 @@ pub struct RenderOptions {
 pub struct Crd {
     /// `mychart/charts/sub/crds/x.yaml`.
     pub filename: String,
+    /// The file's text.
     pub content: String,
 }
 

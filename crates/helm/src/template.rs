@@ -13,9 +13,13 @@ use crate::release::Rendered;
 /// The output flags of `helm template`.
 #[derive(Debug, Clone, Default)]
 pub struct TemplateOptions {
+    /// `--include-crds`
     pub include_crds: bool,
+    /// `--skip-tests`
     pub skip_tests: bool,
+    /// `--no-hooks`
     pub no_hooks: bool,
+    /// `-s/--show-only`: template paths (or globs) to print alone.
     pub show_only: Vec<String>,
     /// `--output-dir`.
     pub output_dir: Option<String>,

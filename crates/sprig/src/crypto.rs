@@ -424,7 +424,9 @@ fn pkcs8_alg(der: &[u8]) -> Option<&'static rcgen::SignatureAlgorithm> {
 /// A PEM certificate and its PEM private key (Sprig's `certificate` struct).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Certificate {
+    /// `.Cert`: the PEM certificate.
     pub cert: String,
+    /// `.Key`: the PEM private key.
     pub key: String,
 }
 

@@ -49,25 +49,51 @@ impl PartialEq for Time {
 /// Why a zone, layout or duration could not be used. The texts are Go's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TimeError {
+    /// A zone name the tz database does not have.
     #[error("unknown time zone {0}")]
     UnknownZone(String),
+    /// A value that does not follow the layout.
     #[error("parsing time {value} as {layout}: cannot parse {rest} as {elem}")]
     Parse {
+        /// The text parsed (Go-quoted).
         value: String,
+        /// The layout (Go-quoted).
         layout: String,
+        /// What was left of the value where parsing stopped (Go-quoted).
         rest: String,
+        /// The layout element expected there (Go-quoted).
         elem: String,
     },
+    /// A field out of its range (`month out of range`).
     #[error("parsing time {value}: {msg}")]
-    Range { value: String, msg: String },
+    Range {
+        /// The text parsed (Go-quoted).
+        value: String,
+        /// Go's description of the fault.
+        msg: String,
+    },
+    /// Text left after the layout ended.
     #[error("parsing time {value}: extra text: {extra}")]
-    Extra { value: String, extra: String },
+    Extra {
+        /// The text parsed (Go-quoted).
+        value: String,
+        /// What was left (Go-quoted).
+        extra: String,
+    },
+    /// A duration that is not Go's syntax.
     #[error("time: invalid duration {0}")]
     InvalidDuration(String),
+    /// A duration number without its unit.
     #[error("time: missing unit in duration {0}")]
     MissingUnit(String),
+    /// A duration unit Go does not know.
     #[error("time: unknown unit {unit} in duration {text}")]
-    UnknownUnit { unit: String, text: String },
+    UnknownUnit {
+        /// The unit (Go-quoted).
+        unit: String,
+        /// The whole duration text (Go-quoted).
+        text: String,
+    },
 }
 
 /// Go's `%q` of a string for the error texts above (ASCII-printable input round-trips).

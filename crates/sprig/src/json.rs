@@ -10,7 +10,9 @@ use ferroflux_gotemplate::{Value, fmt};
 /// `Encoder` with `SetEscapeHTML(false)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Style {
+    /// `<`, `>` and `&` written as `\u003c` and friends, as `json.Marshal` does.
     pub escape_html: bool,
+    /// Two-space indentation, as `MarshalIndent(v, "", "  ")`.
     pub indent: bool,
 }
 

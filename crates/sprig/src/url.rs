@@ -7,13 +7,19 @@ use std::fmt;
 /// A parsed URL, as Go's `url.URL` holds it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Url {
+    /// `scheme`, without its `:`.
     pub scheme: String,
+    /// `opaque`: what follows `scheme:` when it does not start with `/`.
     pub opaque: String,
     /// `user` or `user:password`, escaped as Go's `Userinfo.String()` prints it.
     pub userinfo: Option<String>,
+    /// `host` or `host:port`.
     pub host: String,
+    /// The path, unescaped.
     pub path: String,
+    /// The query, without its `?`, as written.
     pub raw_query: String,
+    /// The fragment, without its `#`, unescaped.
     pub fragment: String,
 }
 

@@ -98,7 +98,9 @@ fn dns_param(v: &Value) -> Result<Vec<String>, FuncError> {
 /// `IncMajor`, `IncMinor`, `IncPatch`, `SetPrerelease` and `SetMetadata` return), which has only
 /// the value-receiver methods.
 pub struct SemverObject {
+    /// The version.
     pub version: Version,
+    /// A `*semver.Version` (every method), else a `semver.Version` value.
     pub pointer: bool,
 }
 
