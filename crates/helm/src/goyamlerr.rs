@@ -36,6 +36,11 @@ pub fn message(text: &str, e: &YamlError) -> String {
                 )
             }
         }
+        // go-yaml's decoder cannot hash such a key; it prints it with `%#v`, no line.
+        Fault::ComplexKey(key) => format!(
+            "error converting YAML to JSON: yaml: invalid map key: {}",
+            go_sharp_v(key)
+        ),
         Fault::Other => match decode_error(&e.message) {
             Some(m) => format!("error converting YAML to JSON: yaml: {m}"),
             None => format!(
@@ -43,6 +48,34 @@ pub fn message(text: &str, e: &YamlError) -> String {
                 e.line, e.message
             ),
         },
+    }
+}
+
+/// Go's `%#v` of a value go-yaml v2 decoded into `interface{}` (maps are
+/// `map[interface{}]interface{}`, keys in sorted order as `fmt` prints them).
+fn go_sharp_v(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "interface {}(nil)".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => crate::util::go_quote(s),
+        Value::Array(items) => format!(
+            "[]interface {{}}{{{}}}",
+            items.iter().map(go_sharp_v).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let entries: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", crate::util::go_quote(k), go_sharp_v(&m[*k])))
+                .collect();
+            format!(
+                "map[interface {{}}]interface {{}}{{{}}}",
+                entries.join(", ")
+            )
+        }
     }
 }
 
@@ -136,7 +169,9 @@ fn problem(text: &str, e: &YamlError, kind: &ErrorKind) -> Problem {
             Stage::Scanner,
             at,
         ),
-        K::BlockSequenceEntryNotAllowed | K::BlockEntryInFlowCollection => p(
+        // libyaml passes a `-` inside brackets on to its parser, which wants a node there.
+        K::BlockEntryInFlowCollection => p("did not find expected node content", Stage::Parser, at),
+        K::BlockSequenceEntryNotAllowed => p(
             "block sequence entries are not allowed in this context",
             Stage::Scanner,
             at,
@@ -273,11 +308,16 @@ fn alias_at(text: &str, offset: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    /// Inputs whose error we knowingly word differently (see the crate's README section): a
-    /// `,` at the start of a document, a tab before the first key (saphyr accepts it), a
-    /// template's `{{ }}` left in a values file (go-yaml prints the complex key with `%#v`),
+    /// Inputs whose error we knowingly word differently (see the README's helm section): a
+    /// `,` at the start of a document, a tab before the first key (saphyr accepts it), a flow
+    /// mapping used as a key after a key's `:` on one line (saphyr reads a nested mapping),
     /// and a document that is a plain string (a JSON-step type error, not a syntax one).
-    const KNOWN: [&str; 4] = [",a\n", "\ta: 1\n", "x: {{ .Values.a }}\n", "--- a\n--- b\n"];
+    const KNOWN: [&str; 4] = [
+        ",a\n",
+        "\ta: 1\n",
+        "x: {{ .Values.a }}: {{ .Values.b }}\n",
+        "--- a\n--- b\n",
+    ];
 
     /// Every input of tests/yaml-errors.json (recorded from Helm 4.2.3's go-yaml by
     /// tests/oracle/yaml_errors.py) fails or succeeds as in Helm, with Helm's text.

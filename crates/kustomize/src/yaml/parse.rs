@@ -37,6 +37,9 @@ pub enum Fault {
         /// The collection over the limit is a mapping.
         mapping: bool,
     },
+    /// A mapping or sequence used as a mapping key (e.g. a template's `{{ x }}` left in a
+    /// file): the key.
+    ComplexKey(Box<Value>),
     /// Any other fault (anchors, keys, merges, node count).
     Other,
 }
@@ -352,11 +355,14 @@ fn parse_with(
                         Value::Null => *key = Some(("null".into(), line)),
                         Value::Bool(b) => *key = Some((b.to_string(), line)),
                         Value::Number(n) => *key = Some((n.to_string(), line)),
-                        _ => {
-                            return Err(err(
-                                "mapping keys must be scalars (complex keys are not supported)"
-                                    .into(),
-                            ));
+                        complex => {
+                            return Err(YamlError {
+                                fault: Fault::ComplexKey(Box::new(complex)),
+                                ..err(
+                                    "mapping keys must be scalars (complex keys are not supported)"
+                                        .into(),
+                                )
+                            });
                         }
                     }
                 }
