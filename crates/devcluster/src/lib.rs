@@ -1,7 +1,7 @@
 //! `ferroflux-devcluster`: a Kubernetes-API-compatible server for local use and tests.
 //!
-//! It owns the HTTPS endpoint (rustls with a fresh CA per cluster, one bearer token per cluster),
-//! the Kubernetes REST semantics the real `kubectl` and kube-rs rely on (discovery, CRUD, watch,
+//! It owns the HTTPS endpoint (rustls with a CA of its own per cluster, one bearer token per
+//! cluster; a file-backed cluster keeps both, and its address, across restarts), the Kubernetes REST semantics the real `kubectl` and kube-rs rely on (discovery, CRUD, watch,
 //! patch, CRDs, Status errors), impersonation with RBAC for impersonated users, fault injection
 //! (errors and broken connections) and object storage (in memory, or SQLite that survives
 //! SIGKILL).
@@ -27,6 +27,7 @@ mod discovery;
 mod error;
 mod events;
 mod faults;
+mod identity;
 mod immutable;
 mod objects;
 mod protobuf;
@@ -62,6 +63,7 @@ pub enum Storage {
     /// Lost at shutdown; the fastest, for tests.
     Memory,
     /// A SQLite database file (created when missing); every acknowledged write survives a crash.
+    /// The cluster's address, token and CA are kept beside it in `<name>.identity.json`.
     File(PathBuf),
 }
 
@@ -71,9 +73,11 @@ pub struct Config {
     /// The cluster's name (used in its certificate and kubeconfig entries).
     pub name: String,
     pub storage: Storage,
-    /// Address to listen on; `None` picks a free port on 127.0.0.1.
+    /// Address to listen on; `None` picks a free port on 127.0.0.1, or for a file-backed cluster
+    /// the address it had before when that is free.
     pub bind: Option<SocketAddr>,
-    /// Bearer token clients must present; `None` generates a random one.
+    /// Bearer token clients must present; `None` generates a random one (a file-backed cluster
+    /// keeps the one it had).
     pub token: Option<String>,
 }
 
@@ -140,25 +144,55 @@ impl DevCluster {
         };
         let store = Arc::new(store);
         ensure_namespaces(&store).await?;
-        let tls = tls::generate(&config.name)?;
-        let bind = config
-            .bind
-            .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-        let listener = TcpListener::bind(bind)
-            .await
-            .map_err(|source| Error::Bind {
-                addr: bind.to_string(),
-                source,
-            })?;
+        // A file-backed cluster comes back with the address, token and CA it had, so that
+        // kubeconfigs and clients survive its restarts.
+        let identity_path = match &config.storage {
+            Storage::File(db) => Some(identity::path_for(db)),
+            Storage::Memory => None,
+        };
+        let saved = match &identity_path {
+            Some(path) => identity::load(path)?,
+            None => None,
+        };
+        let keys = match &saved {
+            Some(saved) => saved.keys.clone(),
+            None => tls::generate(&config.name)?,
+        };
+        let tls = tls::server(&keys)?;
+        let listener = match (config.bind, &saved) {
+            (Some(bind), _) => bind_to(bind).await?,
+            // The saved address may have been taken while the cluster was down: a new port
+            // then, rather than no cluster (the kubeconfig is rewritten by whoever owns it).
+            (None, Some(saved)) => match TcpListener::bind(saved.address).await {
+                Ok(listener) => listener,
+                Err(_) => bind_to(SocketAddr::from(([127, 0, 0, 1], 0))).await?,
+            },
+            (None, None) => bind_to(SocketAddr::from(([127, 0, 0, 1], 0))).await?,
+        };
         let addr = listener.local_addr().map_err(|source| Error::Bind {
-            addr: bind.to_string(),
+            addr: "127.0.0.1".to_string(),
             source,
         })?;
+        let token = config
+            .token
+            .clone()
+            .or_else(|| saved.as_ref().map(|s| s.token.clone()))
+            .unwrap_or_else(util::new_token);
+        if let Some(path) = &identity_path {
+            identity::save(
+                path,
+                &identity::Identity {
+                    address: addr,
+                    token: token.clone(),
+                    keys,
+                },
+            )?;
+        }
         let mut c = RunningCluster {
             name: config.name.clone(),
             addr,
             url: format!("https://{addr}"),
-            token: config.token.clone().unwrap_or_else(util::new_token),
+            token,
             ca_pem: tls.ca_pem,
             ca_der: tls.ca_der,
             tls: tls.server,
@@ -169,6 +203,13 @@ impl DevCluster {
         c.serve(listener);
         Ok(c)
     }
+}
+
+async fn bind_to(addr: SocketAddr) -> Result<TcpListener, Error> {
+    TcpListener::bind(addr).await.map_err(|source| Error::Bind {
+        addr: addr.to_string(),
+        source,
+    })
 }
 
 async fn ensure_namespaces(store: &store::Store) -> Result<(), Error> {

@@ -1,4 +1,7 @@
-//! A fresh certificate authority per cluster and a serving certificate for the loopback address.
+//! The cluster's certificate authority and serving certificate for the loopback address: fresh
+//! for a new cluster, or the ones a file-backed cluster saved (see `identity`), so that clients
+//! holding its kubeconfig keep trusting it across restarts, as they keep trusting a real API
+//! server whose certificates live on disk.
 
 use std::sync::Arc;
 
@@ -6,6 +9,16 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 use crate::error::Error;
+
+/// The certificates and serving key of one cluster, as DER (and the CA as PEM for kubeconfigs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Keys {
+    pub ca_pem: String,
+    pub ca_der: Vec<u8>,
+    pub cert_der: Vec<u8>,
+    /// PKCS#8.
+    pub key_der: Vec<u8>,
+}
 
 /// The PEM of the CA (for kubeconfigs) and the rustls server configuration using it.
 pub struct Tls {
@@ -18,7 +31,8 @@ fn cert_err(e: impl std::fmt::Display) -> Error {
     Error::Certificate(e.to_string())
 }
 
-pub fn generate(cluster: &str) -> Result<Tls, Error> {
+/// A new CA for `cluster` and a serving certificate for localhost, 127.0.0.1 and ::1 signed by it.
+pub fn generate(cluster: &str) -> Result<Keys, Error> {
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(cert_err)?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.distinguished_name.push(
@@ -46,9 +60,21 @@ pub fn generate(cluster: &str) -> Result<Tls, Error> {
     );
     let leaf_key = KeyPair::generate().map_err(cert_err)?;
     let leaf_cert = leaf.signed_by(&leaf_key, &issuer).map_err(cert_err)?;
+    Ok(Keys {
+        ca_pem: ca_cert.pem(),
+        ca_der: ca_cert.der().to_vec(),
+        cert_der: leaf_cert.der().to_vec(),
+        key_der: leaf_key.serialize_der(),
+    })
+}
 
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
-    let chain: Vec<CertificateDer<'static>> = vec![leaf_cert.der().clone(), ca_cert.der().clone()];
+/// The rustls server configuration that serves `keys` (HTTP/2 and HTTP/1.1).
+pub fn server(keys: &Keys) -> Result<Tls, Error> {
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(keys.key_der.clone()));
+    let chain: Vec<CertificateDer<'static>> = vec![
+        CertificateDer::from(keys.cert_der.clone()),
+        CertificateDer::from(keys.ca_der.clone()),
+    ];
     let mut server = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -59,8 +85,8 @@ pub fn generate(cluster: &str) -> Result<Tls, Error> {
     .map_err(cert_err)?;
     server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Tls {
-        ca_pem: ca_cert.pem(),
-        ca_der: ca_cert.der().to_vec(),
+        ca_pem: keys.ca_pem.clone(),
+        ca_der: keys.ca_der.clone(),
         server: Arc::new(server),
     })
 }

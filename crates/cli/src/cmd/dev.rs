@@ -25,7 +25,8 @@ enum DevCommand {
     /// Start local clusters (one HTTPS API server each) and serve until SIGINT/SIGTERM.
     ///
     /// Each cluster keeps its objects in SQLite under the state directory, so restarting with the
-    /// same directory keeps every object (ports may change; the kubeconfig is rewritten). Each
+    /// same directory keeps every object, and its address, token and CA (a new port only when its
+    /// old one was taken meanwhile; the kubeconfig is rewritten either way). Each
     /// cluster gets Flux's CRDs, the `flux-system` namespace and its own GitRepository and
     /// Kustomization controllers (with `file://` URLs allowed), unless `--no-controllers`.
     Up(UpArgs),

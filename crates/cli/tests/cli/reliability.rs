@@ -101,7 +101,7 @@ fn http_get(url: &str) -> Option<(u16, Vec<u8>)> {
 /// follow it (GitRepository `fleet`, Kustomization `apps` on `./apps`, pruning).
 struct Fleet {
     dir: tempfile::TempDir,
-    cluster: RunningCluster,
+    api: ApiServer,
     client: kube::Client,
     kubeconfig: PathBuf,
     repo: Repo,
@@ -136,10 +136,58 @@ impl Fleet {
         ferroflux_devcluster::write_kubeconfig(&kubeconfig, &[&cluster], None).unwrap();
         Fleet {
             dir,
-            cluster,
+            api: ApiServer::InProcess(cluster),
             client,
             kubeconfig,
             repo,
+        }
+    }
+
+    /// Like [`Fleet::with_repo`], with the API server a process of its own (`ferroflux dev up`
+    /// with `dev_up_flags`), which a test can SIGKILL.
+    async fn with_api_process(name: &str, repo: Repo, dev_up_flags: &[&str]) -> Fleet {
+        let dir = tempfile::tempdir().unwrap();
+        let server = DevUp::start(&dir.path().join("state"), name, dev_up_flags);
+        let kubeconfig = server.kubeconfig();
+        let client = ferroflux_devcluster::client_from_kubeconfig(&kubeconfig, name)
+            .await
+            .unwrap();
+        ferroflux_controller::manager::install_crds(&client)
+            .await
+            .unwrap();
+        let ns = serde_json::from_value(json!({"metadata": {"name": "flux-system"}})).unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
+        Fleet {
+            dir,
+            api: ApiServer::Process(server),
+            client,
+            kubeconfig,
+            repo,
+        }
+    }
+
+    /// The in-process cluster, for the scenarios that set its faults.
+    fn cluster(&self) -> &RunningCluster {
+        match &self.api {
+            ApiServer::InProcess(cluster) => cluster,
+            ApiServer::Process(_) => panic!("this fleet's API server is a child process"),
+        }
+    }
+
+    fn cluster_mut(&mut self) -> &mut RunningCluster {
+        match &mut self.api {
+            ApiServer::InProcess(cluster) => cluster,
+            ApiServer::Process(_) => panic!("this fleet's API server is a child process"),
+        }
+    }
+
+    fn api_process(&mut self) -> &mut DevUp {
+        match &mut self.api {
+            ApiServer::Process(server) => server,
+            ApiServer::InProcess(_) => panic!("this fleet's API server runs in the test"),
         }
     }
 
@@ -287,12 +335,88 @@ impl Fleet {
     /// Slows every API answer, so an apply of hundreds of objects lasts long enough to be
     /// interrupted in its middle (the moment is still chosen by what the cluster shows).
     fn slow(&self, ms: u64) {
-        self.cluster
+        self.cluster()
             .set_faults(FaultConfig {
                 delay: Duration::from_millis(ms),
                 ..FaultConfig::default()
             })
             .unwrap();
+    }
+}
+
+/// Where a [`Fleet`]'s API server runs.
+enum ApiServer {
+    /// In the test process: faults set at will, stopped and restarted in place.
+    InProcess(RunningCluster),
+    /// `ferroflux dev up` as a child process.
+    Process(DevUp),
+}
+
+/// `ferroflux dev up --no-controllers` with one cluster stored under a state directory: the API
+/// server alone, as a process that can be SIGKILLed and started again on the same directory.
+struct DevUp {
+    child: Child,
+    state: PathBuf,
+    name: String,
+}
+
+impl DevUp {
+    fn start(state: &std::path::Path, name: &str, flags: &[&str]) -> DevUp {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+            .args([
+                "dev",
+                "up",
+                "--no-controllers",
+                "--clusters",
+                name,
+                "--state-dir",
+            ])
+            .arg(state)
+            .args(flags)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line.starts_with("ready ") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("`ferroflux dev up` did not print its ready line");
+        DevUp {
+            child,
+            state: state.to_path_buf(),
+            name: name.to_string(),
+        }
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.state.join("kubeconfig")
+    }
+
+    /// SIGKILL: no shutdown, connections cut, only what SQLite acknowledged kept.
+    fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// A new process on the same state directory.
+    fn start_again(&mut self, flags: &[&str]) {
+        *self = DevUp::start(&self.state.clone(), &self.name.clone(), flags);
+    }
+}
+
+impl Drop for DevUp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -448,7 +572,7 @@ async fn applied_fleet(name: &str, objects: usize, port: u16) -> (Fleet, Control
 async fn a_tenth_of_requests_failing_503_still_applies_a_300_object_commit() {
     let (fleet, controller, _) = applied_fleet("faults", 300, free_port()).await;
     fleet
-        .cluster
+        .cluster()
         .set_faults(FaultConfig {
             error_rate: 0.1,
             error_code: 503,
@@ -459,7 +583,7 @@ async fn a_tenth_of_requests_failing_503_still_applies_a_300_object_commit() {
     let rev2 = fleet.commit(300, "2");
     fleet.applied(&rev2, Duration::from_secs(120)).await;
     let took = started.elapsed();
-    fleet.cluster.set_faults(FaultConfig::default()).unwrap();
+    fleet.cluster().set_faults(FaultConfig::default()).unwrap();
     fleet.holds(&expected(300, "2")).await;
     let metrics = controller.metrics();
     let retried: u64 = metrics
@@ -545,11 +669,46 @@ async fn api_server_restarted_mid_reconcile_converges() {
     fleet.slow(15);
     let rev2 = fleet.commit(150, "2");
     first_event(&mut events, modified_to("2")).await;
-    fleet.cluster.stop().await;
+    fleet.cluster_mut().stop().await;
     // While it is down the controller's requests are refused; its reconcile fails.
-    fleet.cluster.restart().await.unwrap();
+    fleet.cluster_mut().restart().await.unwrap();
     fleet.slow(0);
     // The server kept the half-applied state: the revision was not recorded.
+    assert_eq!(fleet.last_applied().await, Some(rev1));
+    fleet.applied(&rev2, Duration::from_secs(120)).await;
+    fleet.holds(&expected(150, "2")).await;
+}
+
+/// The API server as a process of its own (`ferroflux dev up`, objects in SQLite under its
+/// state directory) SIGKILLed in the middle of an apply and started again on the same
+/// directory: it is back at the address, and with the CA and token, it had — the controller
+/// (a process of its own, its kubeconfig untouched) reaches it again — and with every write it
+/// acknowledged; the controller converges on the new commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_server_process_killed_mid_reconcile_converges() {
+    let repo = Repo::with_files(&[("apps/all.yaml", &apps(200, "1"))]);
+    // Every answer slowed so that the apply of the second commit is long enough to be cut in
+    // its middle (the moment is still chosen by what the cluster shows).
+    let mut fleet = Fleet::with_api_process("api-kill", repo, &["--fault-delay-ms", "15"]).await;
+    let _controller = fleet.controller("artifacts", free_port(), &[]);
+    fleet.follow(&fleet.repo.url(), None).await;
+    let rev1 = revision(&fleet.repo.head().unwrap());
+    fleet.applied(&rev1, Duration::from_secs(120)).await;
+    fleet.sentinel().await;
+    let kubeconfig = std::fs::read_to_string(&fleet.kubeconfig).unwrap();
+
+    let mut events = fleet.watch_cms().await;
+    let rev2 = fleet.commit(150, "2");
+    first_event(&mut events, modified_to("2")).await;
+    fleet.api_process().kill();
+    drop(events);
+    fleet.api_process().start_again(&[]);
+    assert_eq!(
+        std::fs::read_to_string(&fleet.kubeconfig).unwrap(),
+        kubeconfig,
+        "the restarted server has another address, CA or token"
+    );
+    // The cut apply was not recorded as applied.
     assert_eq!(fleet.last_applied().await, Some(rev1));
     fleet.applied(&rev2, Duration::from_secs(120)).await;
     fleet.holds(&expected(150, "2")).await;
@@ -563,10 +722,10 @@ async fn connections_reset_during_watches_lose_no_change() {
     let (fleet, _controller, _) = applied_fleet("watch-resets", 20, free_port()).await;
     let repos: Api<GitRepository> = Api::namespaced(fleet.client.clone(), "flux-system");
     fleet
-        .cluster
+        .cluster()
         .set_fault_rules(vec![FaultRule::new(FaultAction::Drop).watches().times(3)])
         .unwrap();
-    fleet.cluster.reset_connections();
+    fleet.cluster().reset_connections();
     let rev2 = fleet.commit(15, "2");
     // The source controller fetched it: reset again while the Kustomization controller's
     // watch is delivering that change.
@@ -575,16 +734,16 @@ async fn connections_reset_during_watches_lose_no_change() {
         (artifact.revision == rev2).then_some(())
     })
     .await;
-    fleet.cluster.reset_connections();
+    fleet.cluster().reset_connections();
     fleet.applied(&rev2, Duration::from_secs(60)).await;
     fleet.holds(&expected(15, "2")).await;
     assert_eq!(
-        fleet.cluster.faults_injected(),
+        fleet.cluster().faults_injected(),
         3,
         "the dropped watches were met"
     );
     // And the watches still work after it all: one more commit arrives.
-    fleet.cluster.reset_connections();
+    fleet.cluster().reset_connections();
     let rev3 = fleet.commit(15, "3");
     fleet.applied(&rev3, Duration::from_secs(60)).await;
     fleet.holds(&expected(15, "3")).await;

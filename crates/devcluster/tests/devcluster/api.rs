@@ -700,6 +700,53 @@ async fn invalid_crd_is_rejected() {
     c.shutdown().await;
 }
 
+/// A file-backed cluster comes back at its address with its token and CA, so a kubeconfig
+/// written before the restart still works; a damaged identity file is named, not replaced.
+#[tokio::test]
+async fn a_restarted_cluster_keeps_its_address_token_and_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let c = DevCluster::start(Config::file("p", &db)).await.unwrap();
+    let before = (c.addr(), c.token().to_string(), c.ca_pem().to_string());
+    let kubeconfig = dir.path().join("kubeconfig");
+    ferroflux_devcluster::write_kubeconfig(&kubeconfig, &[&c], None).unwrap();
+    c.shutdown().await;
+
+    let c = DevCluster::start(Config::file("p", &db)).await.unwrap();
+    assert_eq!(
+        (c.addr(), c.token().to_string(), c.ca_pem().to_string()),
+        before
+    );
+    let old = ferroflux_devcluster::client_from_kubeconfig(&kubeconfig, "p")
+        .await
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(old, "default");
+    api.create(
+        &PostParams::default(),
+        &cm("through-old-kubeconfig", json!({})),
+    )
+    .await
+    .unwrap();
+    c.shutdown().await;
+
+    let identity = dir.path().join("c.identity.json");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&identity).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o077, 0, "the token and key are readable by others");
+    std::fs::write(&identity, "{ not json").unwrap();
+    let err = DevCluster::start(Config::file("p", &db))
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("c.identity.json") && err.contains("delete the file"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&identity).unwrap(), "{ not json");
+}
+
 #[tokio::test]
 async fn objects_survive_a_restart_and_versions_keep_growing() {
     let dir = tempfile::tempdir().unwrap();
