@@ -1,6 +1,6 @@
 //! Rust types of the CRDs ferroflux serves, compatible with Flux's APIs.
 //!
-//! Owns: `GitRepository` (`source.toolkit.fluxcd.io/v1`) and `Kustomization`
+//! Owns: `GitRepository`, `HelmRepository`, `HelmChart` (`source.toolkit.fluxcd.io/v1`) and `Kustomization`
 //! (`kustomize.toolkit.fluxcd.io/v1`) with their specs and statuses, the generated CRD manifests,
 //! the condition types and reasons tooling matches on (and the one setter that writes them),
 //! the [`FluxObject`] trait over every kind, inventory ids, revision strings and Go
@@ -11,6 +11,8 @@ pub mod conditions;
 mod crd;
 pub mod duration;
 pub mod gitrepository;
+pub mod helmchart;
+pub mod helmrepository;
 pub mod inventory;
 pub mod kustomization;
 pub mod object;
@@ -18,6 +20,8 @@ pub mod revision;
 
 pub use common::{Artifact, LocalObjectReference, SecretKeyReference, Selector};
 pub use gitrepository::{GitRepository, GitRepositoryRef, GitRepositorySpec, GitRepositoryStatus};
+pub use helmchart::{HelmChart, HelmChartSpec, HelmChartStatus};
+pub use helmrepository::{HelmRepository, HelmRepositorySpec, HelmRepositoryStatus};
 pub use inventory::{ObjectId, ObjectIdError};
 pub use kustomization::{Kustomization, KustomizationSpec, KustomizationStatus};
 pub use object::FluxObject;
@@ -36,6 +40,8 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![
         crd::flux_shaped(GitRepository::crd()),
         crd::flux_shaped(Kustomization::crd()),
+        crd::flux_shaped(HelmRepository::crd()),
+        crd::flux_shaped(HelmChart::crd()),
     ]
 }
 

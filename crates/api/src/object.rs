@@ -4,7 +4,7 @@
 //! over [`FluxObject`] instead of once per kind, as fluxcd/pkg's `runtime/conditions` getter
 //! does over `meta.ObjectWithConditions`.
 
-use crate::{GitRepository, Kustomization};
+use crate::{GitRepository, HelmChart, HelmRepository, Kustomization};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Resource;
@@ -93,6 +93,66 @@ impl FluxObject for GitRepository {
             .status
             .as_ref()
             .and_then(|s| s.artifact.as_ref())
+            .map(|a| a.revision.clone())
+            .unwrap_or_default();
+        format!("fetched revision {revision}")
+    }
+}
+
+impl FluxObject for HelmRepository {
+    const KIND: &'static str = "HelmRepository";
+    const HUMAN_KIND: &'static str = "source helm";
+    fn suspended(&self) -> bool {
+        self.spec.suspend.unwrap_or(false)
+    }
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or(&[])
+    }
+    fn observed_generation(&self) -> Option<i64> {
+        self.status.as_ref().and_then(|s| s.observed_generation)
+    }
+    fn last_handled_reconcile_at(&self) -> Option<&str> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.last_handled_reconcile_at.as_deref())
+    }
+    fn success_message(&self) -> String {
+        let revision = self
+            .status
+            .as_ref()
+            .and_then(|s| s.artifact.as_ref())
+            .map(|a| a.revision.clone())
+            .unwrap_or_default();
+        format!("fetched revision {revision}")
+    }
+}
+
+impl FluxObject for HelmChart {
+    const KIND: &'static str = "HelmChart";
+    const HUMAN_KIND: &'static str = "source chart";
+    fn suspended(&self) -> bool {
+        self.spec.suspend.unwrap_or(false)
+    }
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or(&[])
+    }
+    fn observed_generation(&self) -> Option<i64> {
+        self.status.as_ref().and_then(|s| s.observed_generation)
+    }
+    fn last_handled_reconcile_at(&self) -> Option<&str> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.last_handled_reconcile_at.as_deref())
+    }
+    fn success_message(&self) -> String {
+        let revision = self
+            .artifact()
             .map(|a| a.revision.clone())
             .unwrap_or_default();
         format!("fetched revision {revision}")

@@ -183,6 +183,65 @@ fn kustomization_crd_matches_flux() {
     );
 }
 
+#[test]
+fn helm_repository_crd_matches_flux() {
+    assert_compatible(
+        "HelmRepository",
+        "source.toolkit.fluxcd.io_helmrepositories.yaml",
+    );
+}
+
+#[test]
+fn helm_chart_crd_matches_flux() {
+    assert_compatible("HelmChart", "source.toolkit.fluxcd.io_helmcharts.yaml");
+}
+
+#[test]
+fn helm_sources_round_trip_flux_manifests() {
+    let chart: ferroflux_api::HelmChart = serde_saphyr::from_str(
+        r#"
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmChart
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  interval: 5m
+  chart: podinfo
+  sourceRef:
+    kind: HelmRepository
+    name: podinfo
+  valuesFiles: [values.yaml, values-prod.yaml]
+"#,
+    )
+    .unwrap();
+    assert_eq!(chart.version_range(), "*");
+    assert_eq!(
+        chart.reconcile_strategy(),
+        ferroflux_api::helmchart::ReconcileStrategy::ChartVersion
+    );
+    let back = serde_json::to_value(&chart).unwrap();
+    assert_eq!(back["spec"]["sourceRef"]["kind"], "HelmRepository");
+    assert_eq!(back["spec"]["version"], "*");
+    let repo: ferroflux_api::HelmRepository = serde_saphyr::from_str(
+        r#"
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: podinfo
+spec:
+  type: oci
+  url: oci://ghcr.io/stefanprodan/charts
+"#,
+    )
+    .unwrap();
+    assert_eq!(
+        repo.repository_type(),
+        ferroflux_api::helmrepository::HelmRepositoryType::Oci
+    );
+    assert!(repo.spec.interval.is_none());
+}
+
 /// The comparison itself must notice a difference, or the two tests above prove nothing.
 #[test]
 fn comparison_detects_a_renamed_field_and_a_changed_enum() {
@@ -272,8 +331,10 @@ spec:
 #[test]
 fn crd_yaml_stream_holds_both_crds() {
     let yaml = ferroflux_api::crds_yaml().unwrap();
-    assert_eq!(yaml.matches("---\n").count(), 2);
+    assert_eq!(yaml.matches("---\n").count(), ferroflux_api::crds().len());
     assert!(yaml.contains("name: gitrepositories.source.toolkit.fluxcd.io"));
     assert!(yaml.contains("name: kustomizations.kustomize.toolkit.fluxcd.io"));
     assert!(yaml.contains("listKind: KustomizationList"));
+    assert!(yaml.contains("name: helmrepositories.source.toolkit.fluxcd.io"));
+    assert!(yaml.contains("name: helmcharts.source.toolkit.fluxcd.io"));
 }
