@@ -1,0 +1,384 @@
+//! The release actions on a devcluster: install, upgrade (three-way), rollback, uninstall and
+//! test, with hooks, CRDs, Capabilities and `lookup` from the cluster.
+
+use std::time::Duration;
+
+use ferroflux_helmrelease::{
+    CrdPolicy, InstallOptions, RollbackOptions, Status, TestOptions, UninstallOptions,
+    UpgradeOptions, WaitOptions,
+};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+
+use crate::support::{
+    cluster, config_map, corpus_chart, exists, fixture_chart, install_opts, namespace, target,
+    values,
+};
+
+fn upgrade_opts() -> UpgradeOptions {
+    UpgradeOptions {
+        wait: WaitOptions {
+            timeout: Duration::from_secs(20),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn install_upgrade_rollback_uninstall_of_a_corpus_chart() {
+    let (cluster, client, actions) = cluster("actions-lifecycle").await;
+    let chart = corpus_chart("app-basic");
+    let t = target("web", "apps");
+    let opts = InstallOptions {
+        create_namespace: true,
+        ..install_opts()
+    };
+    let rel = actions
+        .install(&t, chart.clone(), values(json!({"replicaCount": 2})), &opts)
+        .await
+        .unwrap();
+    assert_eq!((rel.version, rel.info.status), (1, Status::Deployed));
+    assert_eq!(rel.info.description, "Install complete");
+    assert_eq!(rel.chart_name(), "app");
+    let deploy: serde_json::Value = serde_json::from_slice(
+        &cluster
+            .kubectl(&["get", "deployment", "web-app", "-n", "apps", "-o", "json"])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(deploy["spec"]["replicas"], 2);
+    assert_eq!(
+        deploy["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "Helm"
+    );
+    assert_eq!(
+        deploy["metadata"]["annotations"]["meta.helm.sh/release-name"],
+        "web"
+    );
+    assert_eq!(
+        deploy["metadata"]["annotations"]["meta.helm.sh/release-namespace"],
+        "apps"
+    );
+    assert!(exists(&cluster, "apps", "service", "web-app"));
+    assert!(!exists(&cluster, "apps", "ingress", "web-app"));
+
+    // Upgrade: the Ingress appears.
+    let prod = values(json!({"replicaCount": 3, "ingress": {"enabled": true}}));
+    let rel = actions
+        .upgrade(&t, chart.clone(), prod, &upgrade_opts())
+        .await
+        .unwrap();
+    assert_eq!((rel.version, rel.info.status), (2, Status::Deployed));
+    assert_eq!(rel.info.description, "Upgrade complete");
+    assert!(exists(&cluster, "apps", "ingress", "web-app"));
+
+    // Upgrade again without it: what the previous release had and this one drops is deleted.
+    let rel = actions
+        .upgrade(
+            &t,
+            chart.clone(),
+            values(json!({"replicaCount": 1})),
+            &upgrade_opts(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rel.version, 3);
+    assert!(!exists(&cluster, "apps", "ingress", "web-app"));
+
+    // Roll back to revision 2: the Ingress comes back, values are 2's.
+    let rel = actions
+        .rollback(
+            &t,
+            &RollbackOptions {
+                version: 2,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!((rel.version, rel.info.status), (4, Status::Deployed));
+    assert_eq!(rel.info.description, "Rollback to 2");
+    assert_eq!(rel.info.rollback_revision, 2);
+    assert_eq!(rel.config["replicaCount"], 3);
+    assert!(exists(&cluster, "apps", "ingress", "web-app"));
+
+    let storage = actions.storage("apps");
+    let statuses: Vec<(i64, Status)> = storage
+        .history("web")
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.version, r.info.status))
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            (1, Status::Superseded),
+            (2, Status::Superseded),
+            (3, Status::Superseded),
+            (4, Status::Deployed)
+        ]
+    );
+
+    // Uninstall keeping history: objects gone, the latest revision `uninstalled`.
+    let gone = actions
+        .uninstall(
+            &t,
+            &UninstallOptions {
+                keep_history: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(gone.info.status, Status::Uninstalled);
+    assert!(!exists(&cluster, "apps", "deployment", "web-app"));
+    assert!(!exists(&cluster, "apps", "ingress", "web-app"));
+    let last = storage.last("web").await.unwrap().unwrap();
+    assert_eq!((last.version, last.info.status), (4, Status::Uninstalled));
+    assert_eq!(last.info.description, "Uninstallation complete");
+    assert!(!last.info.deleted.is_empty());
+    // Installing again over it needs `replace`; then the next revision is written.
+    let e = actions
+        .install(&t, chart.clone(), values(json!({})), &install_opts())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("cannot reuse a name that is still in use"),
+        "{e}"
+    );
+    let rel = actions
+        .install(
+            &t,
+            chart.clone(),
+            values(json!({})),
+            &InstallOptions {
+                replace: true,
+                ..install_opts()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!((rel.version, rel.info.status), (5, Status::Deployed));
+    // A plain uninstall purges the history.
+    actions
+        .uninstall(&t, &UninstallOptions::default())
+        .await
+        .unwrap();
+    assert!(storage.history("web").await.unwrap().is_empty());
+    let e = actions
+        .uninstall(&t, &UninstallOptions::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "uninstall: Release not loaded: web: release: not found");
+    assert!(
+        actions
+            .uninstall(
+                &t,
+                &UninstallOptions {
+                    ignore_not_found: true,
+                    ..Default::default()
+                }
+            )
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let _ = client;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hooks_tests_lookup_and_capabilities() {
+    let (cluster, client, actions) = cluster("actions-hooks").await;
+    namespace(&client, "apps").await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "apps");
+    let pre = serde_json::from_value(
+        json!({"metadata": {"name": "preexisting"}, "data": {"value": "from-the-cluster"}}),
+    )
+    .unwrap();
+    cms.create(&PostParams::default(), &pre).await.unwrap();
+    let t = target("hk", "apps");
+    let chart = fixture_chart("hooked");
+    let rel = actions
+        .install(&t, chart.clone(), values(json!({})), &install_opts())
+        .await
+        .unwrap();
+    assert_eq!(rel.info.status, Status::Deployed);
+    assert_eq!(rel.info.notes.trim(), "hk revision 1 runs 1 replica(s).");
+
+    // Rendered with the live cluster: lookup saw the ConfigMap, Capabilities are the server's.
+    let seen = config_map(&client, "apps", "hk-cluster").await.unwrap();
+    assert_eq!(seen["looked-up"], "from-the-cluster");
+    assert_eq!(seen["hasDeployments"], "true");
+    let version = client.apiserver_version().await.unwrap().git_version;
+    assert_eq!(seen["kubeVersion"], version.as_str());
+
+    // Hooks ran in weight order and were recorded; hook-succeeded deleted the Job, the
+    // post-install ConfigMap (default policy before-hook-creation) stays.
+    let by_name = |n: &str| rel.hooks.iter().find(|h| h.name == n).unwrap().clone();
+    let migrate = by_name("hk-migrate");
+    assert_eq!(migrate.last_run.phase, "Succeeded");
+    assert!(!migrate.last_run.started_at.is_empty() && !migrate.last_run.completed_at.is_empty());
+    assert!(!exists(&cluster, "apps", "job", "hk-migrate"));
+    let installed = by_name("hk-installed");
+    assert_eq!(installed.last_run.phase, "Succeeded");
+    assert_eq!(installed.delete_policies, vec!["before-hook-creation"]);
+    assert!(migrate.last_run.completed_at <= installed.last_run.started_at);
+    assert_eq!(
+        config_map(&client, "apps", "hk-installed").await.unwrap()["revision"],
+        "1"
+    );
+    assert_eq!(by_name("hk-test").last_run.phase, "");
+
+    // The upgrade re-runs pre/post-upgrade hooks (the ConfigMap hook is recreated).
+    let rel = actions
+        .upgrade(
+            &t,
+            chart.clone(),
+            values(json!({"replicaCount": 2})),
+            &upgrade_opts(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        config_map(&client, "apps", "hk-installed").await.unwrap()["revision"],
+        "2"
+    );
+    assert_eq!(
+        config_map(&client, "apps", "hk-cluster").await.unwrap()["revision"],
+        "2"
+    );
+    assert_eq!(rel.info.notes.trim(), "hk revision 2 runs 2 replica(s).");
+
+    // Tests: the result is recorded in the stored release.
+    let tested = actions.test(&t, &TestOptions::default()).await.unwrap();
+    let test_hook = tested.hooks.iter().find(|h| h.name == "hk-test").unwrap();
+    assert_eq!(test_hook.last_run.phase, "Succeeded");
+    let stored = actions.storage("apps").last("hk").await.unwrap().unwrap();
+    assert_eq!(
+        stored
+            .hooks
+            .iter()
+            .find(|h| h.name == "hk-test")
+            .unwrap()
+            .last_run
+            .phase,
+        "Succeeded"
+    );
+    assert_eq!(stored.info.status, Status::Deployed);
+
+    // A failing test: recorded as Failed, the release stays deployed.
+    actions
+        .upgrade(
+            &t,
+            chart.clone(),
+            values(json!({"failTest": true})),
+            &upgrade_opts(),
+        )
+        .await
+        .unwrap();
+    let e = actions
+        .test(
+            &t,
+            &TestOptions {
+                timeout: Duration::from_secs(10),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.to_string(), "job hk-test failed: BackoffLimitExceeded");
+    let rel = e.release().unwrap();
+    assert_eq!(
+        rel.hooks
+            .iter()
+            .find(|h| h.name == "hk-test")
+            .unwrap()
+            .last_run
+            .phase,
+        "Failed"
+    );
+    let stored = actions.storage("apps").last("hk").await.unwrap().unwrap();
+    assert_eq!(stored.info.status, Status::Deployed);
+    assert_eq!(
+        stored
+            .hooks
+            .iter()
+            .find(|h| h.name == "hk-test")
+            .unwrap()
+            .last_run
+            .phase,
+        "Failed"
+    );
+
+    // Uninstall runs the pre-delete hook (deleted by hook-succeeded) and removes the objects.
+    actions
+        .uninstall(&t, &UninstallOptions::default())
+        .await
+        .unwrap();
+    assert!(!exists(&cluster, "apps", "deployment", "hk"));
+    assert!(!exists(&cluster, "apps", "configmap", "hk-goodbye"));
+    assert!(config_map(&client, "apps", "hk-cluster").await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn crds_go_first_by_policy() {
+    let (cluster, client, actions) = cluster("actions-crds").await;
+    namespace(&client, "apps").await;
+    let chart = corpus_chart("crds");
+    // Skip: the chart's custom resource has no kind to go to.
+    let e = actions
+        .install(
+            &target("skip", "apps"),
+            chart.clone(),
+            values(json!({})),
+            &InstallOptions {
+                crds: CrdPolicy::Skip,
+                ..install_opts()
+            },
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no matches for kind \"Widget\" in version \"example.com/v1\""),
+        "{e}"
+    );
+    assert!(e.contains("ensure CRDs are installed first"), "{e}");
+    assert!(
+        actions
+            .storage("apps")
+            .history("skip")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Create: the CRDs of the chart and its subchart, then the Widget.
+    let rel = actions
+        .install(
+            &target("crd", "apps"),
+            chart.clone(),
+            values(json!({})),
+            &install_opts(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rel.info.status, Status::Deployed);
+    for crd in [
+        "widgets.example.com",
+        "gadgets.example.com",
+        "subthings.example.com",
+        "things.crd.example.com",
+    ] {
+        assert!(
+            cluster.kubectl(&["get", "crd", crd]).status.success(),
+            "{crd}"
+        );
+    }
+    assert!(exists(&cluster, "apps", "widgets.example.com", "w1"));
+}
