@@ -12,7 +12,6 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-mod bootstrap;
 mod cluster;
 mod cmd;
 mod exit;

@@ -16,8 +16,12 @@
 //! before anything is written (Flux pushes the components first); ssh host keys come from a
 //! known_hosts file, never from scanning the server (no trust on first use); ferroflux does not
 //! generate SSH deploy keys, so https remotes give the cluster the same username and password.
+//!
+//! The checks of the flags and the Git half (manifests, clone, commit, push, building the folder)
+//! are `ferroflux-bootstrap`'s; this file turns flags into its [`Request`], prints its steps and
+//! does the cluster half (the path check, install, Secret, apply, waits).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -25,14 +29,12 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use clap::{Args, Subcommand};
 use ferroflux_api::{GitRepository, Kustomization};
 use ferroflux_apply::applier::Applier;
+use ferroflux_bootstrap::manifests::{self, SyncOptions};
+use ferroflux_bootstrap::{CommitOptions, Plan, Pushed, Request, Signature, Step};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use crate::bootstrap::git::{Auth, Checkout, GitError, Signature};
-use crate::bootstrap::manifests::{
-    self, COMPONENTS_FILE, KUSTOMIZATION_FILE, SYNC_FILE, SyncOptions,
-};
 use crate::cluster::{Cluster, KubeArgs};
 use crate::cmd::install::{self, EngineArgs, FIELD_MANAGER};
 use crate::exit;
@@ -132,224 +134,59 @@ pub async fn run(args: BootstrapArgs) -> Result<ExitCode> {
     }
 }
 
-/// The validated plan of one run: how to reach Git, what the cluster will use.
-struct Plan {
-    auth: Auth,
-    sync: SyncOptions,
-    secret: std::collections::BTreeMap<String, String>,
-    ca_file: Option<PathBuf>,
-}
-
-fn plan(args: &GitArgs) -> Result<Plan> {
-    let namespace = args.kube.namespace.clone();
-    let target_path = manifests::clean_target_path(&args.path)?;
-    let interval = args.interval;
-    if interval.is_zero() {
-        bail!("--interval must be more than zero");
-    }
-    if args.branch.is_empty() || args.branch.starts_with('-') || args.branch.contains("..") {
-        bail!("invalid --branch {:?}", args.branch);
-    }
-    let (scheme, rest) = args.url.split_once("://").ok_or_else(|| {
-        anyhow!(
-            "--url {:?} is not a URL: use file://, https:// or ssh://",
-            args.url
-        )
-    })?;
-    let ca_pem = match &args.ca_file {
-        Some(p) => Some(
-            std::fs::read_to_string(p)
-                .with_context(|| format!("unable to read TLS CA file {}", p.display()))?,
-        ),
-        None => None,
-    };
-    let password = args.password.clone().filter(|p| !p.is_empty());
-    let mut secret = std::collections::BTreeMap::new();
-    let (auth, sync_url) = match scheme {
-        "file" => {
-            if args.private_key_file.is_some() || password.is_some() {
-                bail!("file:// URLs take no credentials: drop --private-key-file and --password");
-            }
-            (Auth::None, args.url.clone())
-        }
-        "http" | "https" => {
-            if scheme == "http" && !args.allow_insecure_http {
-                bail!("scheme http is insecure, pass --allow-insecure-http=true to allow it");
-            }
-            if args.private_key_file.is_some() {
-                bail!(
-                    "--private-key-file is for ssh:// URLs; use --username and --password with {scheme}://"
-                );
-            }
-            let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-            let host = match authority.rsplit_once('@') {
-                Some((userinfo, host)) => {
-                    if userinfo.contains(':') {
-                        bail!(
-                            "--url must not hold a password: pass it with --password or the \
-                             GIT_PASSWORD variable"
-                        );
-                    }
-                    host
-                }
-                None => authority,
-            };
-            let url = format!("{scheme}://{host}/{path}");
-            let auth = match &password {
-                Some(p) => {
-                    if !args.token_auth {
-                        progress::warning(format_args!(
-                            "ferroflux does not generate SSH deploy keys: the cluster will use \
-                             the same username and password (as with --token-auth)"
-                        ));
-                    }
-                    secret.insert("username".to_string(), args.username.clone());
-                    secret.insert("password".to_string(), p.clone());
-                    Auth::Basic {
-                        username: args.username.clone(),
-                        password: p.clone(),
-                    }
-                }
-                None if args.token_auth => {
-                    bail!("--token-auth needs --password (or the GIT_PASSWORD variable)")
-                }
-                None => Auth::None,
-            };
-            if let Some(ca) = &ca_pem {
-                secret.insert("ca.crt".to_string(), ca.clone());
-            }
-            (auth, url)
-        }
-        "ssh" => {
-            if args.token_auth {
-                bail!("--token-auth is for https:// URLs; ssh:// needs --private-key-file");
-            }
-            let key_file = args.private_key_file.clone().ok_or_else(|| {
-                anyhow!(
-                    "ssh:// URLs need --private-key-file: ferroflux does not use an ssh agent \
-                     or generate deploy keys"
-                )
-            })?;
-            let identity = std::fs::read_to_string(&key_file).with_context(|| {
-                format!("cannot read the private key file {}", key_file.display())
-            })?;
-            if !identity.contains("PRIVATE KEY") {
-                bail!(
-                    "{} is not a private key in OpenSSH or PEM format",
-                    key_file.display()
-                );
-            }
-            let known_hosts = match &args.known_hosts_file {
-                Some(p) => p.clone(),
-                None => std::env::var_os("HOME")
-                    .map(|h| PathBuf::from(h).join(".ssh/known_hosts"))
-                    .ok_or_else(|| anyhow!("HOME is not set: pass --known-hosts-file"))?,
-            };
-            let (authority, _) = rest.split_once('/').unwrap_or((rest, ""));
-            let (user, hostport) = match authority.rsplit_once('@') {
-                Some((u, h)) => (Some(u), h),
-                None => (None, authority),
-            };
-            if user.is_some_and(|u| u.contains(':')) {
-                bail!("--url must not hold a password");
-            }
-            let host_entry = known_hosts_name(hostport);
-            let lines = known_host_lines(&known_hosts, &host_entry)?;
-            // Flux sets the URL's user from --username unless the URL names one and the flag
-            // was left at its default.
-            let user = match user {
-                Some(u) if args.username == "git" => u.to_string(),
-                _ => args.username.clone(),
-            };
-            let path = &rest[authority.len()..];
-            let url = format!("ssh://{user}@{hostport}{path}");
-            secret.insert("identity".to_string(), identity);
-            let public = key_file.with_extension("pub");
-            if let Ok(pub_key) = std::fs::read_to_string(&public) {
-                secret.insert("identity.pub".to_string(), pub_key);
-            }
-            secret.insert("known_hosts".to_string(), lines);
-            if let Some(p) = &password {
-                secret.insert("password".to_string(), p.clone());
-            }
-            (
-                Auth::Ssh {
-                    key_file,
-                    passphrase: password.clone(),
-                    known_hosts,
-                },
-                url,
-            )
-        }
-        other => bail!("scheme {other:?} is not supported: use file://, https:// or ssh://"),
-    };
-    let secret_name = args
-        .secret_name
-        .clone()
-        .unwrap_or_else(|| namespace.clone());
-    Ok(Plan {
-        auth,
-        sync: SyncOptions {
-            name: namespace.clone(),
-            namespace,
-            url: sync_url,
-            branch: args.branch.clone(),
-            secret_name,
-            interval,
-            target_path,
-        },
-        secret,
+/// The run as ferroflux-bootstrap takes it.
+fn request(args: &GitArgs) -> Request {
+    Request {
+        url: args.url.clone(),
+        branch: args.branch.clone(),
+        path: args.path.clone(),
+        interval: args.interval,
+        private_key_file: args.private_key_file.clone(),
+        known_hosts_file: args.known_hosts_file.clone(),
+        username: args.username.clone(),
+        password: args.password.clone(),
+        token_auth: args.token_auth,
+        allow_insecure_http: args.allow_insecure_http,
         ca_file: args.ca_file.clone(),
-    })
+        secret_name: args.secret_name.clone(),
+        namespace: args.kube.namespace.clone(),
+    }
 }
 
-/// `host` or `[host]:port`, as known_hosts names a server.
-fn known_hosts_name(hostport: &str) -> String {
-    match hostport.rsplit_once(':') {
-        Some((host, port)) if !host.ends_with(']') && port != "22" && !port.is_empty() => {
-            format!(
-                "[{}]:{port}",
-                host.trim_start_matches('[').trim_end_matches(']')
-            )
+/// Prints a step of the Git half as flux prints it.
+fn print_step(step: Step<'_>) {
+    match step {
+        Step::Cloning { branch, url } => progress::action(format_args!(
+            "cloning branch {branch:?} from Git repository {url:?}"
+        )),
+        Step::Cloned => progress::success(format_args!("cloned repository")),
+        Step::GeneratingComponents => {
+            progress::generate(format_args!("generating component manifests"))
         }
-        Some((host, "22")) => host.to_string(),
-        _ => hostport.to_string(),
+        Step::GeneratedComponents => {
+            progress::success(format_args!("generated component manifests"))
+        }
+        Step::GeneratingSync => progress::action(format_args!("generating sync manifests")),
+        Step::GeneratedSync => progress::success(format_args!("generated sync manifests")),
+        Step::UpToDate => {
+            progress::success(format_args!("component manifests are up to date"));
+            progress::success(format_args!("sync manifests are up to date"));
+        }
+        Step::Committed { branch, commit } => progress::success(format_args!(
+            "committed component and sync manifests to {branch:?} ({commit:?})"
+        )),
+        Step::Pushing { url } => progress::action(format_args!("pushing manifests to {url:?}")),
+        Step::Retrying => progress::waiting(format_args!(
+            "git conflict detected, retrying with a fresh fetch"
+        )),
     }
-}
-
-/// The known_hosts lines for `host` (hashed entries too, through `ssh-keygen -F`).
-fn known_host_lines(file: &Path, host: &str) -> Result<String> {
-    if !file.exists() {
-        bail!(
-            "known_hosts file {} does not exist: add the SSH server's host key there (after \
-             checking its fingerprint) or pass --known-hosts-file",
-            file.display()
-        );
-    }
-    let out = std::process::Command::new("ssh-keygen")
-        .arg("-F")
-        .arg(host)
-        .arg("-f")
-        .arg(file)
-        .output()
-        .context("cannot run ssh-keygen to read the known_hosts file")?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .collect();
-    if lines.is_empty() {
-        bail!(
-            "no host key for {host} in {}: add the SSH server's host key (after checking its \
-             fingerprint) or pass --known-hosts-file",
-            file.display()
-        );
-    }
-    Ok(lines.join("\n") + "\n")
 }
 
 async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
-    let plan = plan(&args)?;
+    let plan = Plan::new(&request(&args))?;
+    for warning in &plan.warnings {
+        progress::warning(warning);
+    }
     let install_opts = args.engine.options(&args.kube.namespace)?;
     let timeout = args.kube.timeout;
     let deadline = tokio::time::Instant::now() + timeout;
@@ -365,85 +202,25 @@ async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
         );
     }
 
-    progress::action(format_args!(
-        "cloning branch {:?} from Git repository {:?}",
-        plan.sync.branch, args.url
-    ));
-    let checkout = Checkout::clone(
+    let commit = CommitOptions {
+        author: Signature {
+            name: args.author_name.clone(),
+            email: args.author_email.clone(),
+        },
+        appendix: args.commit_message_appendix.clone(),
+    };
+    let Pushed {
+        revision,
+        components: component_objects,
+        sync: sync_objects,
+    } = ferroflux_bootstrap::push_manifests(
+        &plan,
         &args.url,
-        &plan.sync.branch,
-        &plan.auth,
-        plan.ca_file.as_deref(),
+        &install_opts,
+        &commit,
+        &mut print_step,
     )
-    .await
-    .context("failed to clone repository")?;
-    progress::success(format_args!("cloned repository"));
-
-    progress::generate(format_args!("generating component manifests"));
-    let components = manifests::components_yaml(&install_opts)?;
-    progress::success(format_args!("generated component manifests"));
-    progress::action(format_args!("generating sync manifests"));
-    let sync = manifests::sync_yaml(&plan.sync);
-    progress::success(format_args!("generated sync manifests"));
-
-    let author = Signature {
-        name: args.author_name.clone(),
-        email: args.author_email.clone(),
-    };
-    let mut message = format!(
-        "Add Flux {} component and sync manifests",
-        manifests::VERSION
-    );
-    if let Some(extra) = &args.commit_message_appendix {
-        message = format!("{message}\n\n{extra}");
-    }
-    let dir = if plan.sync.target_path.is_empty() {
-        ns.clone()
-    } else {
-        format!("{}/{ns}", plan.sync.target_path)
-    };
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        let written = write_files(&checkout.path(), &dir, &components, &sync)?;
-        match checkout.commit(&written, &message, &author).await? {
-            None => {
-                progress::success(format_args!("component manifests are up to date"));
-                progress::success(format_args!("sync manifests are up to date"));
-                break;
-            }
-            Some(commit) => {
-                progress::success(format_args!(
-                    "committed component and sync manifests to {:?} ({commit:?})",
-                    plan.sync.branch
-                ));
-                progress::action(format_args!("pushing manifests to {:?}", args.url));
-                match checkout.push().await {
-                    Ok(()) => break,
-                    Err(GitError::NonFastForward { .. }) if attempts < 3 => {
-                        progress::waiting(format_args!(
-                            "git conflict detected, retrying with a fresh fetch"
-                        ));
-                        checkout.fetch_and_reset().await?;
-                    }
-                    Err(e) => return Err(anyhow!(e).context("failed to push manifests")),
-                }
-            }
-        }
-    }
-    let head = checkout
-        .head()
-        .await?
-        .ok_or_else(|| anyhow!("the branch has no commit after the push"))?;
-    let revision = format!("{}@sha1:{head}", plan.sync.branch);
-
-    // What the folder builds to: components, the sync objects and any user patches.
-    let built = ferroflux_kustomize::Build::new(&checkout.path())
-        .and_then(|b| b.build(Path::new(&dir)))
-        .with_context(|| format!("cannot build {dir}/{KUSTOMIZATION_FILE}"))?;
-    let (sync_objects, component_objects): (Vec<Value>, Vec<Value>) = built
-        .into_iter()
-        .partition(|o| is_sync_object(o, &plan.sync));
+    .await?;
 
     let applier = Applier::new(client.clone(), FIELD_MANAGER);
     if must_install(&client, &plan.sync).await? {
@@ -509,93 +286,6 @@ async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Writes the three files (kustomization.yaml only when the folder has none) and returns the
-/// paths to stage, relative to the work tree.
-fn write_files(work: &Path, dir: &str, components: &str, sync: &str) -> Result<Vec<String>> {
-    let folder = work.join(dir);
-    std::fs::create_dir_all(&folder)
-        .with_context(|| format!("cannot create {dir} in the clone"))?;
-    std::fs::write(folder.join(COMPONENTS_FILE), components)
-        .with_context(|| format!("cannot write {dir}/{COMPONENTS_FILE}"))?;
-    std::fs::write(folder.join(SYNC_FILE), sync)
-        .with_context(|| format!("cannot write {dir}/{SYNC_FILE}"))?;
-    let mut paths = vec![
-        format!("{dir}/{COMPONENTS_FILE}"),
-        format!("{dir}/{SYNC_FILE}"),
-    ];
-    let existing = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
-        .iter()
-        .any(|f| folder.join(f).exists());
-    if !existing {
-        let resources = scan_resources(&folder)?;
-        std::fs::write(
-            folder.join(KUSTOMIZATION_FILE),
-            manifests::kustomization_yaml(&resources),
-        )
-        .with_context(|| format!("cannot write {dir}/{KUSTOMIZATION_FILE}"))?;
-        paths.push(format!("{dir}/{KUSTOMIZATION_FILE}"));
-    }
-    Ok(paths)
-}
-
-/// The files under `folder` holding Kubernetes objects, and the sub-folders holding a
-/// kustomization, as Flux lists them in a generated kustomization.yaml (walk order).
-fn scan_resources(folder: &Path) -> Result<Vec<String>> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) -> Result<()> {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .with_context(|| format!("cannot list {}", dir.display()))?
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .collect();
-        entries.sort();
-        for path in entries {
-            let rel = path
-                .strip_prefix(base)
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if path.is_dir() {
-                let has_kustomization =
-                    ["kustomization.yaml", "kustomization.yml", "Kustomization"]
-                        .iter()
-                        .any(|f| path.join(f).exists());
-                if has_kustomization {
-                    out.push(rel);
-                } else {
-                    walk(base, &path, out)?;
-                }
-                continue;
-            }
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let Ok(docs) = ferroflux_kustomize::yaml::parse::parse_documents(&text) else {
-                continue;
-            };
-            let objects: Vec<&Value> = docs.iter().filter(|d| !d.is_null()).collect();
-            if !objects.is_empty()
-                && objects
-                    .iter()
-                    .all(|d| d.get("kind").is_some() && d.get("apiVersion").is_some())
-            {
-                out.push(rel);
-            }
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    walk(folder, folder, &mut out)?;
-    Ok(out)
-}
-
-fn is_sync_object(obj: &Value, sync: &SyncOptions) -> bool {
-    let kind = obj["kind"].as_str().unwrap_or_default();
-    let api = obj["apiVersion"].as_str().unwrap_or_default();
-    ((kind == "GitRepository" && api.starts_with("source.toolkit.fluxcd.io/"))
-        || (kind == "Kustomization" && api.starts_with("kustomize.toolkit.fluxcd.io/")))
-        && obj["metadata"]["name"] == sync.name.as_str()
-        && obj["metadata"]["namespace"] == sync.namespace.as_str()
 }
 
 fn not_found(e: &kube::Error) -> bool {

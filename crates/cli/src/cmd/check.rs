@@ -9,11 +9,11 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams};
 
-use crate::bootstrap::manifests::{PART_OF_LABEL, PART_OF_VALUE, VERSION, VERSION_LABEL};
 use crate::cluster::{Cluster, KubeArgs};
 use crate::cmd::install::{self, FIELD_MANAGER};
 use crate::exit;
 use crate::output::progress;
+use ferroflux_bootstrap::manifests::{PART_OF_LABEL, PART_OF_VALUE, VERSION, VERSION_LABEL};
 use std::process::ExitCode;
 
 /// Oldest Kubernetes the engine supports, in Flux's constraint notation.

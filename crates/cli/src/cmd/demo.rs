@@ -6,7 +6,6 @@
 //! The user-facing steps run this very binary as a child process (`bootstrap git`,
 //! `get kustomizations`, `fleet status`), so the demo shows exactly what those commands print.
 
-use crate::bootstrap::git::Git;
 use crate::cluster::Cluster;
 use crate::cmd::dev::start_controllers;
 use crate::fluxobj::request_reconcile;
@@ -14,6 +13,7 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Args;
 use ferroflux_api::conditions::{READY, find_condition};
 use ferroflux_api::{GitRepository, Kustomization};
+use ferroflux_bootstrap::Git;
 use ferroflux_controller::manager::Manager;
 use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
 use k8s_openapi::api::apps::v1::Deployment;

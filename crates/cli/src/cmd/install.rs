@@ -11,9 +11,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::Api;
 use serde_json::{Value, json};
 
-use crate::bootstrap::manifests::{self, InstallOptions};
 use crate::cluster::{Cluster, KubeArgs};
 use crate::output::progress;
+use ferroflux_bootstrap::manifests::{self, InstallOptions};
 use std::process::ExitCode;
 
 /// Field manager of what the CLI applies (Flux's CLI uses its own too, apart from the

@@ -10,9 +10,9 @@ use clap::Args;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::ApiResource;
 
-use crate::bootstrap::manifests::{PART_OF_LABEL, PART_OF_VALUE};
 use crate::cluster::{Cluster, KubeArgs};
 use crate::output::progress;
+use ferroflux_bootstrap::manifests::{PART_OF_LABEL, PART_OF_VALUE};
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]

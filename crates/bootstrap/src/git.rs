@@ -1,5 +1,5 @@
 //! Cloning, committing to and pushing a branch for `bootstrap`, through the `git` program; the
-//! one way the CLI runs `git` (the demo's repository too).
+//! one way ferroflux runs `git` (the CLI's demo repository too).
 //!
 //! Decision: the Git writes of bootstrap drive the `git` program rather than gix. gix 0.90 (the
 //! version the workspace pins) can clone and fetch but cannot push, and bootstrap must push over
@@ -25,11 +25,19 @@ pub enum Auth {
     /// file:// remotes, or an https server that needs nothing.
     None,
     /// HTTP basic auth (a password or a token).
-    Basic { username: String, password: String },
+    Basic {
+        /// The account; git asks for it only when the URL names none.
+        username: String,
+        /// The password or token, handed to git through `GIT_ASKPASS` only.
+        password: String,
+    },
     /// An ssh key file, its passphrase, and the known_hosts file that must hold the host's key.
     Ssh {
+        /// The private key ssh is told to use, and no other.
         key_file: PathBuf,
+        /// The key's passphrase, answered through `SSH_ASKPASS`.
         passphrase: Option<String>,
+        /// The only file the server's host key is looked up in.
         known_hosts: PathBuf,
     },
 }
@@ -47,30 +55,55 @@ impl std::fmt::Debug for Auth {
 /// The author of bootstrap commits.
 #[derive(Clone, Debug)]
 pub struct Signature {
+    /// Written as author and committer name.
     pub name: String,
+    /// Written as author and committer email; may be empty, as Flux's default is.
     pub email: String,
 }
 
+/// A git step that failed, with git's own words scrubbed of every secret.
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
+    /// The `git` program could not be started.
     #[error("cannot run git (is it installed?): {0}")]
     Spawn(std::io::Error),
+    /// The private temporary folder of the clone could not be made.
     #[error("cannot prepare a temporary Git work tree: {0}")]
     Io(#[from] std::io::Error),
+    /// git ran and failed.
     #[error("git {op} failed: {message}")]
-    Command { op: String, message: String },
+    Command {
+        /// The git command, e.g. `ls-remote`.
+        op: String,
+        /// git's stderr without hints, on one line.
+        message: String,
+    },
+    /// The remote has branches, but not the one asked for (an empty remote is fine).
     #[error("branch {branch:?} does not exist in {url} (it has: {existing})")]
     NoBranch {
+        /// The branch asked for.
         branch: String,
+        /// The remote.
         url: String,
+        /// The branches it has, comma-separated.
         existing: String,
     },
     /// The remote moved on since the clone: fetch and try again.
     #[error("the push to {url} was rejected: {reason}")]
-    NonFastForward { url: String, reason: String },
+    NonFastForward {
+        /// The remote.
+        url: String,
+        /// git's summary of the refused ref update.
+        reason: String,
+    },
     /// The remote refused the push itself (a hook, a protected branch, permissions).
     #[error("the push to {url} was rejected by the remote: {reason}")]
-    Rejected { url: String, reason: String },
+    Rejected {
+        /// The remote.
+        url: String,
+        /// git's summary and what the remote said.
+        reason: String,
+    },
 }
 
 /// The `git` program with the user's and the system's configuration ignored, no prompts, the C

@@ -1,0 +1,198 @@
+//! The Git half against a real bare repository over file://: one commit of three files, nothing
+//! on a second run, the folder's own files listed and built.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+use crate::plan::Request;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "Other")
+        .env("GIT_AUTHOR_EMAIL", "other@example.com")
+        .env("GIT_COMMITTER_NAME", "Other")
+        .env("GIT_COMMITTER_EMAIL", "other@example.com")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn plan(url: &str) -> Plan {
+    Plan::new(&Request {
+        url: url.into(),
+        branch: "main".into(),
+        path: "clusters/dev".into(),
+        interval: Duration::from_secs(60),
+        private_key_file: None,
+        known_hosts_file: None,
+        username: "git".into(),
+        password: None,
+        token_auth: false,
+        allow_insecure_http: false,
+        ca_file: None,
+        secret_name: None,
+        namespace: "flux-system".into(),
+    })
+    .unwrap()
+}
+
+fn commit_options() -> CommitOptions {
+    CommitOptions {
+        author: Signature {
+            name: "Flux".into(),
+            email: String::new(),
+        },
+        appendix: Some("[ci skip]".into()),
+    }
+}
+
+/// Runs the Git half and returns its result and the steps it reported, printed as `Debug`.
+async fn run(plan: &Plan, url: &str) -> (Pushed, Vec<String>) {
+    let mut steps = Vec::new();
+    let pushed = push_manifests(
+        plan,
+        url,
+        &InstallOptions::default(),
+        &commit_options(),
+        &mut |s: Step<'_>| steps.push(format!("{s:?}")),
+    )
+    .await
+    .unwrap();
+    (pushed, steps)
+}
+
+#[tokio::test]
+async fn one_commit_then_nothing_and_the_folders_own_files_are_kept() {
+    let root = tempfile::tempdir().unwrap();
+    git(
+        root.path(),
+        &["init", "-q", "--bare", "-b", "main", "r.git"],
+    );
+    let remote = root.path().join("r.git");
+    let url = format!("file://{}", remote.display());
+    // The branch already holds a ConfigMap in the folder bootstrap writes to.
+    git(root.path(), &["clone", "-q", &url, "work"]);
+    let work = root.path().join("work");
+    std::fs::create_dir_all(work.join("clusters/dev/flux-system")).unwrap();
+    std::fs::write(
+        work.join("clusters/dev/flux-system/extra.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: flux-system\n",
+    )
+    .unwrap();
+    std::fs::write(
+        work.join("clusters/dev/flux-system/notes.txt"),
+        "not yaml: [",
+    )
+    .unwrap();
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-q", "-m", "theirs"]);
+    git(&work, &["push", "-q", "origin", "HEAD:main"]);
+
+    let plan = plan(&url);
+    let (first, steps) = run(&plan, &url).await;
+    assert!(steps[0].starts_with("Cloning"), "{steps:?}");
+    assert!(
+        steps.iter().any(|s| s.starts_with("Committed")),
+        "{steps:?}"
+    );
+    assert!(!steps.iter().any(|s| s == "UpToDate"), "{steps:?}");
+    let head = git(&remote, &["rev-parse", "main"]);
+    assert_eq!(first.revision, format!("main@sha1:{head}"));
+    let message = git(&remote, &["log", "-1", "--format=%B", "main"]);
+    assert!(message.starts_with("Add Flux v"), "{message}");
+    assert!(message.ends_with("\n\n[ci skip]"), "{message}");
+    let files = git(
+        &remote,
+        &[
+            "show",
+            "--name-only",
+            "--format=",
+            "main",
+            "--",
+            "clusters/dev/flux-system",
+        ],
+    );
+    assert_eq!(
+        files,
+        "clusters/dev/flux-system/gotk-components.yaml\n\
+         clusters/dev/flux-system/gotk-sync.yaml\n\
+         clusters/dev/flux-system/kustomization.yaml"
+    );
+    let kustomization = git(
+        &remote,
+        &["show", "main:clusters/dev/flux-system/kustomization.yaml"],
+    );
+    assert!(kustomization.contains("- extra.yaml\n"), "{kustomization}");
+    assert!(!kustomization.contains("notes.txt"), "{kustomization}");
+    let kinds = |objects: &[Value]| -> Vec<String> {
+        objects
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let mut sync = kinds(&first.sync);
+    sync.sort();
+    assert_eq!(sync, ["GitRepository", "Kustomization"]);
+    assert!(kinds(&first.components).contains(&"ConfigMap".to_string()));
+    assert!(kinds(&first.components).contains(&"Deployment".to_string()));
+
+    // The same run again: nothing to commit, the same revision.
+    let (second, steps) = run(&plan, &url).await;
+    assert!(steps.iter().any(|s| s == "UpToDate"), "{steps:?}");
+    assert!(
+        !steps.iter().any(|s| s.starts_with("Committed")),
+        "{steps:?}"
+    );
+    assert_eq!(second.revision, first.revision);
+}
+
+#[tokio::test]
+async fn a_folder_that_does_not_build_names_its_kustomization() {
+    let root = tempfile::tempdir().unwrap();
+    git(
+        root.path(),
+        &["init", "-q", "--bare", "-b", "main", "r.git"],
+    );
+    let url = format!("file://{}", root.path().join("r.git").display());
+    git(root.path(), &["clone", "-q", &url, "work"]);
+    let work = root.path().join("work");
+    std::fs::create_dir_all(work.join("clusters/dev/flux-system")).unwrap();
+    // The user's kustomization names a file that is not there.
+    std::fs::write(
+        work.join("clusters/dev/flux-system/kustomization.yaml"),
+        "resources:\n- gotk-components.yaml\n- gotk-sync.yaml\n- missing.yaml\n",
+    )
+    .unwrap();
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-q", "-m", "theirs"]);
+    git(&work, &["push", "-q", "origin", "HEAD:main"]);
+
+    let err = push_manifests(
+        &plan(&url),
+        &url,
+        &InstallOptions::default(),
+        &commit_options(),
+        &mut |_| {},
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot build clusters/dev/flux-system/kustomization.yaml"
+    );
+    let cause = std::error::Error::source(&err).map(ToString::to_string);
+    assert!(
+        cause.as_deref().is_some_and(|c| c.contains("missing.yaml")),
+        "{cause:?}"
+    );
+}
