@@ -153,7 +153,11 @@ pub fn components(opts: &InstallOptions) -> Result<Vec<Value>, ManifestError> {
         "metadata": {"labels": ns_labels, "name": ns},
     }));
 
-    for crd in ferroflux_api::crds() {
+    // kustomize prints objects of one kind by name: sorted here, a second bootstrap commits
+    // nothing whatever order crates/api lists them in.
+    let mut crds = ferroflux_api::crds();
+    crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    for crd in crds {
         let mut crd = serde_json::to_value(&crd).map_err(|e| ManifestError::Crd(e.to_string()))?;
         let meta = crd
             .get_mut("metadata")
@@ -494,12 +498,24 @@ spec:
             .iter()
             .map(|o| o["kind"].as_str().unwrap())
             .collect();
+        let crds = ferroflux_api::crds().len();
+        assert!(crds >= 2, "{crds}");
+        assert_eq!(kinds[0], "Namespace");
+        assert!(
+            kinds[1..=crds]
+                .iter()
+                .all(|k| *k == "CustomResourceDefinition")
+        );
+        let names: Vec<&str> = objects[1..=crds]
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap())
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
         assert_eq!(
-            kinds,
+            kinds[crds + 1..],
             [
-                "Namespace",
-                "CustomResourceDefinition",
-                "CustomResourceDefinition",
                 "ServiceAccount",
                 "ClusterRole",
                 "ClusterRoleBinding",
