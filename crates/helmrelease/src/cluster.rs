@@ -48,10 +48,15 @@ fn meta<'a>(obj: &'a Value, key: &str) -> &'a str {
         .unwrap_or("")
 }
 
+/// How long discovered Capabilities are reused (Helm's client caches discovery as well; a
+/// release's CRDs installed by an action refresh them at once).
+const CAPABILITIES_TTL: Duration = Duration::from_secs(30);
+
 /// One cluster, as the actions use it.
 pub struct Cluster {
     pub client: kube::Client,
     kinds: Mutex<HashMap<GroupVersionKind, (ApiResource, bool)>>,
+    capabilities: Mutex<Option<(Instant, ferroflux_helm::Capabilities)>>,
     field_manager: String,
 }
 
@@ -60,14 +65,18 @@ impl Cluster {
         Cluster {
             client,
             kinds: Mutex::new(HashMap::new()),
+            capabilities: Mutex::new(None),
             field_manager: field_manager.to_string(),
         }
     }
 
-    /// Forgets the discovered kinds (after CRDs were installed).
+    /// Forgets the discovered kinds and Capabilities (after CRDs were installed).
     pub fn forget_kinds(&self) {
         if let Ok(mut k) = self.kinds.lock() {
             k.clear();
+        }
+        if let Ok(mut c) = self.capabilities.lock() {
+            *c = None;
         }
     }
 
@@ -276,6 +285,22 @@ impl Cluster {
     /// `.Capabilities` of the live cluster, as Helm's `getCapabilities` builds them: the
     /// server's version, and every group/version and group/version/Kind discovery lists.
     pub async fn capabilities(&self) -> Result<ferroflux_helm::Capabilities, String> {
+        let cached = self.capabilities.lock().ok().and_then(|c| {
+            c.as_ref()
+                .filter(|(at, _)| at.elapsed() < CAPABILITIES_TTL)
+                .map(|(_, caps)| caps.clone())
+        });
+        if let Some(caps) = cached {
+            return Ok(caps);
+        }
+        let caps = self.discover_capabilities().await?;
+        if let Ok(mut c) = self.capabilities.lock() {
+            *c = Some((Instant::now(), caps.clone()));
+        }
+        Ok(caps)
+    }
+
+    async fn discover_capabilities(&self) -> Result<ferroflux_helm::Capabilities, String> {
         let version = self.client.apiserver_version().await.map_err(|e| {
             format!(
                 "could not get server version from Kubernetes: {}",
