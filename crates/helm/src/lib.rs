@@ -62,6 +62,8 @@ pub use error::Error;
 pub use loader::{
     MAX_DECOMPRESSED_CHART_SIZE, MAX_DECOMPRESSED_FILE_SIZE, load, load_archive, load_dir,
 };
+/// What packaging a chart needs (crates/helmsource): the files of a directory or an archive.
+pub use loader::{archive_files, dir_files, load_files};
 pub use manifest::{Hook, HookEvent, INSTALL_ORDER, Manifest, split_manifests};
 pub use objects::{Capabilities, DEFAULT_API_VERSIONS, DEFAULT_KUBE_VERSION, KubeVersion};
 pub use release::{Crd, Engine, ReleaseOptions, RenderOptions, Rendered, validate_release_name};

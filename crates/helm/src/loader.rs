@@ -78,6 +78,12 @@ fn sniff_content_type(data: &[u8]) -> &'static str {
 /// Loads a chart from a directory, honouring its `.helmignore` (and Helm's default rule that
 /// hidden files under `templates/` are skipped). Symbolic links are followed.
 pub fn load_dir(dir: &Path) -> Result<Chart, Error> {
+    load_files(dir_files(dir)?)
+}
+
+/// The files `helm package` would put in a chart's archive: those of the directory that its
+/// `.helmignore` (and Helm's default rules) keep, relative to the chart's root.
+pub fn dir_files(dir: &Path) -> Result<Vec<File>, Error> {
     let mut rules = match std::fs::read(dir.join(HELM_IGNORE)) {
         Ok(text) => Rules::parse(&String::from_utf8_lossy(&text)).map_err(Error::Load)?,
         Err(_) => Rules::default(),
@@ -85,7 +91,7 @@ pub fn load_dir(dir: &Path) -> Result<Chart, Error> {
     rules.add_defaults();
     let mut files = Vec::new();
     walk(dir, "", &rules, &mut files, 0)?;
-    load_files(files)
+    Ok(files)
 }
 
 /// Deepest directory nesting followed (a symlink loop would otherwise never end).

@@ -200,11 +200,17 @@ impl GitHttpServer {
             project_root: project_root.to_path_buf(),
             auth,
         };
+        Self::with_app(axum::Router::new().fallback(cgi).with_state(state), tls)
+    }
+
+    /// Serves any router the same way (own runtime, optional TLS): the static file server
+    /// shares this.
+    fn with_app(app: axum::Router, tls: Option<&Tls>) -> Self {
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let mut server = GitHttpServer {
             addr: std_listener.local_addr().unwrap(),
             tls: tls.is_some(),
-            app: axum::Router::new().fallback(cgi).with_state(state),
+            app,
             server_config: tls.map(|t| t.server_config.clone()),
             runtime: None,
         };
@@ -285,5 +291,86 @@ impl Drop for GitHttpServer {
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
         }
+    }
+}
+
+/// A static file server on 127.0.0.1 (a Helm chart repository in tests): `GET /<path>` answers
+/// the file under its root, with optional basic or bearer auth and TLS. It records every
+/// request's path and whether it carried an `Authorization` header, so tests can check where
+/// credentials went.
+pub struct StaticServer {
+    server: GitHttpServer,
+    requests: Arc<std::sync::Mutex<Vec<(String, bool)>>>,
+}
+
+#[derive(Clone)]
+struct StaticState {
+    root: PathBuf,
+    auth: Auth,
+    requests: Arc<std::sync::Mutex<Vec<(String, bool)>>>,
+}
+
+async fn static_file(State(state): State<StaticState>, req: Request) -> Response {
+    let path = req.uri().path().trim_start_matches('/').to_string();
+    let has_auth = req.headers().contains_key("authorization");
+    if let Ok(mut r) = state.requests.lock() {
+        r.push((format!("/{path}"), has_auth));
+    }
+    if !authorized(&state.auth, req.headers()) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [("WWW-Authenticate", "Basic realm=\"charts\"")],
+            "authentication required\n",
+        )
+            .into_response();
+    }
+    let rel = Path::new(&path);
+    if rel
+        .components()
+        .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return (StatusCode::NOT_FOUND, "not found\n").into_response();
+    }
+    match tokio::fs::read(state.root.join(rel)).await {
+        Ok(data) => (StatusCode::OK, data).into_response(),
+        Err(_) => (StatusCode::NOT_FOUND, "not found\n").into_response(),
+    }
+}
+
+impl StaticServer {
+    /// Serves the files under `root` (read at each request, so tests may change them).
+    pub fn start(root: &Path, auth: Auth, tls: Option<&Tls>) -> Self {
+        let requests = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let state = StaticState {
+            root: root.to_path_buf(),
+            auth,
+            requests: requests.clone(),
+        };
+        let app = axum::Router::new().fallback(static_file).with_state(state);
+        StaticServer {
+            server: GitHttpServer::with_app(app, tls),
+            requests,
+        }
+    }
+
+    /// `http(s)://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        let scheme = if self.server.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.server.addr)
+    }
+
+    /// The requests so far: path and whether it carried credentials.
+    pub fn requests(&self) -> Vec<(String, bool)> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Stops serving (the repository goes down).
+    pub fn stop(&mut self) {
+        self.server.stop();
+    }
+
+    /// Serves again at the same address, after [`Self::stop`].
+    pub fn restart(&mut self) {
+        self.server.restart();
     }
 }

@@ -1,7 +1,8 @@
 //! For tests only (`publish = false`): what the workspace's integration tests and benches share
 //! instead of copying it. Always available: [`git`] with a fixed identity, [`eventually`], and
 //! [`cases`], the reader of crates/gotemplate's and crates/sprig's template case tables.
-//! Feature `git-server`: `git http-backend` behind HTTP(S) ([`GitHttpServer`]) and OpenSSH's sshd
+//! Feature `git-server`: `git http-backend` behind HTTP(S) ([`GitHttpServer`]), a static file
+//! server with the same auth and TLS ([`StaticServer`], a Helm chart repository) and OpenSSH's sshd
 //! on a loopback port ([`Sshd`]). Feature `cluster`: devclusters serving Flux's CRDs
 //! ([`flux_cluster`]), kubeconfig files ([`Cluster`], [`kubeconfig`]) and the real kubectl
 //! ([`Kubectl`]). Feature `oci-registry`: Debian's `docker-registry` on a loopback port and
@@ -19,7 +20,7 @@ pub mod cases;
 #[cfg(feature = "git-server")]
 mod http;
 #[cfg(feature = "git-server")]
-pub use http::{Auth, GitHttpServer, Tls, make_tls};
+pub use http::{Auth, GitHttpServer, StaticServer, Tls, make_tls};
 
 #[cfg(feature = "git-server")]
 mod ssh;
