@@ -192,6 +192,7 @@ pub struct Actions {
 }
 
 /// How one render goes: the revision, install or upgrade, schema check, post-renderer.
+#[derive(Clone, Copy)]
 struct Pass<'a> {
     revision: i64,
     is_upgrade: bool,
@@ -204,6 +205,8 @@ struct Rendered {
     manifest: String,
     hooks: Vec<Hook>,
     notes: String,
+    /// The CRDs of the chart and its enabled subcharts.
+    crds: Vec<ferroflux_helm::Crd>,
 }
 
 impl Actions {
@@ -279,6 +282,7 @@ impl Actions {
             manifest,
             hooks: out.hooks.iter().map(Hook::from_rendered).collect(),
             notes: out.notes,
+            crds: out.crds,
         })
     }
 
@@ -532,11 +536,8 @@ impl Actions {
             }
             version = last.version + 1;
         }
-        let probe = self.engine_dry_crds(&chart);
-        self.install_crds(&probe, opts.crds, opts.wait.timeout)
-            .await?;
         let r = self
-            .render(
+            .crds_then_render(
                 target,
                 &chart,
                 &values,
@@ -546,6 +547,8 @@ impl Actions {
                     skip_schema_validation: opts.skip_schema_validation,
                     post_renderer: opts.post_renderer.as_ref(),
                 },
+                opts.crds,
+                opts.wait.timeout,
             )
             .await?;
         let objects = self
@@ -615,6 +618,36 @@ impl Actions {
             .unwrap_or_else(|| "Install complete".into());
         storage.update(&rel).await?;
         Ok(rel)
+    }
+
+    /// Installs the chart's CRDs by `policy`, then renders with Capabilities that include
+    /// them. Helm takes the CRDs of the chart and its *enabled* subcharts (after dependency
+    /// processing); a first render at the current Capabilities says which those are. When that
+    /// render fails (a template that needs the CRDs' kinds), every CRD of the chart's tree is
+    /// installed.
+    async fn crds_then_render(
+        &self,
+        target: &ReleaseRef,
+        chart: &Arc<Chart>,
+        values: &Map<String, Value>,
+        how: Pass<'_>,
+        policy: CrdPolicy,
+        timeout: Duration,
+    ) -> Result<Rendered, Error> {
+        let all = self.engine_dry_crds(chart);
+        if policy == CrdPolicy::Skip || all.is_empty() {
+            return self.render(target, chart, values, how).await;
+        }
+        let probe = Pass {
+            post_renderer: None,
+            ..how
+        };
+        let crds = match self.render(target, chart, values, probe).await {
+            Ok(r) => r.crds,
+            Err(_) => all,
+        };
+        self.install_crds(&crds, policy, timeout).await?;
+        self.render(target, chart, values, how).await
     }
 
     /// The chart's CRDs without rendering (they are never templated).
@@ -688,11 +721,8 @@ impl Actions {
             )));
         }
         let revision = last.version + 1;
-        let crds = self.engine_dry_crds(&chart);
-        self.install_crds(&crds, opts.crds, opts.wait.timeout)
-            .await?;
         let r = self
-            .render(
+            .crds_then_render(
                 target,
                 &chart,
                 &values,
@@ -702,6 +732,8 @@ impl Actions {
                     skip_schema_validation: opts.skip_schema_validation,
                     post_renderer: opts.post_renderer.as_ref(),
                 },
+                opts.crds,
+                opts.wait.timeout,
             )
             .await?;
         let namespace = current.namespace.clone();

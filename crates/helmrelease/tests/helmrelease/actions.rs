@@ -382,3 +382,55 @@ async fn crds_go_first_by_policy() {
     }
     assert!(exists(&cluster, "apps", "widgets.example.com", "w1"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn post_renderer_and_keep_policy() {
+    let (cluster, client, actions) = cluster("actions-post").await;
+    namespace(&client, "apps").await;
+    let t = target("pr", "apps");
+    let chart = fixture_chart("hooked");
+    let label: std::sync::Arc<ferroflux_helmrelease::PostRenderer> =
+        std::sync::Arc::new(|mut objects: Vec<serde_json::Value>| {
+            for o in objects.iter_mut() {
+                o["metadata"]["labels"]["team"] = json!("a");
+            }
+            Ok(objects)
+        });
+    let opts = InstallOptions {
+        post_renderer: Some(label),
+        ..install_opts()
+    };
+    let rel = actions
+        .install(
+            &t,
+            chart.clone(),
+            values(json!({"extraConfig": true})),
+            &opts,
+        )
+        .await
+        .unwrap();
+    assert!(!rel.manifest.contains("# Source:"), "{}", rel.manifest);
+    assert!(rel.manifest.contains("team: a"), "{}", rel.manifest);
+    let deploy: serde_json::Value = serde_json::from_slice(
+        &cluster
+            .kubectl(&["get", "deployment", "pr", "-n", "apps", "-o", "json"])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(deploy["metadata"]["labels"]["team"], "a");
+    // Hooks are not post-rendered (Flux's default).
+    assert!(rel.hooks.iter().all(|h| !h.manifest.contains("team: a")));
+
+    // `helm.sh/resource-policy: keep` survives the upgrade that drops it and the uninstall.
+    actions
+        .upgrade(&t, chart.clone(), values(json!({})), &upgrade_opts())
+        .await
+        .unwrap();
+    assert!(config_map(&client, "apps", "pr-extra").await.is_some());
+    actions
+        .uninstall(&t, &UninstallOptions::default())
+        .await
+        .unwrap();
+    assert!(!exists(&cluster, "apps", "deployment", "pr"));
+    assert!(config_map(&client, "apps", "pr-extra").await.is_some());
+}
