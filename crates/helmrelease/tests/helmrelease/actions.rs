@@ -434,3 +434,54 @@ async fn post_renderer_and_keep_policy() {
     assert!(!exists(&cluster, "apps", "deployment", "pr"));
     assert!(config_map(&client, "apps", "pr-extra").await.is_some());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn crd_policies_on_upgrade() {
+    let (cluster, client, actions) = cluster("actions-crd-upgrade").await;
+    namespace(&client, "apps").await;
+    let t = target("crd", "apps");
+    let chart = corpus_chart("crds");
+    actions
+        .install(&t, chart.clone(), values(json!({})), &install_opts())
+        .await
+        .unwrap();
+    // The next chart version changes a CRD (a short name added).
+    let mut next = (*chart).clone();
+    for f in next
+        .files
+        .iter_mut()
+        .filter(|f| f.name == "crds/widgets.yaml")
+    {
+        let text = String::from_utf8_lossy(&f.data).replace(
+            "names: {kind: Widget, plural: widgets}",
+            "names: {kind: Widget, plural: widgets, shortNames: [wdg]}",
+        );
+        f.data = text.into_bytes();
+    }
+    let next = std::sync::Arc::new(next);
+    let short_names = || {
+        let out = cluster.kubectl(&["get", "crd", "widgets.example.com", "-o", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["spec"]["names"]["shortNames"].clone()
+    };
+    // Create leaves an existing CRD alone.
+    let create = UpgradeOptions {
+        crds: CrdPolicy::Create,
+        ..upgrade_opts()
+    };
+    actions
+        .upgrade(&t, next.clone(), values(json!({})), &create)
+        .await
+        .unwrap();
+    assert_eq!(short_names(), serde_json::Value::Null);
+    // CreateReplace replaces it.
+    let replace = UpgradeOptions {
+        crds: CrdPolicy::CreateReplace,
+        ..upgrade_opts()
+    };
+    actions
+        .upgrade(&t, next.clone(), values(json!({})), &replace)
+        .await
+        .unwrap();
+    assert_eq!(short_names(), json!(["wdg"]));
+}
