@@ -89,44 +89,94 @@ pub fn strategic_merge_with(
 /// Why a strategic merge patch could not be applied. Messages name the field path.
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
+    /// The patch is a list, a string or another non-object.
     #[error("strategic merge patch must be an object, got {found}")]
-    PatchNotObject { found: &'static str },
+    PatchNotObject {
+        /// The JSON type found.
+        found: &'static str,
+    },
+    /// The object patched is not an object.
     #[error("object to patch must be an object, got {found}")]
-    OriginalNotObject { found: &'static str },
+    OriginalNotObject {
+        /// The JSON type found.
+        found: &'static str,
+    },
+    /// The patch and the object disagree on a field's type (a map into a list, …).
     #[error("{path}: cannot merge a {found} into a {expected}")]
     KindMismatch {
+        /// Where in the object, as a dotted path.
         path: String,
+        /// The type in the object.
         expected: String,
+        /// The type in the patch.
         found: String,
     },
+    /// A `$patch` value other than merge, replace or delete.
     #[error("{path}: unknown $patch directive {value:?} (expected merge, replace or delete)")]
-    UnknownDirective { path: String, value: String },
+    UnknownDirective {
+        /// Where in the object, as a dotted path.
+        path: String,
+        /// The value written.
+        value: String,
+    },
+    /// An element of a list merged by key lacks the key.
     #[error("{path}: list element {element} has no merge key {key:?}")]
     MissingMergeKey {
+        /// Where in the object, as a dotted path.
         path: String,
+        /// The merge key of the list.
         key: String,
+        /// The element, as JSON.
         element: String,
     },
+    /// A patch directive (`$setElementOrder`, `$retainKeys`, …) written wrong.
     #[error("{path}: invalid {directive}: {reason}")]
     InvalidDirective {
+        /// Where in the object, as a dotted path.
         path: String,
+        /// The directive.
         directive: String,
+        /// What is wrong with it.
         reason: String,
     },
+    /// A list the merge cannot handle: an irregular one too long for kustomize's
+    /// element-by-element path, or one mixing element types the API server refuses.
     #[error("{path}: {reason}")]
-    UnsupportedList { path: String, reason: String },
+    UnsupportedList {
+        /// Where in the object, as a dotted path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// A field the built-in type does not have (refused by the API server's flavour).
     #[error("{path}: {owner} has no field {field:?}")]
     UnknownField {
+        /// Where in the object, as a dotted path.
         path: String,
+        /// The type, e.g. `io.k8s.api.core.v1.PodSpec`.
         owner: String,
+        /// The unknown field.
         field: String,
     },
+    /// Nesting past the limit that keeps the recursion off the stack's end.
     #[error("{which} is nested deeper than {limit} levels")]
-    TooDeep { which: &'static str, limit: usize },
+    TooDeep {
+        /// The patch or the object to patch.
+        which: &'static str,
+        /// The limit.
+        limit: usize,
+    },
+    /// The API server's flavour met a kind the embedded schema does not know (a custom
+    /// resource): it has no patch strategy to follow.
     #[error(
         "strategic merge patch is not supported for {kind:?} ({api_version:?}): the schema does not know this kind; use a JSON merge patch"
     )]
-    UnsupportedKind { api_version: String, kind: String },
+    UnsupportedKind {
+        /// The object's `apiVersion`.
+        api_version: String,
+        /// The object's `kind`.
+        kind: String,
+    },
 }
 
 #[cfg(test)]

@@ -29,7 +29,9 @@ pub enum MapType {
 /// The scope of a kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
+    /// Objects live in a namespace (`/api/v1/namespaces/<ns>/...`).
     Namespaced,
+    /// Objects live at the cluster level (Namespace, Node, ClusterRole, …).
     Cluster,
     /// A subresource-only kind (Scale, Eviction, …): not stored on its own.
     Subresource,
@@ -78,10 +80,12 @@ pub(crate) struct TypeDef {
 pub struct KindInfo {
     /// `apps/v1`, `v1`, …
     pub api_version: &'static str,
+    /// `Deployment`, `ConfigMap`, …
     pub kind: &'static str,
     /// The resource name in URLs (`deployments`); for subresource kinds the subresource name
     /// (`scale`, `eviction`, `status`, `token`).
     pub plural: &'static str,
+    /// Where its objects live in the REST paths.
     pub scope: Scope,
 }
 
