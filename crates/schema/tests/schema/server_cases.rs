@@ -6,39 +6,18 @@
 //! `recorded_outputs_match_kubectl_patch` re-runs kubectl on every case when it is installed;
 //! `FERROFLUX_RECORD=1` writes `expected.json` for new cases.
 
+use crate::cases::{Tally, case_dirs, have_kubectl, yaml};
 use ferroflux_schema::{Flavor, strategic_merge_with};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn cases() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/server-cases");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    v.sort();
-    assert!(
-        v.len() >= 10,
-        "expected the case table in {}",
-        dir.display()
-    );
-    v
-}
-
-fn yaml(path: &Path) -> Value {
-    let mut options = serde_saphyr::Options::default();
-    options.strict_booleans = true;
-    options.legacy_octal_numbers = true;
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_saphyr::from_str_with_options(&text, options)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    case_dirs("server-cases", 10)
 }
 
 #[test]
 fn merge_matches_recorded_kubectl_patch_output() {
-    let mut failures = Vec::new();
-    let mut matched = 0;
+    let mut tally = Tally::default();
     for case in cases() {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         let original = yaml(&case.join("original.yaml"));
@@ -46,49 +25,19 @@ fn merge_matches_recorded_kubectl_patch_output() {
         let got = strategic_merge_with(&original, &patch, Flavor::ApiServer);
         if case.join("error.txt").exists() {
             let want = std::fs::read_to_string(case.join("error.txt")).unwrap();
-            match got {
-                Err(e) if e.to_string() == want.trim_end() => matched += 1,
-                Err(e) => failures.push(format!("{name}: error {e}\n  want  {}", want.trim_end())),
-                Ok(v) => failures.push(format!("{name}: no error, got {v}")),
-            }
+            tally.error_case(&name, got, &want);
             continue;
         }
         let Ok(text) = std::fs::read_to_string(case.join("expected.json")) else {
-            failures.push(format!(
+            tally.fail(format!(
                 "{name}: no expected.json (record it with FERROFLUX_RECORD=1)"
             ));
             continue;
         };
         let expected: Value = serde_json::from_str(&text).unwrap();
-        match got {
-            Ok(v)
-                if serde_json::to_string(&v).unwrap()
-                    == serde_json::to_string(&expected).unwrap() =>
-            {
-                matched += 1
-            }
-            Ok(v) => failures.push(format!(
-                "{name}:\n  got  {}\n  want {}",
-                serde_json::to_string(&v).unwrap(),
-                serde_json::to_string(&expected).unwrap()
-            )),
-            Err(e) => failures.push(format!("{name}: error {e}")),
-        }
+        tally.output_case(&name, got, &expected);
     }
-    eprintln!("{matched} cases match kubectl patch's output exactly (key order included)");
-    assert!(
-        failures.is_empty(),
-        "{} failing cases:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-}
-
-fn have_kubectl() -> bool {
-    std::process::Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success())
+    tally.finish("kubectl patch");
 }
 
 #[test]

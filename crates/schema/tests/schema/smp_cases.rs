@@ -11,42 +11,17 @@
 //! kubectl is installed) so the recordings cannot drift from the oracle; run it with
 //! `FERROFLUX_RECORD=1` to (re)write `expected.yaml` for new cases.
 
+use crate::cases::{Tally, case_dirs, have_kubectl, parse_yaml, yaml};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 fn cases() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    v.sort();
-    assert!(
-        v.len() >= 20,
-        "expected the case table in {}",
-        dir.display()
-    );
-    v
-}
-
-/// YAML as kustomize (go-yaml v3) reads it: `y`/`yes`/`on` stay strings, `0644` is octal.
-fn parse_yaml(text: &str) -> Result<Value, serde_saphyr::Error> {
-    let mut options = serde_saphyr::Options::default();
-    options.strict_booleans = true;
-    options.legacy_octal_numbers = true;
-    serde_saphyr::from_str_with_options(text, options)
-}
-
-fn yaml(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap();
-    parse_yaml(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    case_dirs("cases", 20)
 }
 
 #[test]
 fn merge_matches_recorded_kustomize_output() {
-    let mut failures = Vec::new();
-    let mut matched = 0;
+    let mut tally = Tally::default();
     for case in cases() {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         let original = yaml(&case.join("original.yaml"));
@@ -54,16 +29,12 @@ fn merge_matches_recorded_kustomize_output() {
         let got = ferroflux_schema::strategic_merge(&original, &patch);
         if case.join("error.txt").exists() {
             let want = std::fs::read_to_string(case.join("error.txt")).unwrap();
-            match got {
-                Err(e) if e.to_string() == want.trim_end() => matched += 1,
-                Err(e) => failures.push(format!("{name}: error {e:?}\n  want {want:?}")),
-                Ok(v) => failures.push(format!("{name}: no error, got {v}")),
-            }
+            tally.error_case(&name, got, &want);
             continue;
         }
         let expected_path = case.join("expected.yaml");
         if !expected_path.exists() {
-            failures.push(format!(
+            tally.fail(format!(
                 "{name}: no expected.yaml (record it with FERROFLUX_RECORD=1)"
             ));
             continue;
@@ -73,9 +44,9 @@ fn merge_matches_recorded_kustomize_output() {
             let ours = yaml(&case.join("ours.yaml"));
             let theirs = yaml(&expected_path);
             match got {
-                Ok(v) if v == ours && v != theirs => matched += 1,
-                Ok(v) => failures.push(format!("{name}: divergence changed, got {v}")),
-                Err(e) => failures.push(format!("{name}: error {e}")),
+                Ok(v) if v == ours && v != theirs => tally.matched(),
+                Ok(v) => tally.fail(format!("{name}: divergence changed, got {v}")),
+                Err(e) => tally.fail(format!("{name}: error {e}")),
             }
             continue;
         }
@@ -85,35 +56,9 @@ fn merge_matches_recorded_kustomize_output() {
         } else {
             parse_yaml(&text).unwrap()
         };
-        match got {
-            Ok(v)
-                if serde_json::to_string(&v).unwrap()
-                    == serde_json::to_string(&expected).unwrap() =>
-            {
-                matched += 1
-            }
-            Ok(v) => failures.push(format!(
-                "{name}:\n  got  {}\n  want {}",
-                serde_json::to_string(&v).unwrap(),
-                serde_json::to_string(&expected).unwrap()
-            )),
-            Err(e) => failures.push(format!("{name}: error {e}")),
-        }
+        tally.output_case(&name, got, &expected);
     }
-    eprintln!("{matched} cases match kustomize's output exactly (key order included)");
-    assert!(
-        failures.is_empty(),
-        "{} failing cases:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-}
-
-fn have_kubectl() -> bool {
-    std::process::Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success())
+    tally.finish("kustomize");
 }
 
 fn run_kustomize(case: &Path) -> String {
