@@ -82,17 +82,25 @@ pub fn of_generator(configured_in: &str, generator_kind: &str) -> String {
 
 /// Sets (or replaces) the origin annotation.
 pub fn annotate(r: &mut Res, origin: &str) {
-    if let Some(md) = r.metadata_mut() {
-        let annotations = md
-            .entry("annotations")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !annotations.is_object() {
-            *annotations = Value::Object(Map::new());
-        }
-        if let Value::Object(a) = annotations {
-            a.insert(ORIGIN_ANNOTATION.into(), Value::String(origin.into()));
-        }
+    if let Some(a) = r
+        .metadata_mut()
+        .and_then(|md| string_map(md, "annotations"))
+    {
+        a.insert(ORIGIN_ANNOTATION.into(), Value::String(origin.into()));
     }
+}
+
+/// `metadata.<which>` (labels or annotations), created when missing and replaced when it is not
+/// a map, as kyaml's SetLabels/SetAnnotations do before writing one entry.
+fn string_map<'a>(
+    md: &'a mut Map<String, Value>,
+    which: &str,
+) -> Option<&'a mut Map<String, Value>> {
+    let m = md.entry(which).or_insert_with(|| Value::Object(Map::new()));
+    if !m.is_object() {
+        *m = Value::Object(Map::new());
+    }
+    m.as_object_mut()
 }
 
 /// The origin annotation's value, if any.
@@ -109,16 +117,10 @@ pub fn get(r: &Res) -> Option<Value> {
 pub fn finish(res: &mut [Res], meta: BuildMetadata) {
     for r in res {
         let Some(md) = r.metadata_mut() else { continue };
-        if meta.managed_by_label {
-            let labels = md
-                .entry("labels")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if !labels.is_object() {
-                *labels = Value::Object(Map::new());
-            }
-            if let Value::Object(l) = labels {
-                l.insert(MANAGED_BY.0.into(), Value::String(MANAGED_BY.1.into()));
-            }
+        if meta.managed_by_label
+            && let Some(l) = string_map(md, "labels")
+        {
+            l.insert(MANAGED_BY.0.into(), Value::String(MANAGED_BY.1.into()));
         }
         // kustomize rewrites the annotations through kyaml's SetAnnotations, which drops the
         // field when the map is empty (or null).
