@@ -49,7 +49,9 @@ pub enum Reorder {
 /// The objects of a build and the warnings kustomize would print to stderr.
 #[derive(Debug, Clone)]
 pub struct BuildOutput {
+    /// The objects, in the build's output order.
     pub objects: Vec<Value>,
+    /// kustomize's stderr warnings (deprecated fields and the like), in the order met.
     pub warnings: Vec<String>,
     /// For each object, the JSON pointers of its string values that were written quoted (or
     /// as block scalars) in the source and still hold `${` where the build left them. kyaml
@@ -82,6 +84,7 @@ impl Build {
         Build::with_limits(repo_root, Limits::default())
     }
 
+    /// A build confined to `repo_root` with the given size and count limits.
     pub fn with_limits(repo_root: &Path, limits: Limits) -> Result<Build> {
         Ok(Build {
             fs: Fs::new(repo_root, limits)?,
@@ -107,6 +110,7 @@ impl Build {
         Ok(self.build_with_warnings(path)?.objects)
     }
 
+    /// Like [`Build::build`], with the warnings kustomize would print.
     pub fn build_with_warnings(&self, path: &Path) -> Result<BuildOutput> {
         let ctx = Ctx {
             fs: &self.fs,

@@ -21,6 +21,7 @@ pub struct YamlError {
     pub line: usize,
     /// 1-based column.
     pub column: usize,
+    /// What is wrong there, in go-yaml's words where we know them.
     pub message: String,
     /// What kind of fault it is, for callers that word errors as another YAML library does.
     pub fault: Fault,
@@ -80,7 +81,9 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
 /// A document and the source text of its top-level annotations that YAML typed as something
 /// other than a string (key, source text, typed value).
 pub struct Document {
+    /// The document as JSON.
     pub value: Value,
+    /// `metadata.annotations` entries typed as non-strings: key, source text, typed value.
     pub raw_annotations: Vec<(String, String, Value)>,
     /// JSON pointers of the string values written quoted or as block scalars in the source
     /// whose text holds `${` (what Flux's postBuild substitution keeps a string).

@@ -6,6 +6,7 @@ use serde_json::{Number, Value};
 
 /// A plain scalar resolved like go-yaml v3 does when decoding into a generic value.
 pub enum Resolved {
+    /// A null, boolean, number or string.
     Value(Value),
     /// `.nan` / `.inf`: JSON cannot carry them.
     NonFinite,
@@ -13,6 +14,7 @@ pub enum Resolved {
     Merge,
 }
 
+/// What go-yaml v3 makes of the plain (unquoted) scalar `s`.
 pub fn resolve_plain(s: &str) -> Resolved {
     match s {
         "" | "~" | "null" | "Null" | "NULL" => return Resolved::Value(Value::Null),
