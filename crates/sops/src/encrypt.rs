@@ -15,9 +15,13 @@ use crate::tree::{self, Rules};
 /// keys ending in `_unencrypted` stay clear).
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
+    /// Leave clear the values of keys ending in this suffix; encrypt the rest.
     pub unencrypted_suffix: Option<String>,
+    /// Encrypt only the values of keys ending in this suffix.
     pub encrypted_suffix: Option<String>,
+    /// Leave clear the values of keys matching this regex; encrypt the rest.
     pub unencrypted_regex: Option<String>,
+    /// Encrypt only the values of keys matching this regex.
     pub encrypted_regex: Option<String>,
     /// Leave clear the item (a key with its whole value, or a list item) that follows a comment
     /// matching this regex, and the comments between them; the matching comment stays clear

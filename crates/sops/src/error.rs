@@ -64,13 +64,23 @@ pub enum ErrorKind {
     NoIdentities(Vec<String>),
     /// The recipient's age envelope of the data key is damaged (armor, header or payload).
     #[error("the age-encrypted data key for recipient {recipient} is damaged: {reason}")]
-    BadEnvelope { recipient: String, reason: String },
+    BadEnvelope {
+        /// The age recipient whose envelope is damaged.
+        recipient: String,
+        /// What age said about it.
+        reason: String,
+    },
     /// Key groups could not be combined (Shamir secret sharing).
     #[error("{0}")]
     KeyGroups(String),
     /// The input is larger than the configured limit.
     #[error("file is {size} bytes, above the limit of {limit} bytes for sops-encrypted files")]
-    TooLarge { size: u64, limit: u64 },
+    TooLarge {
+        /// The input's size in bytes.
+        size: u64,
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// The `sops` metadata names a version this crate does not read.
     #[error("sops metadata version {0:?} is not supported (this decryptor reads sops 3.x files)")]
     UnsupportedVersion(String),
@@ -83,12 +93,19 @@ pub enum ErrorKind {
     /// The document itself could not be parsed or written in its format.
     #[error("{format}: {reason}")]
     Format {
+        /// `yaml`, `json`, `dotenv` or `binary`.
         format: &'static str,
+        /// What the parser or writer said, with the position when there is one.
         reason: String,
     },
     /// One encrypted value could not be decrypted (bad syntax, wrong tag, wrong type).
     #[error("value at {path}: {reason}")]
-    Value { path: String, reason: String },
+    Value {
+        /// Where the value is in the document (`data.password`, `items[2]`).
+        path: String,
+        /// Why it could not be decrypted.
+        reason: String,
+    },
     /// The MAC stored in the file does not match the decrypted content.
     #[error("MAC mismatch: the file's content was changed after it was encrypted")]
     MacMismatch,

@@ -17,9 +17,13 @@ use crate::tree::{Item, Node};
 /// A sops file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// A YAML stream; every document is encrypted, comments kept.
     Yaml,
+    /// One JSON document.
     Json,
+    /// `KEY=value` lines, as sops reads `.env` files.
     Dotenv,
+    /// Any other file: its bytes are one value under `data`.
     Binary,
 }
 
