@@ -29,28 +29,68 @@ pub const FORCE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/force";
 /// Why applying, pruning or waiting failed. Messages name the object.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
+    /// An object lacks `apiVersion`, `kind` or `metadata.name`.
     #[error(transparent)]
     Object(#[from] crate::object::MissingField),
+    /// The dry-run could not be made (no answer, or an answer we cannot read).
     #[error("{id} dry-run failed: {reason}")]
-    DryRun { id: String, reason: String },
+    DryRun {
+        /// The object, as Flux names it (`Kind/namespace/name`).
+        id: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// The API server refused the dry-run; `reason` is its status reason (`Invalid`, ...).
     #[error("{id} dry-run failed ({reason}): {message}")]
     Rejected {
+        /// The object, as Flux names it.
         id: String,
+        /// The status reason (`Invalid`, `Forbidden`, ...).
         reason: String,
+        /// The API server's message.
         message: String,
     },
     /// The dry-run met a 404: the object's namespace does not exist.
     #[error("{id} not found: {message}")]
-    NotFound { id: String, message: String },
+    NotFound {
+        /// The object, as Flux names it.
+        id: String,
+        /// The API server's message.
+        message: String,
+    },
+    /// An immutable field changed under `force`, and deleting the object to recreate it failed.
     #[error("{id} immutable field detected, failed to delete object: {reason}")]
-    Recreate { id: String, reason: String },
+    Recreate {
+        /// The object, as Flux names it.
+        id: String,
+        /// Why the delete failed.
+        reason: String,
+    },
+    /// The server-side apply itself failed.
     #[error("{id} apply failed: {reason}")]
-    Apply { id: String, reason: String },
+    Apply {
+        /// The object, as Flux names it.
+        id: String,
+        /// The API server's message.
+        reason: String,
+    },
+    /// Pruning or deleting the object failed.
     #[error("{id} delete failed: {reason}")]
-    Delete { id: String, reason: String },
+    Delete {
+        /// The object, as Flux names it.
+        id: String,
+        /// The API server's message.
+        reason: String,
+    },
+    /// The API server does not serve the object's group, version and kind.
     #[error("failed to discover {gvk}: {reason}")]
-    Discovery { gvk: String, reason: String },
+    Discovery {
+        /// `group/version, Kind=kind`.
+        gvk: String,
+        /// Why discovery failed.
+        reason: String,
+    },
+    /// Objects did not become healthy in time; the message lists them with their status.
     #[error("{0}")]
     Health(String),
 }
@@ -79,6 +119,7 @@ impl Default for ApplyOptions {
 /// The outcome of [`Applier::dry_run`] for one object.
 #[derive(Clone, Debug)]
 pub struct DryRun {
+    /// The object dry-run.
     pub id: ObjectId,
     /// Created, Configured, Unchanged or Skipped.
     pub action: Action,

@@ -6,9 +6,13 @@ use std::fmt;
 /// What happened, or would happen, to one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
+    /// The object did not exist and was created.
     Created,
+    /// The object existed and the apply changed it.
     Configured,
+    /// The object existed and the apply changed nothing.
     Unchanged,
+    /// The object was pruned or deleted.
     Deleted,
     /// Left alone on purpose (the `ssa: Ignore` or `reconcile: disabled` annotation, or
     /// `IfNotPresent` on an existing object).
@@ -16,6 +20,7 @@ pub enum Action {
 }
 
 impl Action {
+    /// The word Flux's change sets and events use.
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Created => "created",
@@ -30,7 +35,9 @@ impl Action {
 /// One line of a change set: `Deployment/apps/podinfo configured`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
+    /// The object.
     pub id: ObjectId,
+    /// What happened to it.
     pub action: Action,
 }
 
@@ -43,14 +50,17 @@ impl fmt::Display for Change {
 /// The change set of one apply or prune, in the order the objects were handled.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChangeSet {
+    /// One entry per object, in the order handled.
     pub entries: Vec<Change>,
 }
 
 impl ChangeSet {
+    /// Records what happened to `id`.
     pub fn push(&mut self, id: ObjectId, action: Action) {
         self.entries.push(Change { id, action });
     }
 
+    /// Appends `other`'s entries after this one's.
     pub fn extend(&mut self, other: ChangeSet) {
         self.entries.extend(other.entries);
     }

@@ -23,7 +23,9 @@ pub enum Status {
 /// A status and the reason a person can read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Health {
+    /// Where the object stands.
     pub status: Status,
+    /// Why, in words a person reads in the Kustomization's Ready message.
     pub message: String,
 }
 

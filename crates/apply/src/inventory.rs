@@ -25,7 +25,9 @@ pub fn inventory_of(objects: &[Value]) -> Result<ResourceInventory, MissingField
 /// An inventory entry resolved to what a client needs to find the object again.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InventoryObject {
+    /// Namespace, name, group and kind, as the inventory entry names them.
     pub id: ObjectId,
+    /// The API version the object was applied with (the entry's `v`).
     pub version: String,
 }
 

@@ -7,7 +7,9 @@ use serde_json::Value;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("object {index} has no {field}")]
 pub struct MissingField {
+    /// The object's position in the list given.
     pub index: usize,
+    /// `apiVersion`, `kind` or `metadata.name`.
     pub field: &'static str,
 }
 
@@ -19,6 +21,7 @@ pub fn group_version(api_version: &str) -> (&str, &str) {
     }
 }
 
+/// The string at `path` (object keys) in `obj`; `None` when absent or not a string.
 pub fn str_at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a str> {
     let mut cur = obj;
     for key in path {
@@ -27,6 +30,7 @@ pub fn str_at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a str> {
     cur.as_str()
 }
 
+/// The integer at `path` (object keys) in `obj`; `None` when absent or not an integer.
 pub fn int_at(obj: &Value, path: &[&str]) -> Option<i64> {
     let mut cur = obj;
     for key in path {

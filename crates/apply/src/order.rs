@@ -51,6 +51,7 @@ pub enum Stage {
     Resources,
 }
 
+/// The apply stage of objects of `kind`.
 pub fn stage_of(kind: &str) -> Stage {
     match kind {
         "CustomResourceDefinition" | "Namespace" | "ClusterRole" => Stage::Definitions,
