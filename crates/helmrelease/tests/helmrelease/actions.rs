@@ -485,3 +485,57 @@ async fn crd_policies_on_upgrade() {
         .unwrap();
     assert_eq!(short_names(), json!(["wdg"]));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn template_and_objects_match_what_is_installed() {
+    let (_cluster, client, actions) = cluster("actions-template").await;
+    namespace(&client, "apps").await;
+    let t = target("tp", "apps");
+    let chart = fixture_chart("hooked");
+    let vals = values(json!({"replicaCount": 2}));
+    let dry = actions
+        .template(&t, chart.clone(), vals.clone(), 1, false, None)
+        .await
+        .unwrap();
+    assert_eq!(dry.info.description, "Dry run complete");
+    assert!(
+        actions
+            .storage("apps")
+            .history("tp")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let rel = actions
+        .install(&t, chart.clone(), vals, &install_opts())
+        .await
+        .unwrap();
+    assert_eq!(dry.manifest, rel.manifest);
+    assert_eq!(dry.hooks.len(), rel.hooks.len());
+    let objects = actions.objects(&rel).await.unwrap();
+    let names: Vec<String> = objects
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}/{}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["namespace"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        vec!["ConfigMap/apps/tp-cluster", "Deployment/apps/tp"]
+    );
+    for o in &objects {
+        assert_eq!(
+            o["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+            "Helm"
+        );
+        assert_eq!(
+            o["metadata"]["annotations"]["meta.helm.sh/release-name"],
+            "tp"
+        );
+    }
+}
