@@ -31,7 +31,9 @@ pub const DEFAULT_MAX_ARTIFACT_SIZE: u64 = 1024 * 1024 * 1024;
 pub struct PackOptions {
     /// `spec.ignore`, in .gitignore syntax.
     pub ignore: Option<String>,
+    /// A file larger than this fails the packing (bytes).
     pub max_file_size: u64,
+    /// A tar.gz larger than this fails the packing (bytes).
     pub max_artifact_size: u64,
 }
 
@@ -48,6 +50,7 @@ impl Default for PackOptions {
 /// What packing produced.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PackStats {
+    /// How many files were packed.
     pub files: usize,
     /// Sum of the packed files' sizes (uncompressed).
     pub content_bytes: u64,

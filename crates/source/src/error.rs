@@ -9,7 +9,12 @@ use std::path::PathBuf;
 pub enum Error {
     /// The URL cannot be used at all; retrying will not help (Flux: `URLInvalid`, stalled).
     #[error("invalid URL '{url}': {reason}")]
-    InvalidUrl { url: String, reason: String },
+    InvalidUrl {
+        /// The URL as written, without a password.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// `spec.ref` cannot be used as written (a short commit id, a bad semver range, …).
     #[error("invalid reference: {0}")]
     InvalidRef(String),
@@ -18,32 +23,57 @@ pub enum Error {
     InvalidSecret(String),
     /// The server refused the credentials, or none were given and it wanted some.
     #[error("authentication failed for '{url}': {detail}")]
-    Authentication { url: String, detail: String },
+    Authentication {
+        /// The URL, without user info.
+        url: String,
+        /// What the server or the transport said, credentials scrubbed.
+        detail: String,
+    },
     /// Anything else Git: network, protocol, a missing ref, a host key that does not match.
     #[error("failed to checkout and determine revision: unable to fetch '{url}': {detail}")]
-    Git { url: String, detail: String },
+    Git {
+        /// The URL, without user info.
+        url: String,
+        /// What Git said, credentials scrubbed.
+        detail: String,
+    },
     /// The remote has no commits at all.
     #[error("git repository is empty: '{url}' has no branches or tags")]
-    EmptyRepository { url: String },
+    EmptyRepository {
+        /// The URL, without user info.
+        url: String,
+    },
     /// A file of the commit is larger than the per-file limit.
     #[error(
         "file '{path}' is {size} bytes, over the limit of {limit} bytes per file \
          (max_file_size); the artifact was not written"
     )]
-    FileTooLarge { path: String, size: u64, limit: u64 },
+    FileTooLarge {
+        /// The file, relative to the repository root.
+        path: String,
+        /// Its size in bytes.
+        size: u64,
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// The artifact would be larger than the limit for a whole artifact.
     #[error(
         "the files of the commit add up to more than {limit} bytes (max_artifact_size); \
          the artifact was not written"
     )]
-    ArtifactTooLarge { limit: u64 },
+    ArtifactTooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// Reading the fetched objects to build the artifact failed.
     #[error("failed to build the artifact: {0}")]
     Archive(String),
     /// Writing, renaming or deleting in the storage directory failed.
     #[error("storage operation on '{path}' failed: {source}")]
     Storage {
+        /// The file or directory.
         path: PathBuf,
+        /// The system's error.
         #[source]
         source: std::io::Error,
     },
@@ -51,11 +81,17 @@ pub enum Error {
 
 /// The condition reasons Flux uses for these failures.
 pub mod reason {
+    /// The Secret is unusable or the server refused its credentials.
     pub const AUTHENTICATION_FAILED: &str = "AuthenticationFailed";
+    /// Resolving or fetching the ref failed.
     pub const GIT_OPERATION_FAILED: &str = "GitOperationFailed";
+    /// `spec.url` cannot be used.
     pub const URL_INVALID: &str = "URLInvalid";
+    /// The repository has no commit at all.
     pub const EMPTY_GIT_REPOSITORY: &str = "EmptyGitRepository";
+    /// Packing the fetched tree into a tar.gz failed (sizes, unreadable objects).
     pub const ARCHIVE_OPERATION_FAILED: &str = "ArchiveOperationFailed";
+    /// Writing or collecting artifacts in the storage directory failed.
     pub const STORAGE_OPERATION_FAILED: &str = "StorageOperationFailed";
 }
 
@@ -87,4 +123,5 @@ impl Error {
     }
 }
 
+/// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -18,10 +18,15 @@ use crate::url::{RepoUrl, Scheme};
 /// `spec.ref` of a GitRepository. Empty strings count as unset.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GitRef {
+    /// `spec.ref.branch`: follow the branch's head.
     pub branch: Option<String>,
+    /// `spec.ref.tag`: a tag, annotated or not.
     pub tag: Option<String>,
+    /// `spec.ref.semver`: the highest tag in this range.
     pub semver: Option<String>,
+    /// `spec.ref.name`: a full ref name (`refs/heads/main`, `refs/pull/1/head`).
     pub name: Option<String>,
+    /// `spec.ref.commit`: a commit, alone or on `branch`.
     pub commit: Option<String>,
 }
 
@@ -98,6 +103,7 @@ impl Plan {
 /// A ref on the remote.
 #[derive(Debug, Clone)]
 pub struct RemoteRef {
+    /// The full ref name (`refs/heads/main`).
     pub name: String,
     /// What the ref points to (a tag object for annotated tags).
     pub target: gix::ObjectId,
@@ -158,8 +164,11 @@ pub struct GitSource {
 
 /// The fetched commit in a temporary bare repository.
 pub struct Fetched {
+    /// The bare repository holding the commit and its tree.
     pub repo: gix::Repository,
+    /// What the ref resolved to.
     pub resolved: Resolved,
+    /// The commit's root tree.
     pub tree: gix::ObjectId,
     // Removed with the repository when dropped.
     _dir: tempfile::TempDir,

@@ -43,6 +43,7 @@ use std::time::SystemTime;
 /// `status.observedIgnore`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Previous {
+    /// `status.artifact`.
     pub artifact: Artifact,
     /// `status.observedIgnore`: the `spec.ignore` the artifact was packed with.
     pub observed_ignore: Option<String>,
@@ -53,16 +54,23 @@ pub struct Previous {
 pub enum Outcome {
     /// The ref still designates the stored commit and the ignore rules did not change:
     /// nothing was downloaded and nothing written.
-    Unchanged { artifact: Artifact },
+    Unchanged {
+        /// The stored artifact, still current.
+        artifact: Artifact,
+    },
     /// A new artifact was stored; `removed` lists the artifacts garbage-collected.
     Stored {
+        /// The new artifact.
         artifact: Artifact,
+        /// What the packing counted.
         stats: PackStats,
+        /// Paths of the older artifacts deleted (relative to the storage root).
         removed: Vec<String>,
     },
 }
 
 impl Outcome {
+    /// The artifact the object now has, stored or kept.
     pub fn artifact(&self) -> &Artifact {
         match self {
             Outcome::Unchanged { artifact } | Outcome::Stored { artifact, .. } => artifact,

@@ -49,14 +49,18 @@ pub enum Error {
     /// A file or directory of the local tree could not be read.
     #[error("reading {}: {source}", path.display())]
     Read {
+        /// The file or directory.
         path: PathBuf,
+        /// The system's error.
         #[source]
         source: std::io::Error,
     },
     /// gix refused a list of patterns (`origin` names where they came from).
     #[error("reading {origin} patterns: {source}")]
     Patterns {
+        /// Where the patterns came from, as the caller named them (e.g. `.sourceignore`).
         origin: String,
+        /// What gix said.
         #[source]
         source: std::io::Error,
     },

@@ -15,11 +15,14 @@ pub const KEEP_ARTIFACTS: usize = 2;
 /// Which object an artifact belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ObjectKey {
+    /// The object's namespace.
     pub namespace: String,
+    /// The object's name.
     pub name: String,
 }
 
 impl ObjectKey {
+    /// The key of the object `namespace/name`.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
         ObjectKey {
             namespace: namespace.into(),
@@ -37,14 +40,19 @@ impl ObjectKey {
 pub struct Artifact {
     /// Relative to the storage root: `gitrepository/<ns>/<name>/<commit>.tar.gz`.
     pub path: String,
+    /// Where the artifact server serves it.
     pub url: String,
+    /// `<branch>@sha1:<commit>` (or `<tag>@sha1:…`, `sha1:…`), as Flux writes it.
     pub revision: String,
     /// `sha256:<hex>` of the tar.gz file.
     pub digest: String,
+    /// The tar.gz file's size in bytes.
     pub size: u64,
+    /// When the file was written.
     pub last_update_time: SystemTime,
 }
 
+/// The artifact directory (`--storage-path`) and the URL its file server is reached at.
 #[derive(Debug, Clone)]
 pub struct Storage {
     root: PathBuf,
@@ -67,22 +75,27 @@ impl Storage {
         })
     }
 
+    /// The directory artifacts are stored under.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// The file server's URL, without a trailing `/`.
     pub fn base_url(&self) -> &str {
         &self.base_url
     }
 
+    /// The file of the artifact at `rel` (relative to the root).
     pub fn local_path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
 
+    /// The URL the artifact at `rel` is served at.
     pub fn url_for(&self, rel: &str) -> String {
         format!("{}/{}", self.base_url, rel)
     }
 
+    /// Whether the artifact at `rel` is on disk.
     pub fn exists(&self, rel: &str) -> bool {
         self.local_path(rel).is_file()
     }

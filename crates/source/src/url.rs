@@ -6,15 +6,20 @@ use crate::error::{Error, Result};
 /// The transport a URL selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
+    /// `http://`: only when the object allows insecure transport.
     Http,
+    /// `https://`.
     Https,
+    /// `ssh://` (and scp-like `user@host:path`), through the `ssh` program.
     Ssh,
+    /// `file://`: only when the controller allows local repositories.
     File,
 }
 
 /// A validated repository URL.
 #[derive(Debug, Clone)]
 pub struct RepoUrl {
+    /// How the repository is reached.
     pub scheme: Scheme,
     /// The parsed URL given to gix: no password, and for http(s) no user either.
     pub(crate) url: gix::Url,
