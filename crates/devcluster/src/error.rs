@@ -5,32 +5,56 @@ use serde_json::{Value, json};
 /// Errors from starting or stopping a cluster (not request errors: those are [`ApiError`]).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// SQLite could not open or write the database file.
     #[error("cannot open the cluster database {path}: {source}")]
     Database {
+        /// The database file.
         path: String,
+        /// SQLite's error.
         #[source]
         source: rusqlite::Error,
     },
+    /// The database opened but what it holds cannot be read back.
     #[error("the cluster database {path} is unreadable: {message}")]
-    Corrupt { path: String, message: String },
+    Corrupt {
+        /// The database file.
+        path: String,
+        /// What could not be read.
+        message: String,
+    },
+    /// rcgen could not make the CA or the serving certificate.
     #[error("cannot generate the cluster's TLS certificate: {0}")]
     Certificate(String),
+    /// The listening address is taken or not ours.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
+        /// The address asked for.
         addr: String,
+        /// The system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A kubeconfig or identity file could not be written, or the database's writer thread
+    /// could not start.
     #[error("cannot write {path}: {source}")]
     Write {
+        /// The file.
         path: String,
+        /// The system's error.
         #[source]
         source: std::io::Error,
     },
+    /// The [`crate::Config`] given cannot be used.
     #[error("invalid cluster configuration: {0}")]
     Config(String),
+    /// A kube client for the cluster could not be built.
     #[error("cannot build a Kubernetes client for cluster {cluster}: {message}")]
-    Client { cluster: String, message: String },
+    Client {
+        /// The cluster's name.
+        cluster: String,
+        /// What kube said.
+        message: String,
+    },
 }
 
 /// A failed request: the HTTP code, the `reason` machine word and a human message, rendered as the

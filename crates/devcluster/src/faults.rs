@@ -120,7 +120,9 @@ pub struct RequestMatch {
     pub methods: Vec<String>,
     /// A resource's plural (`configmaps`), or plural and group (`deployments.apps`).
     pub resource: Option<String>,
+    /// Only requests in this namespace.
     pub namespace: Option<String>,
+    /// Only requests for the object of this name.
     pub name: Option<String>,
     /// `Some(true)`: only dry-run requests (`dryRun=All`); `Some(false)`: only real ones.
     pub dry_run: Option<bool>,
@@ -171,7 +173,9 @@ pub enum FaultAction {
 /// builder methods: `FaultRule::new(FaultAction::Drop).writes().resource("configmaps")`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FaultRule {
+    /// The requests acted on.
     pub matches: RequestMatch,
+    /// What is done to them.
     pub action: FaultAction,
     /// Share (0.0–1.0) of the matching requests acted on, spread evenly (deterministic).
     pub rate: f64,
@@ -201,6 +205,7 @@ impl FaultRule {
             .to_vec();
         self
     }
+    /// Only these HTTP methods.
     pub fn methods(mut self, methods: &[&str]) -> FaultRule {
         self.matches.methods = methods.iter().map(|m| m.to_string()).collect();
         self
@@ -210,10 +215,12 @@ impl FaultRule {
         self.matches.resource = Some(resource.to_string());
         self
     }
+    /// Only requests in this namespace.
     pub fn namespace(mut self, namespace: &str) -> FaultRule {
         self.matches.namespace = Some(namespace.to_string());
         self
     }
+    /// Only requests for the object of this name.
     pub fn name(mut self, name: &str) -> FaultRule {
         self.matches.name = Some(name.to_string());
         self
@@ -223,6 +230,7 @@ impl FaultRule {
         self.matches.dry_run = Some(dry_run);
         self
     }
+    /// Acts on this share (0.0–1.0) of the matching requests.
     pub fn rate(mut self, rate: f64) -> FaultRule {
         self.rate = rate;
         self

@@ -72,6 +72,7 @@ pub enum Storage {
 pub struct Config {
     /// The cluster's name (used in its certificate and kubeconfig entries).
     pub name: String,
+    /// Where the objects are kept.
     pub storage: Storage,
     /// Address to listen on; `None` picks a free port on 127.0.0.1, or for a file-backed cluster
     /// the address it had before when that is free.
@@ -82,6 +83,7 @@ pub struct Config {
 }
 
 impl Config {
+    /// A cluster named `name` that keeps its objects in memory.
     pub fn memory(name: impl Into<String>) -> Config {
         Config {
             name: name.into(),
@@ -91,6 +93,7 @@ impl Config {
         }
     }
 
+    /// A cluster named `name` whose objects survive restarts in the SQLite file `path`.
     pub fn file(name: impl Into<String>, path: impl Into<PathBuf>) -> Config {
         Config {
             name: name.into(),
@@ -262,6 +265,7 @@ impl RunningCluster {
         self.serving = Some(Serving { stop, task });
     }
 
+    /// The name it was started with.
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -269,9 +273,11 @@ impl RunningCluster {
     pub fn url(&self) -> &str {
         &self.url
     }
+    /// The address it listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
+    /// The bearer token clients present.
     pub fn token(&self) -> &str {
         &self.token
     }
@@ -279,6 +285,7 @@ impl RunningCluster {
     pub fn ca_pem(&self) -> &str {
         &self.ca_pem
     }
+    /// The cluster CA certificate, DER.
     pub fn ca_der(&self) -> &[u8] {
         &self.ca_der
     }
