@@ -1,7 +1,8 @@
 //! Rust types of the CRDs ferroflux serves, compatible with Flux's APIs.
 //!
-//! Owns: `GitRepository`, `HelmRepository`, `HelmChart` (`source.toolkit.fluxcd.io/v1`) and `Kustomization`
-//! (`kustomize.toolkit.fluxcd.io/v1`) with their specs and statuses, the generated CRD manifests,
+//! Owns: `GitRepository`, `HelmRepository`, `HelmChart` (`source.toolkit.fluxcd.io/v1`),
+//! `Kustomization` (`kustomize.toolkit.fluxcd.io/v1`) and `HelmRelease`
+//! (`helm.toolkit.fluxcd.io/v2`) with their specs and statuses, the generated CRD manifests,
 //! the condition types and reasons tooling matches on (and the one setter that writes them),
 //! the [`FluxObject`] trait over every kind, inventory ids, revision strings and Go
 //! duration parsing. It holds no behaviour that talks to a cluster or to Git.
@@ -13,6 +14,7 @@ pub mod duration;
 pub mod gitrepository;
 pub mod helmchart;
 pub mod helmrepository;
+pub mod helmrelease;
 pub mod inventory;
 pub mod kustomization;
 pub mod object;
@@ -22,6 +24,7 @@ pub use common::{Artifact, LocalObjectReference, SecretKeyReference, Selector};
 pub use gitrepository::{GitRepository, GitRepositoryRef, GitRepositorySpec, GitRepositoryStatus};
 pub use helmchart::{HelmChart, HelmChartSpec, HelmChartStatus};
 pub use helmrepository::{HelmRepository, HelmRepositorySpec, HelmRepositoryStatus};
+pub use helmrelease::{HelmRelease, HelmReleaseSpec, HelmReleaseStatus};
 pub use inventory::{ObjectId, ObjectIdError};
 pub use kustomization::{Kustomization, KustomizationSpec, KustomizationStatus};
 pub use object::FluxObject;
@@ -42,6 +45,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         crd::flux_shaped(Kustomization::crd()),
         crd::flux_shaped(HelmRepository::crd()),
         crd::flux_shaped(HelmChart::crd()),
+        crd::flux_shaped(HelmRelease::crd()),
     ]
 }
 

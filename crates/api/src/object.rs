@@ -158,3 +158,41 @@ impl FluxObject for HelmChart {
         format!("fetched revision {revision}")
     }
 }
+
+impl FluxObject for crate::HelmRelease {
+    const KIND: &'static str = "HelmRelease";
+    const HUMAN_KIND: &'static str = "helmrelease";
+    fn suspended(&self) -> bool {
+        self.spec.suspend.unwrap_or(false)
+    }
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or(&[])
+    }
+    fn observed_generation(&self) -> Option<i64> {
+        self.status.as_ref().and_then(|s| s.observed_generation)
+    }
+    fn last_handled_reconcile_at(&self) -> Option<&str> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.last_handled_reconcile_at.as_deref())
+    }
+    /// flux prints the chart version of the newest release (`applied revision 6.3.5`).
+    fn success_message(&self) -> String {
+        let revision = self
+            .status
+            .as_ref()
+            .and_then(|s| s.history.as_ref())
+            .and_then(|h| h.first())
+            .map(|s| s.chart_version.clone())
+            .or_else(|| {
+                self.status
+                    .as_ref()
+                    .and_then(|s| s.last_attempted_revision.clone())
+            })
+            .unwrap_or_default();
+        format!("applied revision {revision}")
+    }
+}

@@ -133,9 +133,26 @@ pub async fn request_reconcile<K: FluxObject>(
     namespace: &str,
     name: &str,
 ) -> anyhow::Result<()> {
+    request_reconcile_with::<K>(cluster, namespace, name, &[]).await
+}
+
+/// [`request_reconcile`], writing the same token under `also` too (a HelmRelease's
+/// `reconcile.fluxcd.io/forceAt` and `resetAt`, which the controller honours only when they
+/// equal `requestedAt`).
+pub async fn request_reconcile_with<K: FluxObject>(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    also: &[&str],
+) -> anyhow::Result<()> {
     let api: Api<K> = Api::namespaced(cluster.client.clone(), namespace);
     let token = k8s_openapi::jiff::Timestamp::now().to_string();
-    let patch = serde_json::json!({"metadata": {"annotations": {RECONCILE_REQUESTED_AT: token}}});
+    let mut annotations = serde_json::Map::new();
+    annotations.insert(RECONCILE_REQUESTED_AT.into(), token.clone().into());
+    for key in also {
+        annotations.insert((*key).into(), token.clone().into());
+    }
+    let patch = serde_json::json!({"metadata": {"annotations": annotations}});
     cluster
         .call(
             &format!("annotating {} {name}", K::KIND),

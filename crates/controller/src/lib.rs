@@ -22,6 +22,7 @@ pub mod artifact;
 pub mod events;
 pub mod finalizer;
 pub mod gitrepository;
+pub mod helmrelease;
 pub mod kustomization;
 pub mod leader;
 pub mod manager;

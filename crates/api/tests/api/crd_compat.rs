@@ -333,8 +333,14 @@ fn crd_yaml_stream_holds_both_crds() {
     let yaml = ferroflux_api::crds_yaml().unwrap();
     assert_eq!(yaml.matches("---\n").count(), ferroflux_api::crds().len());
     assert!(yaml.contains("name: gitrepositories.source.toolkit.fluxcd.io"));
+    assert!(yaml.contains("name: helmreleases.helm.toolkit.fluxcd.io"));
     assert!(yaml.contains("name: kustomizations.kustomize.toolkit.fluxcd.io"));
     assert!(yaml.contains("listKind: KustomizationList"));
     assert!(yaml.contains("name: helmrepositories.source.toolkit.fluxcd.io"));
     assert!(yaml.contains("name: helmcharts.source.toolkit.fluxcd.io"));
+}
+
+#[test]
+fn helm_release_crd_matches_flux() {
+    assert_compatible("HelmRelease", "helm.toolkit.fluxcd.io_helmreleases.yaml");
 }

@@ -3,7 +3,9 @@
 //! one that does not answer is reported as unreachable and the others still print. The exit
 //! code is 1 when any cluster is failing or unreachable, so the command can gate a promotion.
 //!
-//! It only reads: Kustomizations and GitRepositories of every namespace, and their status.
+//! It only reads: Kustomizations, HelmReleases and GitRepositories of every namespace, and their
+//! status. HelmReleases get a table of their own (after the Kustomizations', only when a cluster
+//! has any) and count towards a cluster's status: one failing makes the cluster failing.
 
 use crate::cluster::{Cluster, KubeArgs, known_context};
 use crate::fluxobj::FluxObject;
@@ -12,7 +14,7 @@ use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use ferroflux_api::conditions::{READY, find_condition};
 use ferroflux_api::kustomization::SourceKind;
-use ferroflux_api::{GitRepository, Kustomization, short_revision};
+use ferroflux_api::{GitRepository, HelmRelease, Kustomization, short_revision};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use serde::Serialize;
@@ -29,7 +31,7 @@ pub struct FleetArgs {
 
 #[derive(Subcommand, Debug)]
 enum FleetWhat {
-    /// Kustomizations of every cluster, and a summary per cluster.
+    /// Kustomizations and HelmReleases of every cluster, and a summary per cluster.
     Status(StatusArgs),
 }
 
@@ -70,6 +72,20 @@ pub struct KustomizationReport {
     pub message: String,
 }
 
+/// One HelmRelease as the fleet view reports it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HelmReleaseReport {
+    pub namespace: String,
+    pub name: String,
+    /// The chart version of the newest release (flux's REVISION).
+    pub revision: Option<String>,
+    /// `True`, `False` or `Unknown` (`False` when no Ready condition).
+    pub ready: String,
+    pub suspended: bool,
+    pub message: String,
+}
+
 /// One cluster: reachable with its Kustomizations, or why not.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -87,6 +103,9 @@ pub struct ClusterReport {
     pub source_revisions: Vec<String>,
     pub applied_revisions: Vec<String>,
     pub kustomizations: Vec<KustomizationReport>,
+    /// Present when the cluster has HelmReleases.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub helm_releases: Vec<HelmReleaseReport>,
 }
 
 impl ClusterReport {
@@ -194,6 +213,7 @@ fn unreachable(context: &str, server: &str, status: &str, error: String) -> Clus
         source_revisions: vec![],
         applied_revisions: vec![],
         kustomizations: vec![],
+        helm_releases: vec![],
     }
 }
 
@@ -201,14 +221,60 @@ async fn query(cluster: &Cluster) -> anyhow::Result<ClusterReport> {
     let ks_api: Api<Kustomization> = Api::all(cluster.client.clone());
     let git_api: Api<GitRepository> = Api::all(cluster.client.clone());
     let lp = ListParams::default();
-    let (ks, git) = tokio::join!(
+    let hr_api: Api<HelmRelease> = Api::all(cluster.client.clone());
+    let (ks, git, hr) = tokio::join!(
         cluster.call("listing Kustomization objects", ks_api.list(&lp)),
         cluster.call("listing GitRepository objects", git_api.list(&lp)),
+        cluster.call("listing HelmRelease objects", hr_api.list(&lp)),
     );
     let ks = ks?.items;
-    // A cluster without the GitRepository API still has Kustomizations worth showing.
+    // A cluster without the GitRepository or HelmRelease API still has Kustomizations worth
+    // showing.
     let git = git.map(|l| l.items).unwrap_or_default();
-    Ok(summarise(cluster, &ks, &git))
+    let hr = hr.map(|l| l.items).unwrap_or_default();
+    let mut report = summarise(cluster, &ks, &git);
+    add_helm_releases(&mut report, &hr);
+    Ok(report)
+}
+
+/// The HelmReleases of a reachable cluster: listed, and a failing or progressing one makes
+/// the cluster's status so (after Kustomizations, which decide first).
+fn add_helm_releases(report: &mut ClusterReport, releases: &[HelmRelease]) {
+    let mut items: Vec<&HelmRelease> = releases.iter().collect();
+    items.sort_by_key(|h| (h.namespace(), h.name_any()));
+    let (mut failing, mut progressing) = (0, 0);
+    for h in items {
+        let ready = find_condition(h.conditions(), READY);
+        let suspended = h.suspended();
+        if !suspended {
+            match ready.map(|c| c.status.as_str()) {
+                Some("True") => {}
+                Some("False") => failing += 1,
+                _ => progressing += 1,
+            }
+        }
+        let status = h.status.as_ref();
+        report.helm_releases.push(HelmReleaseReport {
+            namespace: h.namespace().unwrap_or_default(),
+            name: h.name_any(),
+            revision: status
+                .and_then(|s| s.history.as_ref())
+                .and_then(|history| history.first())
+                .map(|s| s.chart_version.clone())
+                .or_else(|| status.and_then(|s| s.last_attempted_revision.clone())),
+            ready: ready.map_or("False".to_string(), |c| c.status.clone()),
+            suspended,
+            message: ready.map_or("waiting to be reconciled".to_string(), |c| {
+                c.message.clone()
+            }),
+        });
+    }
+    report.failing += failing;
+    if failing > 0 {
+        report.status = "failing".into();
+    } else if progressing > 0 && report.status != "failing" {
+        report.status = "progressing".into();
+    }
 }
 
 /// The report of one reachable cluster from its objects.
@@ -233,6 +299,7 @@ fn summarise(cluster: &Cluster, ks: &[Kustomization], git: &[GitRepository]) -> 
         source_revisions: vec![],
         applied_revisions: vec![],
         kustomizations: vec![],
+        helm_releases: vec![],
     };
     let mut sources = BTreeSet::new();
     let mut applied = BTreeSet::new();
@@ -355,6 +422,35 @@ pub fn render(reports: &[ClusterReport]) -> String {
         &rows,
     );
     out.push('\n');
+    let hr_rows: Vec<Vec<String>> = reports
+        .iter()
+        .flat_map(|r| {
+            r.helm_releases.iter().map(|h| {
+                vec![
+                    r.context.clone(),
+                    h.namespace.clone(),
+                    h.name.clone(),
+                    h.revision.clone().unwrap_or_default(),
+                    h.ready.clone(),
+                    h.message.clone(),
+                ]
+            })
+        })
+        .collect();
+    if !hr_rows.is_empty() {
+        out.push_str(&flux_table(
+            &[
+                "CLUSTER",
+                "NAMESPACE",
+                "HELMRELEASE",
+                "REVISION",
+                "READY",
+                "MESSAGE",
+            ],
+            &hr_rows,
+        ));
+        out.push('\n');
+    }
     let revisions = |list: &[String]| {
         if list.is_empty() {
             "-".to_string()

@@ -5,7 +5,7 @@ use crate::output::table::{StreamedRows, flux_table};
 use anyhow::{Context as _, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
 use ferroflux_api::conditions::{READY, find_condition};
-use ferroflux_api::{GitRepository, Kustomization, short_revision};
+use ferroflux_api::{GitRepository, HelmRelease, Kustomization, short_revision};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
@@ -26,6 +26,9 @@ enum GetWhat {
     /// Kustomizations and their status.
     #[command(visible_alias = "ks", alias = "kustomization")]
     Kustomizations(ListArgs),
+    /// HelmReleases and their status.
+    #[command(visible_alias = "hr", alias = "helmrelease")]
+    Helmreleases(ListArgs),
     /// Sources and their status.
     #[command(subcommand)]
     Sources(SourceKind),
@@ -114,6 +117,9 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
             GetWhat::Sources(SourceKind::Git(list)) if list.watch => {
                 return watch::<GitRepository>(&args.kube, list, git_row).await;
             }
+            GetWhat::Helmreleases(list) if list.watch => {
+                return watch::<HelmRelease>(&args.kube, list, hr_row).await;
+            }
             _ => {}
         }
         let client = Cluster::connect(&args.kube).await?.client;
@@ -126,6 +132,10 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
                 let items: Vec<GitRepository> = fetch(&client, &args.kube, list).await?;
                 render(&items, list, git_row)?
             }
+            GetWhat::Helmreleases(list) => {
+                let items: Vec<HelmRelease> = fetch(&client, &args.kube, list).await?;
+                render(&items, list, hr_row)?
+            }
             GetWhat::All(all) => {
                 let list = ListArgs {
                     name: None,
@@ -137,6 +147,11 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
                 let mut out = String::new();
                 let git: Vec<GitRepository> = fetch(&client, &args.kube, &list).await?;
                 out.push_str(&render_all(&git, &list, git_row)?);
+                // flux lists HelmReleases before Kustomizations.
+                let hr: Vec<HelmRelease> = fetch(&client, &args.kube, &list)
+                    .await
+                    .or_else(crd_missing_is_empty)?;
+                out.push_str(&render_all(&hr, &list, hr_row)?);
                 let ks: Vec<Kustomization> = fetch(&client, &args.kube, &list).await?;
                 out.push_str(&render_all(&ks, &list, ks_row)?);
                 out
@@ -154,6 +169,33 @@ fn ks_row(k: &Kustomization) -> Row {
     Row {
         revision: status.last_applied_revision.unwrap_or_default(),
         suspended: k.spec.suspend.unwrap_or(false),
+        conditions: status.conditions.unwrap_or_default(),
+    }
+}
+
+/// A cluster without the HelmRelease CRD (Flux's older installs, `--no-helm`) has none: `get
+/// all` lists what it has.
+fn crd_missing_is_empty<K>(e: anyhow::Error) -> anyhow::Result<Vec<K>> {
+    match e.downcast_ref::<kube::Error>() {
+        Some(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
+        _ => Err(e),
+    }
+}
+
+/// flux's HelmRelease revision: the chart version of the newest release in the history, else
+/// the last attempted one.
+fn hr_row(h: &HelmRelease) -> Row {
+    let status = h.status.clone().unwrap_or_default();
+    let revision = status
+        .history
+        .as_ref()
+        .and_then(|history| history.first())
+        .map(|s| s.chart_version.clone())
+        .or(status.last_attempted_revision)
+        .unwrap_or_default();
+    Row {
+        revision,
+        suspended: h.spec.suspend.unwrap_or(false),
         conditions: status.conditions.unwrap_or_default(),
     }
 }

@@ -13,6 +13,7 @@ pub mod build;
 pub mod check;
 pub mod completions;
 pub mod controller;
+pub mod create;
 pub mod demo;
 pub mod dev;
 pub mod diff;
@@ -77,6 +78,8 @@ pub enum Command {
     /// The main job end to end: two local clusters bootstrapped from one repository, then a
     /// promotion from staging to production by commits.
     Demo(demo::DemoArgs),
+    /// Create or update Flux objects, or print them (`--export`), as `flux create` does.
+    Create(create::CreateArgs),
 }
 
 impl Command {
@@ -118,5 +121,6 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Diff(args) => diff::run(args).await,
         Command::Controller(args) => controller::run(args).await,
         Command::Demo(args) => demo::run(args).await,
+        Command::Create(args) => create::run(args).await,
     }
 }

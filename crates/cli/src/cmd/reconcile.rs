@@ -1,4 +1,5 @@
-//! `ferroflux reconcile kustomization NAME [--with-source]` and `reconcile source git NAME`:
+//! `ferroflux reconcile kustomization NAME [--with-source]`, `reconcile helmrelease NAME [--force]
+//! [--reset]` and `reconcile source git NAME`:
 //! ask the controller for an immediate reconciliation (`reconcile.fluxcd.io/requestedAt`), wait
 //! with a spinner until the controller has handled a request (`status.lastHandledReconcileAt`
 //! changed from its value before ours, as flux decides it) and the object is ready, then print
@@ -16,7 +17,8 @@ use crate::output::progress;
 use anyhow::bail;
 use clap::{Args, Subcommand};
 use ferroflux_api::kustomization::SourceKind;
-use ferroflux_api::{GitRepository, Kustomization};
+use ferroflux_api::helmrelease::{FORCE_REQUESTED_AT, RESET_REQUESTED_AT};
+use ferroflux_api::{GitRepository, HelmRelease, Kustomization};
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
@@ -40,6 +42,17 @@ enum Target {
     /// Reconcile a source.
     #[command(subcommand)]
     Source(SourceTarget),
+    /// Reconcile a HelmRelease and wait for its release.
+    #[command(visible_alias = "hr")]
+    Helmrelease {
+        name: String,
+        /// Upgrade the release even when nothing changed, and retry when out of retries.
+        #[arg(long)]
+        force: bool,
+        /// Reset the failure counters, so an exhausted remediation tries again.
+        #[arg(long)]
+        reset: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -57,6 +70,17 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
             Target::Source(SourceTarget::Git { name }) => {
                 let repo: GitRepository = fluxobj::get_object(&cluster, ns, name).await?;
                 reconcile_one(&cluster, ns, &repo, deadline).await
+            }
+            Target::Helmrelease { name, force, reset } => {
+                let hr: HelmRelease = fluxobj::get_object(&cluster, ns, name).await?;
+                let mut also = Vec::new();
+                if *force {
+                    also.push(FORCE_REQUESTED_AT);
+                }
+                if *reset {
+                    also.push(RESET_REQUESTED_AT);
+                }
+                reconcile_one_with(&cluster, ns, &hr, &also, deadline).await
             }
             Target::Kustomization { name, with_source } => {
                 let ks: Kustomization = fluxobj::get_object(&cluster, ns, name).await?;
@@ -90,6 +114,16 @@ async fn reconcile_one<K: FluxObject>(
     obj: &K,
     deadline: tokio::time::Instant,
 ) -> anyhow::Result<()> {
+    reconcile_one_with(cluster, ns, obj, &[], deadline).await
+}
+
+async fn reconcile_one_with<K: FluxObject>(
+    cluster: &Cluster,
+    ns: &str,
+    obj: &K,
+    also: &[&str],
+    deadline: tokio::time::Instant,
+) -> anyhow::Result<()> {
     use kube::ResourceExt;
     let name = obj.name_any();
     if obj.suspended() {
@@ -98,7 +132,7 @@ async fn reconcile_one<K: FluxObject>(
     // Read before the request is written: the wait is for this value to change.
     let previous = obj.last_handled_reconcile_at();
     progress::action(format!("annotating {} {name} in {ns} namespace", K::KIND));
-    fluxobj::request_reconcile::<K>(cluster, ns, &name).await?;
+    fluxobj::request_reconcile_with::<K>(cluster, ns, &name, also).await?;
     progress::success(format!("{} annotated", K::KIND));
     let done: K = fluxobj::with_spinner(
         &format!("waiting for {} reconciliation", K::KIND),

@@ -1,5 +1,5 @@
-//! `ferroflux suspend` and `ferroflux resume`: set or clear `spec.suspend` on Kustomizations and
-//! GitRepositories with flux's messages; resume then waits for the controller to report the
+//! `ferroflux suspend` and `ferroflux resume`: set or clear `spec.suspend` on Kustomizations,
+//! HelmReleases and GitRepositories with flux's messages; resume then waits for the controller to report the
 //! object ready, as flux does.
 //!
 //! One deliberate difference: flux prints `✗ ... not found` and still exits 0; ferroflux prints
@@ -11,7 +11,7 @@ use crate::fluxobj::{self, FluxObject};
 use crate::output::progress;
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
-use ferroflux_api::{GitRepository, Kustomization};
+use ferroflux_api::{GitRepository, HelmRelease, Kustomization};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use std::process::ExitCode;
@@ -29,6 +29,9 @@ enum Target {
     /// Kustomizations.
     #[command(visible_alias = "ks")]
     Kustomization(Names),
+    /// HelmReleases.
+    #[command(visible_alias = "hr")]
+    Helmrelease(Names),
     /// Sources.
     #[command(subcommand)]
     Source(SourceTarget),
@@ -63,6 +66,7 @@ pub enum Mode {
 pub async fn run(args: SuspendArgs, mode: Mode) -> anyhow::Result<ExitCode> {
     let result = match &args.what {
         Target::Kustomization(names) => act::<Kustomization>(&args.kube, names, mode).await,
+        Target::Helmrelease(names) => act::<HelmRelease>(&args.kube, names, mode).await,
         Target::Source(SourceTarget::Git(names)) => {
             act::<GitRepository>(&args.kube, names, mode).await
         }

@@ -1,6 +1,7 @@
 //! `ferroflux uninstall`: removes the engine and its CRDs as `flux uninstall` does, leaving what
 //! the Kustomizations applied in place: the controller goes first, then the finalizers of every
-//! GitRepository and Kustomization (so deleting them prunes nothing), then the CRDs (which takes
+//! GitRepository, Kustomization and HelmRelease (so deleting them prunes and uninstalls nothing),
+//! then the CRDs (which takes
 //! the Flux objects with them), then the namespace unless `--keep-namespace`.
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -150,6 +151,8 @@ async fn uninstall(args: &UninstallArgs) -> Result<()> {
             "Kustomization",
             "kustomizations",
         ),
+        // Without its finalizer, deleting the CRD leaves every Helm release installed.
+        resource("helm.toolkit.fluxcd.io", "v2", "HelmRelease", "helmreleases"),
     ] {
         let all: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
         let Ok(list) = all.list(&ListParams::default()).await else {

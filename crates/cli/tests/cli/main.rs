@@ -18,6 +18,7 @@ mod demo;
 mod dev_up;
 mod fleet_status;
 mod get_bad_input;
+mod helmrelease;
 mod install;
 mod kustomize_bad_input;
 mod reliability;

@@ -1,0 +1,309 @@
+//! `ferroflux create helmrelease NAME`: a HelmRelease from flux's `create hr` flags, printed as
+//! YAML with `--export` (flux's output: `---`, keys sorted, `interval: 1m0s`) or applied and
+//! waited for (`✚ generating HelmRelease` ... `✔ applied revision 6.3.5`).
+
+use crate::cluster::{Cluster, KubeArgs};
+use crate::fluxobj::{self, FluxObject};
+use crate::output::progress;
+use anyhow::{Context as _, anyhow, bail};
+use clap::{Args, Subcommand};
+use ferroflux_api::HelmRelease;
+use ferroflux_api::duration::{format_duration, parse_duration};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Map, Value, json};
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct CreateArgs {
+    #[command(subcommand)]
+    what: CreateWhat,
+    #[command(flatten)]
+    kube: KubeArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum CreateWhat {
+    /// Create or update a HelmRelease.
+    #[command(visible_alias = "hr")]
+    Helmrelease(HelmReleaseArgs),
+}
+
+#[derive(Args, Debug)]
+struct HelmReleaseArgs {
+    /// The HelmRelease's name.
+    name: String,
+    /// Print the object as YAML instead of applying it.
+    #[arg(long)]
+    export: bool,
+    /// How often the release is reconciled.
+    #[arg(long, default_value = "1m")]
+    interval: String,
+    /// Labels of the HelmRelease, as key=value (repeatable, or comma-separated).
+    #[arg(long = "label", value_delimiter = ',')]
+    labels: Vec<String>,
+    /// The chart's source as <kind>/<name>[.<namespace>]; kind HelmRepository, GitRepository or
+    /// Bucket.
+    #[arg(long)]
+    source: Option<String>,
+    /// The chart's name (HelmRepository) or path (GitRepository, Bucket).
+    #[arg(long)]
+    chart: Option<String>,
+    /// Semver range of the chart version.
+    #[arg(long)]
+    chart_version: Option<String>,
+    /// A chart made elsewhere as <kind>/<name>[.<namespace>]; kind OCIRepository or HelmChart.
+    #[arg(long)]
+    chart_ref: Option<String>,
+    /// How often the generated HelmChart checks its source.
+    #[arg(long)]
+    chart_interval: Option<String>,
+    /// The Helm release name.
+    #[arg(long)]
+    release_name: Option<String>,
+    /// Namespace the release is installed into.
+    #[arg(long)]
+    target_namespace: Option<String>,
+    /// Create the target namespace when it does not exist.
+    #[arg(long)]
+    create_target_namespace: bool,
+    /// Namespace of the release's storage.
+    #[arg(long)]
+    storage_namespace: Option<String>,
+    /// HelmReleases that must be ready first, as <name> or <namespace>/<name>.
+    #[arg(long, value_delimiter = ',')]
+    depends_on: Vec<String>,
+    /// Local values files merged in order into spec.values.
+    #[arg(long = "values", value_delimiter = ',')]
+    values: Vec<std::path::PathBuf>,
+    /// A ConfigMap or Secret holding values.yaml, as <kind>/<name>.
+    #[arg(long)]
+    values_from: Vec<String>,
+    /// ServiceAccount impersonated for the Helm actions.
+    #[arg(long)]
+    service_account: Option<String>,
+    /// ChartVersion or Revision.
+    #[arg(long, default_value = "ChartVersion")]
+    reconcile_strategy: String,
+    /// What install and upgrade do with the chart's CRDs: Skip, Create or CreateReplace.
+    #[arg(long)]
+    crds: Option<String>,
+    /// Secret holding the kubeconfig of the target cluster.
+    #[arg(long)]
+    kubeconfig_secret_ref: Option<String>,
+}
+
+pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
+    match &args.what {
+        CreateWhat::Helmrelease(hr) => helmrelease(&args.kube, hr).await,
+    }
+}
+
+/// `<kind>/<name>[.<namespace>]`, the kind checked against `kinds`.
+fn parse_ref(flag: &str, text: &str, kinds: &[&str]) -> anyhow::Result<Map<String, Value>> {
+    let (kind, rest) = text
+        .split_once('/')
+        .ok_or_else(|| anyhow!("invalid --{flag} '{text}': expected <kind>/<name>"))?;
+    if !kinds.contains(&kind) {
+        bail!(
+            "invalid --{flag} kind '{kind}', must be one of: {}",
+            kinds.join(", ")
+        );
+    }
+    let (name, namespace) = match rest.split_once('.') {
+        Some((name, ns)) => (name, Some(ns)),
+        None => (rest, None),
+    };
+    if name.is_empty() {
+        bail!("invalid --{flag} '{text}': the name is empty");
+    }
+    let mut out = Map::new();
+    out.insert("kind".into(), json!(kind));
+    out.insert("name".into(), json!(name));
+    if let Some(ns) = namespace {
+        out.insert("namespace".into(), json!(ns));
+    }
+    Ok(out)
+}
+
+/// The HelmRelease the flags describe, as JSON.
+fn build(namespace: &str, a: &HelmReleaseArgs) -> anyhow::Result<Value> {
+    let interval = parse_duration(&a.interval).with_context(|| "invalid --interval")?;
+    let mut spec = Map::new();
+    spec.insert("interval".into(), json!(format_duration(interval)));
+    match (&a.chart_ref, &a.source) {
+        (Some(_), Some(_)) => bail!("cannot use --chart-ref with --source"),
+        (Some(chart_ref), None) => {
+            let r = parse_ref("chart-ref", chart_ref, &["OCIRepository", "HelmChart"])?;
+            spec.insert("chartRef".into(), Value::Object(r));
+        }
+        (None, Some(source)) => {
+            let chart = a
+                .chart
+                .as_deref()
+                .filter(|c| !c.is_empty())
+                .ok_or_else(|| anyhow!("chart name or path is required"))?;
+            let source_ref = parse_ref(
+                "source",
+                source,
+                &["HelmRepository", "GitRepository", "Bucket"],
+            )?;
+            if !["ChartVersion", "Revision"].contains(&a.reconcile_strategy.as_str()) {
+                bail!(
+                    "'{}' is an invalid reconcile strategy(valid: ChartVersion, Revision)",
+                    a.reconcile_strategy
+                );
+            }
+            let mut chart_spec = Map::new();
+            chart_spec.insert("chart".into(), json!(chart));
+            chart_spec.insert("reconcileStrategy".into(), json!(a.reconcile_strategy));
+            chart_spec.insert("sourceRef".into(), Value::Object(source_ref));
+            if let Some(version) = &a.chart_version {
+                chart_spec.insert("version".into(), json!(version));
+            }
+            if let Some(i) = &a.chart_interval {
+                let d = parse_duration(i).with_context(|| "invalid --chart-interval")?;
+                chart_spec.insert("interval".into(), json!(format_duration(d)));
+            }
+            spec.insert("chart".into(), json!({"spec": chart_spec}));
+        }
+        (None, None) => bail!("either --source and --chart or --chart-ref is required"),
+    }
+    if let Some(v) = &a.release_name {
+        spec.insert("releaseName".into(), json!(v));
+    }
+    if let Some(v) = &a.target_namespace {
+        spec.insert("targetNamespace".into(), json!(v));
+    }
+    if let Some(v) = &a.storage_namespace {
+        spec.insert("storageNamespace".into(), json!(v));
+    }
+    if let Some(v) = &a.service_account {
+        spec.insert("serviceAccountName".into(), json!(v));
+    }
+    if let Some(v) = &a.kubeconfig_secret_ref {
+        spec.insert("kubeConfig".into(), json!({"secretRef": {"name": v}}));
+    }
+    let mut install = Map::new();
+    if a.create_target_namespace {
+        install.insert("createNamespace".into(), json!(true));
+    }
+    if let Some(crds) = &a.crds {
+        if !["Skip", "Create", "CreateReplace"].contains(&crds.as_str()) {
+            bail!("'{crds}' is an invalid CRDs policy(valid: Skip, Create, CreateReplace)");
+        }
+        install.insert("crds".into(), json!(crds));
+        spec.insert("upgrade".into(), json!({"crds": crds}));
+    }
+    if !install.is_empty() {
+        spec.insert("install".into(), Value::Object(install));
+    }
+    if !a.depends_on.is_empty() {
+        let deps: Vec<Value> = a
+            .depends_on
+            .iter()
+            .map(|d| match d.split_once('/') {
+                Some((ns, name)) => json!({"name": name, "namespace": ns}),
+                None => json!({"name": d}),
+            })
+            .collect();
+        spec.insert("dependsOn".into(), json!(deps));
+    }
+    if !a.values_from.is_empty() {
+        let mut refs = Vec::new();
+        for v in &a.values_from {
+            refs.push(Value::Object(parse_ref(
+                "values-from",
+                v,
+                &["Secret", "ConfigMap"],
+            )?));
+        }
+        spec.insert("valuesFrom".into(), json!(refs));
+    }
+    if !a.values.is_empty() {
+        let mut merged = Map::new();
+        for path in &a.values {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading values from {}", path.display()))?;
+            let values = ferroflux_helm::load_values(&text)
+                .map_err(|e| anyhow!("reading values from {}: {e}", path.display()))?;
+            merged = ferroflux_helm::merge_maps(merged, values);
+        }
+        spec.insert("values".into(), Value::Object(merged));
+    }
+    let mut metadata = Map::new();
+    metadata.insert("name".into(), json!(a.name));
+    metadata.insert("namespace".into(), json!(namespace));
+    if !a.labels.is_empty() {
+        let mut labels = Map::new();
+        for l in &a.labels {
+            let (k, v) = l
+                .split_once('=')
+                .ok_or_else(|| anyhow!("invalid label format '{l}', must be key=value"))?;
+            labels.insert(k.into(), json!(v));
+        }
+        metadata.insert("labels".into(), Value::Object(labels));
+    }
+    let object = json!({
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": metadata,
+        "spec": spec,
+    });
+    // The type checks what the CRD would: a wrong field is an error here, not in the cluster.
+    let _: HelmRelease = serde_json::from_value(object.clone())
+        .with_context(|| "the flags make an invalid HelmRelease")?;
+    Ok(sorted(object))
+}
+
+/// Keys sorted at every level, as flux's YAML (Go's JSON of a map) prints them.
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<ExitCode> {
+    let object = build(&kube.namespace, a)?;
+    if a.export {
+        print!(
+            "---\n{}",
+            ferroflux_kustomize::render_yaml(std::slice::from_ref(&object))
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let result = async {
+        let cluster = Cluster::connect(kube).await?;
+        let deadline = tokio::time::Instant::now() + cluster.timeout;
+        let ns = kube.namespace.as_str();
+        progress::generate("generating HelmRelease");
+        progress::action("applying HelmRelease");
+        let api: Api<HelmRelease> = Api::namespaced(cluster.client.clone(), ns);
+        let params = PatchParams::apply("flux-client-side-apply").force();
+        cluster
+            .call(
+                &format!("applying HelmRelease {}", a.name),
+                api.patch(&a.name, &params, &Patch::Apply(&object)),
+            )
+            .await?;
+        progress::success("HelmRelease created");
+        let done: HelmRelease = fluxobj::with_spinner(
+            "waiting for HelmRelease reconciliation",
+            fluxobj::wait_ready::<HelmRelease>(&cluster, ns, &a.name, deadline),
+        )
+        .await?;
+        progress::success(format!("HelmRelease {} is ready", a.name));
+        progress::success(done.success_message());
+        Ok(())
+    }
+    .await;
+    fluxobj::exit_code(result, "the HelmRelease stays applied")
+}
+
+#[cfg(test)]
+mod tests;
