@@ -16,8 +16,8 @@ use crate::fluxobj::{self, FluxObject};
 use crate::output::progress;
 use anyhow::bail;
 use clap::{Args, Subcommand};
-use ferroflux_api::kustomization::SourceKind;
 use ferroflux_api::helmrelease::{FORCE_REQUESTED_AT, RESET_REQUESTED_AT};
+use ferroflux_api::kustomization::SourceKind;
 use ferroflux_api::{GitRepository, HelmRelease, Kustomization};
 use std::process::ExitCode;
 

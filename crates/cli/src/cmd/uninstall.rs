@@ -152,7 +152,12 @@ async fn uninstall(args: &UninstallArgs) -> Result<()> {
             "kustomizations",
         ),
         // Without its finalizer, deleting the CRD leaves every Helm release installed.
-        resource("helm.toolkit.fluxcd.io", "v2", "HelmRelease", "helmreleases"),
+        resource(
+            "helm.toolkit.fluxcd.io",
+            "v2",
+            "HelmRelease",
+            "helmreleases",
+        ),
     ] {
         let all: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
         let Ok(list) = all.list(&ListParams::default()).await else {

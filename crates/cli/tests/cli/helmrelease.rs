@@ -44,7 +44,8 @@ async fn create_hr(c: &kube::Client) -> HelmRelease {
 async fn installed(c: &kube::Client, handled: Option<&str>) {
     let api: Api<HelmRelease> = Api::namespaced(c.clone(), NS);
     let generation = api.get("thrfg").await.unwrap().metadata.generation;
-    let message = format!("Helm install succeeded for release {NS}/thrfg.v1 with chart podinfo@6.3.5");
+    let message =
+        format!("Helm install succeeded for release {NS}/thrfg.v1 with chart podinfo@6.3.5");
     let mut status = json!({
         "observedGeneration": generation,
         "lastAttemptedRevision": "6.3.5",
@@ -143,14 +144,9 @@ fn get_suspend_resume_and_reconcile_print_what_flux_prints() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // The last four lines of flux's reconcile --with-source golden are the HelmRelease's own.
-    let expected: Vec<&str> = golden("reconcile_helmrelease_from_git.golden")
-        .lines()
-        .rev()
-        .take(4)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
+    let reconcile = golden("reconcile_helmrelease_from_git.golden");
+    let lines: Vec<&str> = reconcile.lines().collect();
+    let expected = lines[lines.len() - 4..].to_vec();
     assert_eq!(stderr(&out), format!("{}\n", expected.join("\n")));
     let annotations = rt
         .block_on(api.get("thrfg"))
@@ -184,7 +180,10 @@ fn create_helmrelease_applies_and_waits_or_exports() {
     let child = spawn(&kc, &args);
     let api: Api<HelmRelease> = Api::namespaced(c.clone(), NS);
     rt.block_on(async {
-        eventually("thrfg created", || async { api.get_opt("thrfg").await.ok()? }).await;
+        eventually("thrfg created", || async {
+            api.get_opt("thrfg").await.ok()?
+        })
+        .await;
         installed(&c, None).await;
     });
     let out = child.wait_with_output().unwrap();
@@ -196,7 +195,17 @@ fn create_helmrelease_applies_and_waits_or_exports() {
     assert_eq!(spec["interval"], "1m0s");
 
     // --export prints without a cluster call.
-    let out = ferroflux(&kc, &["create", "hr", "x", "--chart-ref", "HelmChart/x", "--export"]);
+    let out = ferroflux(
+        &kc,
+        &[
+            "create",
+            "hr",
+            "x",
+            "--chart-ref",
+            "HelmChart/x",
+            "--export",
+        ],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).starts_with("---\napiVersion: helm.toolkit.fluxcd.io/v2\n"));
     rt.block_on(cl.shutdown());

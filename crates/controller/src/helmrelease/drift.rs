@@ -124,9 +124,10 @@ fn selects(rule: &IgnoreRule, obj: &Value) -> bool {
     t.group.as_deref().is_none_or(|g| g == group)
         && t.version.as_deref().is_none_or(|v| v == version)
         && t.kind.as_deref().is_none_or(|k| k == s("/kind"))
-        && t.name.as_deref().is_none_or(|n| regex(n, s("/metadata/name")))
-        && t
-            .namespace
+        && t.name
+            .as_deref()
+            .is_none_or(|n| regex(n, s("/metadata/name")))
+        && t.namespace
             .as_deref()
             .is_none_or(|n| regex(n, s("/metadata/namespace")))
 }
@@ -174,13 +175,19 @@ mod tests {
         ]))
         .unwrap();
         let out = without_ignored(&deployment, &deployment, &rules);
-        assert_eq!(out["spec"], json!({"template": {"spec": {"containers": [{"name": "c"}]}}}));
+        assert_eq!(
+            out["spec"],
+            json!({"template": {"spec": {"containers": [{"name": "c"}]}}})
+        );
         assert_eq!(out["metadata"]["annotations"], json!({}));
         let other = json!({"apiVersion": "v1", "kind": "Deployment", "metadata": {"name": "api"},
             "spec": {"replicas": 1}});
         assert_eq!(without_ignored(&other, &other, &rules), other);
         let everywhere: Vec<IgnoreRule> =
             serde_json::from_value(json!([{"paths": ["/spec/replicas"]}])).unwrap();
-        assert_eq!(without_ignored(&other, &other, &everywhere)["spec"], json!({}));
+        assert_eq!(
+            without_ignored(&other, &other, &everywhere)["spec"],
+            json!({})
+        );
     }
 }

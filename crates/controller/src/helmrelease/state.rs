@@ -5,9 +5,7 @@
 //! outcome writes. The reconciler runs the actions; nothing here talks to a cluster.
 
 use ferroflux_api::HelmRelease;
-use ferroflux_api::helmrelease::{
-    ReleaseAction, RemediationStrategy, Snapshot, StrategyName,
-};
+use ferroflux_api::helmrelease::{ReleaseAction, RemediationStrategy, Snapshot, StrategyName};
 
 /// What storage holds about the newest revision of a release.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -162,7 +160,9 @@ pub fn determine(hr: &HelmRelease, last: Option<&Observed>, desired: &Desired<'_
             }
             State::InSync
         }
-        other => State::OutOfSync(format!("unable to determine state for release with status '{other}'")),
+        other => State::OutOfSync(format!(
+            "unable to determine state for release with status '{other}'"
+        )),
     }
 }
 
@@ -348,7 +348,12 @@ pub fn must_reset_failures(
     if status.last_attempted_generation != hr.metadata.generation {
         return Some("generation differs from last attempt");
     }
-    if status.last_attempted_revision.as_deref().unwrap_or_default() != chart_version {
+    if status
+        .last_attempted_revision
+        .as_deref()
+        .unwrap_or_default()
+        != chart_version
+    {
         return Some("chart version differs from last attempt");
     }
     if let Some(d) = status.last_attempted_config_digest.as_deref()

@@ -31,7 +31,13 @@ fn golden(name: &str) -> String {
 #[test]
 fn export_matches_flux_for_a_chart_template_and_chart_refs() {
     assert_eq!(
-        exported(&["podinfo", "--source", "HelmRepository/podinfo", "--chart", "podinfo"]),
+        exported(&[
+            "podinfo",
+            "--source",
+            "HelmRepository/podinfo",
+            "--chart",
+            "podinfo"
+        ]),
         golden("basic.yaml")
     );
     assert_eq!(
@@ -69,13 +75,25 @@ fn every_flag_lands_where_flux_puts_it() {
     let object: Value = serde_saphyr::from_str(out.trim_start_matches("---\n")).unwrap();
     let spec = &object["spec"];
     assert_eq!(spec["interval"], "10m0s");
-    assert_eq!(spec["chart"]["spec"]["sourceRef"]["namespace"], "flux-system");
+    assert_eq!(
+        spec["chart"]["spec"]["sourceRef"]["namespace"],
+        "flux-system"
+    );
     assert_eq!(spec["chart"]["spec"]["version"], ">=6.0.0");
     assert_eq!(spec["targetNamespace"], "apps");
-    assert_eq!(spec["install"], json!({"createNamespace": true, "crds": "CreateReplace"}));
+    assert_eq!(
+        spec["install"],
+        json!({"createNamespace": true, "crds": "CreateReplace"})
+    );
     assert_eq!(spec["upgrade"], json!({"crds": "CreateReplace"}));
-    assert_eq!(spec["dependsOn"], json!([{"name": "cert-manager", "namespace": "infra"}]));
-    assert_eq!(spec["valuesFrom"], json!([{"kind": "ConfigMap", "name": "podinfo-values"}]));
+    assert_eq!(
+        spec["dependsOn"],
+        json!([{"name": "cert-manager", "namespace": "infra"}])
+    );
+    assert_eq!(
+        spec["valuesFrom"],
+        json!([{"kind": "ConfigMap", "name": "podinfo-values"}])
+    );
 }
 
 #[test]

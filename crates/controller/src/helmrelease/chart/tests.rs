@@ -57,7 +57,8 @@ fn a_template_becomes_flux_s_helm_chart() {
 
 #[test]
 fn chart_refs_name_their_helm_chart_and_oci_is_not_supported_yet() {
-    let hr = release(json!({"interval": "1m", "chartRef": {"kind": "HelmChart", "name": "shared"}}));
+    let hr =
+        release(json!({"interval": "1m", "chartRef": {"kind": "HelmChart", "name": "shared"}}));
     assert_eq!(
         chart_location(&hr).unwrap(),
         ("apps".to_string(), "shared".to_string())

@@ -27,10 +27,23 @@ fn owner_labels_and_common_metadata_go_on_every_object() {
         "chartRef": {"kind": "HelmChart", "name": "c"},
         "commonMetadata": {"labels": {"team": "web"}, "annotations": {"owner": "me"}},
     }));
-    let out = post_render(&hr, vec![deployment(), json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})]).unwrap();
+    let out = post_render(
+        &hr,
+        vec![
+            deployment(),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}),
+        ],
+    )
+    .unwrap();
     for object in &out {
-        assert_eq!(object["metadata"]["labels"]["helm.toolkit.fluxcd.io/name"], "podinfo");
-        assert_eq!(object["metadata"]["labels"]["helm.toolkit.fluxcd.io/namespace"], "apps");
+        assert_eq!(
+            object["metadata"]["labels"]["helm.toolkit.fluxcd.io/name"],
+            "podinfo"
+        );
+        assert_eq!(
+            object["metadata"]["labels"]["helm.toolkit.fluxcd.io/namespace"],
+            "apps"
+        );
         assert_eq!(object["metadata"]["labels"]["team"], "web");
         assert_eq!(object["metadata"]["annotations"]["owner"], "me");
     }

@@ -61,10 +61,16 @@ fn states_follow_storage_and_the_history() {
         determine(&hr, Some(&theirs), &desired()),
         State::Unmanaged("found existing release in storage".into())
     );
-    assert_eq!(action_for_state(&hr, &State::Unmanaged(String::new()), false), Next::Upgrade);
+    assert_eq!(
+        action_for_state(&hr, &State::Unmanaged(String::new()), false),
+        Next::Upgrade
+    );
 
     let ours = observed(1, "deployed");
-    let hr = release(spec(), json!({"observedGeneration": 2, "history": history(&ours)}));
+    let hr = release(
+        spec(),
+        json!({"observedGeneration": 2, "history": history(&ours)}),
+    );
     assert_eq!(determine(&hr, Some(&ours), &desired()), State::InSync);
     let newer = Desired {
         chart_version: "6.4.0",
@@ -100,7 +106,10 @@ fn install_failures_are_remediated_until_retries_run_out_then_stall() {
     };
     let hr = release(spec.clone(), status(1));
     assert_eq!(determine(&hr, Some(&failed), &desired()), State::Failed);
-    assert_eq!(action_for_state(&hr, &State::Failed, false), Next::Uninstall);
+    assert_eq!(
+        action_for_state(&hr, &State::Failed, false),
+        Next::Uninstall
+    );
     // After the uninstall the release is absent: install again while retries remain.
     let absent = State::Absent("found uninstalled release in storage".into());
     assert_eq!(action_for_state(&hr, &absent, false), Next::Install);
@@ -147,7 +156,10 @@ fn upgrade_failures_roll_back_by_default_and_remediate_the_last_one_when_retryin
     let uninstall = json!({"interval": "1m", "chartRef": {"kind": "HelmChart", "name": "c"},
         "upgrade": {"remediation": {"retries": 3, "strategy": "uninstall"}}});
     let hr = release(uninstall, status(1));
-    assert_eq!(action_for_state(&hr, &State::Failed, false), Next::Uninstall);
+    assert_eq!(
+        action_for_state(&hr, &State::Failed, false),
+        Next::Uninstall
+    );
 }
 
 #[test]
