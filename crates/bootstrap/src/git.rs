@@ -450,26 +450,7 @@ fn write_askpass(path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_NAME", "Other")
-            .env("GIT_AUTHOR_EMAIL", "other@example.com")
-            .env("GIT_COMMITTER_NAME", "Other")
-            .env("GIT_COMMITTER_EMAIL", "other@example.com")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
+    use ferroflux_testkit::git;
 
     fn author() -> Signature {
         Signature {

@@ -1,31 +1,12 @@
 //! The Git half against a real bare repository over file://: one commit of three files, nothing
 //! on a second run, the folder's own files listed and built.
 
-use std::path::Path;
 use std::time::Duration;
+
+use ferroflux_testkit::git;
 
 use super::*;
 use crate::plan::Request;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Other")
-        .env("GIT_AUTHOR_EMAIL", "other@example.com")
-        .env("GIT_COMMITTER_NAME", "Other")
-        .env("GIT_COMMITTER_EMAIL", "other@example.com")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 fn plan(url: &str) -> Plan {
     Plan::new(&Request {
