@@ -448,9 +448,20 @@ fn write_askpass(path: &Path) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use ferroflux_testkit::git;
+
+    /// An empty bare repository `r.git` in a new temporary folder, and its file:// URL.
+    pub(crate) fn bare_remote() -> (tempfile::TempDir, String) {
+        let root = tempfile::tempdir().unwrap();
+        git(
+            root.path(),
+            &["init", "-q", "--bare", "-b", "main", "r.git"],
+        );
+        let url = format!("file://{}", root.path().join("r.git").display());
+        (root, url)
+    }
 
     fn author() -> Signature {
         Signature {
@@ -461,9 +472,7 @@ mod tests {
 
     #[tokio::test]
     async fn empty_remote_then_unchanged_then_non_fast_forward_and_retry() {
-        let root = tempfile::tempdir().unwrap();
-        git(root.path(), &["init", "-q", "--bare", "r.git"]);
-        let url = format!("file://{}", root.path().join("r.git").display());
+        let (root, url) = bare_remote();
 
         let a = Checkout::clone(&url, "main", &Auth::None, None)
             .await
@@ -524,9 +533,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_missing_branch_is_named_with_the_existing_ones() {
-        let root = tempfile::tempdir().unwrap();
-        git(root.path(), &["init", "-q", "--bare", "r.git"]);
-        let url = format!("file://{}", root.path().join("r.git").display());
+        let (_root, url) = bare_remote();
         let a = Checkout::clone(&url, "dev", &Auth::None, None)
             .await
             .unwrap();

@@ -342,4 +342,4 @@ fn known_host_lines(file: &Path, host: &str) -> Result<String, PlanError> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -2,7 +2,8 @@
 
 use super::*;
 
-fn request(url: &str) -> Request {
+/// A request for `url` with the flags' defaults, the cluster folder `clusters/staging`.
+pub(crate) fn request(url: &str) -> Request {
     Request {
         url: url.into(),
         branch: "main".into(),

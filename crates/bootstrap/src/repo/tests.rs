@@ -1,30 +1,35 @@
 //! The Git half against a real bare repository over file://: one commit of three files, nothing
 //! on a second run, the folder's own files listed and built.
 
-use std::time::Duration;
-
 use ferroflux_testkit::git;
 
 use super::*;
+use crate::git::tests::bare_remote;
 use crate::plan::Request;
+use crate::plan::tests::request;
 
 fn plan(url: &str) -> Plan {
     Plan::new(&Request {
-        url: url.into(),
-        branch: "main".into(),
         path: "clusters/dev".into(),
-        interval: Duration::from_secs(60),
-        private_key_file: None,
-        known_hosts_file: None,
-        username: "git".into(),
-        password: None,
-        token_auth: false,
-        allow_insecure_http: false,
-        ca_file: None,
-        secret_name: None,
-        namespace: "flux-system".into(),
+        ..request(url)
     })
     .unwrap()
+}
+
+/// A bare remote whose `main` holds `files` (path, content), committed by someone else.
+fn remote_with(files: &[(&str, &str)]) -> (tempfile::TempDir, String) {
+    let (root, url) = bare_remote();
+    git(root.path(), &["clone", "-q", &url, "work"]);
+    let work = root.path().join("work");
+    for (path, content) in files {
+        let file = work.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, content).unwrap();
+    }
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "-q", "-m", "theirs"]);
+    git(&work, &["push", "-q", "origin", "HEAD:main"]);
+    (root, url)
 }
 
 fn commit_options() -> CommitOptions {
@@ -54,30 +59,15 @@ async fn run(plan: &Plan, url: &str) -> (Pushed, Vec<String>) {
 
 #[tokio::test]
 async fn one_commit_then_nothing_and_the_folders_own_files_are_kept() {
-    let root = tempfile::tempdir().unwrap();
-    git(
-        root.path(),
-        &["init", "-q", "--bare", "-b", "main", "r.git"],
-    );
-    let remote = root.path().join("r.git");
-    let url = format!("file://{}", remote.display());
     // The branch already holds a ConfigMap in the folder bootstrap writes to.
-    git(root.path(), &["clone", "-q", &url, "work"]);
-    let work = root.path().join("work");
-    std::fs::create_dir_all(work.join("clusters/dev/flux-system")).unwrap();
-    std::fs::write(
-        work.join("clusters/dev/flux-system/extra.yaml"),
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: flux-system\n",
-    )
-    .unwrap();
-    std::fs::write(
-        work.join("clusters/dev/flux-system/notes.txt"),
-        "not yaml: [",
-    )
-    .unwrap();
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "-q", "-m", "theirs"]);
-    git(&work, &["push", "-q", "origin", "HEAD:main"]);
+    let (root, url) = remote_with(&[
+        (
+            "clusters/dev/flux-system/extra.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: flux-system\n",
+        ),
+        ("clusters/dev/flux-system/notes.txt", "not yaml: ["),
+    ]);
+    let remote = root.path().join("r.git");
 
     let plan = plan(&url);
     let (first, steps) = run(&plan, &url).await;
@@ -139,24 +129,11 @@ async fn one_commit_then_nothing_and_the_folders_own_files_are_kept() {
 
 #[tokio::test]
 async fn a_folder_that_does_not_build_names_its_kustomization() {
-    let root = tempfile::tempdir().unwrap();
-    git(
-        root.path(),
-        &["init", "-q", "--bare", "-b", "main", "r.git"],
-    );
-    let url = format!("file://{}", root.path().join("r.git").display());
-    git(root.path(), &["clone", "-q", &url, "work"]);
-    let work = root.path().join("work");
-    std::fs::create_dir_all(work.join("clusters/dev/flux-system")).unwrap();
     // The user's kustomization names a file that is not there.
-    std::fs::write(
-        work.join("clusters/dev/flux-system/kustomization.yaml"),
+    let (_root, url) = remote_with(&[(
+        "clusters/dev/flux-system/kustomization.yaml",
         "resources:\n- gotk-components.yaml\n- gotk-sync.yaml\n- missing.yaml\n",
-    )
-    .unwrap();
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "-q", "-m", "theirs"]);
-    git(&work, &["push", "-q", "origin", "HEAD:main"]);
+    )]);
 
     let err = push_manifests(
         &plan(&url),
