@@ -24,7 +24,7 @@ fn python() -> PathBuf {
 }
 
 /// Runs Helm's SDK; `Err` carries Helm's error line.
-fn helm(cluster: &Cluster, ns: &str, args: &[&str]) -> Result<Value, String> {
+pub fn helm(cluster: &Cluster, ns: &str, args: &[&str]) -> Result<Value, String> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/helm_client.py");
     let out = Command::new(python())
         .arg(script)

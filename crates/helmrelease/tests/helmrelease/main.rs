@@ -5,5 +5,6 @@
 mod actions;
 mod bad_input;
 mod helm_interop;
+mod realcharts;
 mod storage;
 mod support;
