@@ -1,4 +1,5 @@
-//! The controller process for one cluster: the GitRepository and Kustomization controllers, the
+//! The controller process for one cluster: the GitRepository, HelmRepository, HelmChart and
+//! Kustomization controllers, the
 //! artifact file server between them, `/metrics`, `/healthz`, `/readyz`, and optional leader
 //! election. `ferroflux controller` runs one; `ferroflux dev up` runs one per local cluster.
 
@@ -353,7 +354,22 @@ async fn run_controllers(
         state.metrics.clone(),
         Some(fired(stop_rx.clone())),
     );
-    let (repo_store, repo_task) = gitrepository::controller(
+    let helm_sources = crate::helmrepository::Options::new(storage.clone());
+    let (_, helmrepo_task) = crate::helmrepository::controller(
+        client.clone(),
+        helm_sources.clone(),
+        config.source_concurrency,
+        state.metrics.clone(),
+        fired(stop_rx.clone()),
+    );
+    let (_, helmchart_task) = crate::helmchart::controller(
+        client.clone(),
+        helm_sources,
+        config.source_concurrency,
+        state.metrics.clone(),
+        fired(stop_rx.clone()),
+    );
+    let (repo_store, git_task) = gitrepository::controller(
         client.clone(),
         gitrepository::Options {
             storage,
@@ -363,6 +379,10 @@ async fn run_controllers(
         state.metrics.clone(),
         fired(stop_rx),
     );
+    // The source controllers (Git and Helm) run and stop together.
+    let repo_task = async move {
+        futures::join!(git_task, helmrepo_task, helmchart_task);
+    };
     state.metrics.watch_kustomizations(ks_store);
     state.metrics.watch_repositories(repo_store);
     // Ready once both kinds can be listed. The stores' own `wait_until_ready` is not used: it

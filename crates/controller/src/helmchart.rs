@@ -1,0 +1,585 @@
+//! The `HelmChart` reconciler: one pass over one object. Finds the source (a HelmRepository's
+//! stored index, or a GitRepository's artifact downloaded and unpacked), builds the chart with
+//! `ferroflux-helmsource` on a blocking thread (a cached chart of the same name and version is
+//! kept unless the generation changed), stores `<chart>-<version>.tgz`, and writes Flux's
+//! status, finalizer and events.
+//!
+//! Revision rules (Flux's): the artifact's revision is the chart's version; with
+//! `reconcileStrategy: Revision` a Git source adds `+<first 12 hex of the commit>`; values files
+//! add the object's generation (`+<generation>`, or `.<generation>` after a commit).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::artifact;
+use crate::finalizer;
+use crate::gitrepository::Reconciled;
+use crate::helmrepository::{FIELD_MANAGER, Options, access_for, timeout_of, to_artifact};
+use crate::metrics::Metrics;
+use crate::sourceloop;
+use crate::step::{self, Failure};
+use ferroflux_api::conditions::{self, Conditions, reason};
+use ferroflux_api::helmchart::{HelmChartSourceKind, ReconcileStrategy};
+use ferroflux_api::helmrepository::HelmRepositoryType;
+use ferroflux_api::{
+    GitRepository, HelmChart, HelmChartStatus, HelmRepository, RECONCILE_REQUESTED_AT, Revision,
+};
+use ferroflux_helmsource::{Build, BuildOptions, DependencyRepositories, RepositoryAccess};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::runtime::controller::Controller;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use std::future::Future;
+use std::pin::Pin;
+
+const KIND: &str = "HelmChart";
+/// source-controller's condition of a failed chart build.
+pub const BUILD_FAILED: &str = "BuildFailed";
+/// The reason when the source cannot be read.
+pub const SOURCE_UNAVAILABLE: &str = "SourceUnavailable";
+/// The reason when the source has no artifact yet.
+pub const NO_SOURCE_ARTIFACT: &str = "NoSourceArtifact";
+
+/// A failed pass and which condition carries it (`FetchFailed` for the source, `BuildFailed`
+/// for the build, `StorageOperationFailed`), or `Ready=Unknown` while the source has no artifact.
+#[derive(Debug, Clone)]
+pub struct ChartFailure {
+    /// The reason, message, stall and retry.
+    pub failure: Failure,
+    /// `FetchFailed`, `BuildFailed`, `StorageOperationFailed`, or `None` for a wait.
+    pub condition: Option<&'static str>,
+}
+
+impl ChartFailure {
+    fn fetch(failure: Failure) -> Self {
+        ChartFailure {
+            failure,
+            condition: Some(conditions::FETCH_FAILED),
+        }
+    }
+    fn build(failure: Failure) -> Self {
+        let condition = if failure.reason == ferroflux_helmsource::reason::STORAGE_OPERATION_FAILED
+        {
+            conditions::STORAGE_OPERATION_FAILED
+        } else {
+            BUILD_FAILED
+        };
+        ChartFailure {
+            failure,
+            condition: Some(condition),
+        }
+    }
+    fn waiting(message: String, interval: Duration) -> Self {
+        // The source's watch brings the chart back when the artifact appears; this bounds the
+        // wait if that event is missed.
+        let requeue = interval.min(Duration::from_secs(30));
+        ChartFailure {
+            failure: Failure::retry(NO_SOURCE_ARTIFACT, message, requeue),
+            condition: None,
+        }
+    }
+}
+
+/// What a successful pass produced.
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// The build (its archive is `None` when the cached chart was kept).
+    pub build: Build,
+    /// Where it was stored, when it was.
+    pub stored: Option<ferroflux_helmsource::Stored>,
+    /// The source artifact's revision.
+    pub source_revision: String,
+}
+
+/// Folds the pass into the status as source-controller does. Returns the event to publish.
+pub fn apply_result(
+    status: &mut HelmChartStatus,
+    generation: Option<i64>,
+    ignore_missing_values_files: bool,
+    result: &Result<Built, ChartFailure>,
+    now: Timestamp,
+) -> Option<(String, String, String)> {
+    let mut conds = Conditions::of(&mut status.conditions, generation, now);
+    status.observed_generation = generation;
+    match result {
+        Ok(built) => {
+            let summary = built.build.summary();
+            conds
+                .mark_true(conditions::READY, reason::SUCCEEDED, &summary)
+                .mark_true(conditions::ARTIFACT_IN_STORAGE, reason::SUCCEEDED, &summary)
+                .delete(conditions::FETCH_FAILED)
+                .delete(BUILD_FAILED)
+                .delete(conditions::STALLED)
+                .delete(conditions::RECONCILING)
+                .delete(conditions::STORAGE_OPERATION_FAILED);
+            status.observed_source_artifact_revision = Some(built.source_revision.clone());
+            let stored = built.stored.as_ref()?;
+            status.artifact = Some(to_artifact(stored, &built.build.version, now));
+            status.url = Some(stored.stable_url.clone());
+            status.observed_chart_name = Some(built.build.name.clone());
+            status.observed_values_files =
+                ignore_missing_values_files.then(|| built.build.values_files.clone());
+            Some(("Normal".into(), reason::NEW_ARTIFACT.into(), summary))
+        }
+        Err(ChartFailure {
+            failure,
+            condition: None,
+        }) => {
+            conds
+                .mark_unknown(conditions::READY, failure.reason, &failure.message)
+                .mark_reconciling(reason::PROGRESSING, &failure.message);
+            None
+        }
+        Err(ChartFailure {
+            failure,
+            condition: Some(condition),
+        }) => {
+            conds.mark_true(condition, failure.reason, &failure.message);
+            failure.mark(&mut conds);
+            // The last good chart stays in status and in storage: HelmReleases keep using it.
+            Some((
+                "Warning".into(),
+                failure.reason.to_string(),
+                failure.message.clone(),
+            ))
+        }
+    }
+}
+
+/// Build metadata as source-controller computes it for a Git source.
+pub fn version_metadata(
+    strategy: ReconcileStrategy,
+    source_kind: HelmChartSourceKind,
+    source_revision: &str,
+    has_values_files: bool,
+    generation: Option<i64>,
+) -> Option<String> {
+    let mut meta = String::new();
+    if strategy == ReconcileStrategy::Revision && source_kind != HelmChartSourceKind::HelmRepository
+    {
+        let hash = Revision::parse(source_revision)
+            .map(|r| r.hash().to_string())
+            .unwrap_or_else(|| source_revision.to_string());
+        meta = hash.chars().take(12).collect();
+    }
+    if has_values_files {
+        if !meta.is_empty() {
+            meta.push('.');
+        }
+        meta.push_str(&generation.unwrap_or_default().to_string());
+    }
+    (!meta.is_empty()).then_some(meta)
+}
+
+/// The HelmRepositories of the namespace by normalized URL, for dependencies: their access
+/// (secrets read) or why it cannot be used.
+struct NamespaceRepositories(HashMap<String, Result<RepositoryAccess, String>>);
+
+impl DependencyRepositories for NamespaceRepositories {
+    fn access(&self, url: &str) -> Result<RepositoryAccess, String> {
+        match self.0.get(&ferroflux_helmsource::normalize_url(url)) {
+            Some(r) => r.clone(),
+            None => Ok(RepositoryAccess::anonymous(url)),
+        }
+    }
+}
+
+async fn namespace_repositories(client: &kube::Client, ns: &str) -> NamespaceRepositories {
+    let api: Api<HelmRepository> = Api::namespaced(client.clone(), ns);
+    let mut map = HashMap::new();
+    if let Ok(list) = api.list(&ListParams::default()).await {
+        for repo in list.items {
+            if repo.repository_type() == HelmRepositoryType::Oci {
+                continue;
+            }
+            let access = access_for(client, &repo, ns)
+                .await
+                .map_err(|e| e.to_string());
+            map.insert(ferroflux_helmsource::normalize_url(&repo.spec.url), access);
+        }
+    }
+    NamespaceRepositories(map)
+}
+
+fn build_options(obj: &HelmChart, metadata: Option<String>, settings: &Options) -> BuildOptions {
+    let status = obj.status.clone().unwrap_or_default();
+    let cached_chart = obj
+        .artifact()
+        .filter(|a| settings.storage.exists(&a.path))
+        .map(|a| settings.storage.local_path(&a.path));
+    BuildOptions {
+        values_files: obj.spec.values_files.clone().unwrap_or_default(),
+        ignore_missing_values_files: obj.spec.ignore_missing_values_files.unwrap_or(false),
+        version_metadata: metadata,
+        cached_chart,
+        cached_values_files: status.observed_values_files.unwrap_or_default(),
+        force: obj.metadata.generation != status.observed_generation,
+    }
+}
+
+async fn build(
+    client: &kube::Client,
+    settings: &Options,
+    obj: &HelmChart,
+    ns: &str,
+    interval: Duration,
+) -> Result<(Build, String), ChartFailure> {
+    let source = &obj.spec.source_ref;
+    let values_files = BuildOptions {
+        values_files: obj.spec.values_files.clone().unwrap_or_default(),
+        ..Default::default()
+    };
+    let has_values_files = !values_files.effective_values_files().is_empty();
+    match source.kind {
+        HelmChartSourceKind::HelmRepository => {
+            let api: Api<HelmRepository> = Api::namespaced(client.clone(), ns);
+            let repo = api.get(&source.name).await.map_err(|e| {
+                ChartFailure::fetch(Failure::retry(
+                    SOURCE_UNAVAILABLE,
+                    format!("failed to get source: {e}"),
+                    interval,
+                ))
+            })?;
+            if repo.repository_type() == HelmRepositoryType::Oci {
+                return Err(ChartFailure::build(Failure::stalled(
+                    ferroflux_helmsource::reason::CHART_PULL_ERROR,
+                    format!(
+                        "chart pull error: OCI Helm repositories are not supported yet (HelmRepository '{}' is of type oci)",
+                        source.name
+                    ),
+                    interval,
+                )));
+            }
+            let Some(artifact) = repo
+                .status
+                .as_ref()
+                .and_then(|s| s.artifact.clone())
+                .filter(|a| settings.storage.exists(&a.path))
+            else {
+                return Err(ChartFailure::waiting(
+                    format!(
+                        "no artifact available for HelmRepository source '{}'",
+                        source.name
+                    ),
+                    interval,
+                ));
+            };
+            let access = access_for(client, &repo, ns)
+                .await
+                .map_err(|e| ChartFailure::fetch(Failure::of(&e, interval)))?;
+            let index_path = settings.storage.local_path(&artifact.path);
+            let metadata = version_metadata(
+                obj.reconcile_strategy(),
+                source.kind,
+                &artifact.revision,
+                has_values_files,
+                obj.metadata.generation,
+            );
+            let opts = build_options(obj, metadata, settings);
+            let chart = obj.spec.chart.clone();
+            let range = obj.version_range().to_string();
+            let timeout = timeout_of(&repo);
+            let task = tokio::task::spawn_blocking(move || {
+                let repository =
+                    ferroflux_helmsource::Repository::from_index_file(access, &index_path)?;
+                ferroflux_helmsource::build_from_repository(&repository, &chart, &range, &opts)
+            });
+            let build = run_with_timeout(task, timeout, interval).await?;
+            Ok((build, artifact.revision))
+        }
+        HelmChartSourceKind::GitRepository => {
+            let api: Api<GitRepository> = Api::namespaced(client.clone(), ns);
+            let git = api.get(&source.name).await.map_err(|e| {
+                ChartFailure::fetch(Failure::retry(
+                    SOURCE_UNAVAILABLE,
+                    format!("failed to get source: {e}"),
+                    interval,
+                ))
+            })?;
+            let Some(a) = git.status.as_ref().and_then(|s| s.artifact.clone()) else {
+                return Err(ChartFailure::waiting(
+                    format!(
+                        "no artifact available for GitRepository source '{}'",
+                        source.name
+                    ),
+                    interval,
+                ));
+            };
+            let fetch_failed = |e: String| {
+                ChartFailure::fetch(Failure::retry(
+                    conditions::reason::ARTIFACT_FAILED,
+                    format!("failed to fetch source artifact: {e}"),
+                    interval,
+                ))
+            };
+            let data = artifact::download(&a.url, artifact::DEFAULT_MAX_SIZE)
+                .await
+                .map_err(|e| fetch_failed(e.to_string()))?;
+            artifact::verify_digest(&data, &a.digest).map_err(|e| fetch_failed(e.to_string()))?;
+            let metadata = version_metadata(
+                obj.reconcile_strategy(),
+                source.kind,
+                &a.revision,
+                has_values_files,
+                obj.metadata.generation,
+            );
+            let opts = build_options(obj, metadata, settings);
+            let repos = namespace_repositories(client, ns).await;
+            let chart_path = obj.spec.chart.clone();
+            let task = tokio::task::spawn_blocking(move || {
+                let dir = tempfile::tempdir()
+                    .map_err(|e| ferroflux_helmsource::Error::Storage(e.to_string()))?;
+                artifact::untar(&data, dir.path(), artifact::DEFAULT_MAX_SIZE)
+                    .map_err(|e| ferroflux_helmsource::Error::Storage(e.to_string()))?;
+                ferroflux_helmsource::build_from_source(dir.path(), &chart_path, &opts, &repos)
+            });
+            // Dependencies from repositories may take a while: the interval bounds the build.
+            let build =
+                run_with_timeout(task, interval.max(Duration::from_secs(60)), interval).await?;
+            Ok((build, a.revision))
+        }
+        HelmChartSourceKind::Bucket => Err(ChartFailure::fetch(Failure::stalled(
+            SOURCE_UNAVAILABLE,
+            "failed to get source: unsupported source kind 'Bucket': ferroflux has no Bucket sources yet",
+            interval,
+        ))),
+    }
+}
+
+async fn run_with_timeout(
+    task: tokio::task::JoinHandle<ferroflux_helmsource::Result<Build>>,
+    timeout: Duration,
+    interval: Duration,
+) -> Result<Build, ChartFailure> {
+    match tokio::time::timeout(timeout, task).await {
+        Ok(Ok(r)) => r.map_err(|e| ChartFailure::build(Failure::of(&e, interval))),
+        Ok(Err(join)) => Err(ChartFailure::build(Failure::retry(
+            ferroflux_helmsource::reason::CHART_PACKAGE_ERROR,
+            format!("the chart build failed: {join}"),
+            interval,
+        ))),
+        Err(_) => Err(ChartFailure::build(Failure::retry(
+            ferroflux_helmsource::reason::CHART_PULL_ERROR,
+            format!(
+                "chart pull error: timed out after {}",
+                ferroflux_api::duration::format_duration(timeout)
+            ),
+            interval,
+        ))),
+    }
+}
+
+/// One reconcile of `ns/name`.
+pub async fn reconcile(
+    client: &kube::Client,
+    settings: &Options,
+    ns: &str,
+    name: &str,
+) -> Result<Reconciled, kube::Error> {
+    let api: Api<HelmChart> = Api::namespaced(client.clone(), ns);
+    let Some(obj) = api.get_opt(name).await? else {
+        return Ok(Reconciled {
+            requeue_after: None,
+            event: None,
+        });
+    };
+    if obj.metadata.deletion_timestamp.is_some() {
+        if let Err(e) = ferroflux_helmsource::remove_artifacts(&settings.storage, KIND, ns, name) {
+            tracing::warn!(error = %e, "failed to remove the artifacts of HelmChart {ns}/{name}");
+        }
+        finalizer::remove(&api, &obj).await?;
+        return Ok(Reconciled {
+            requeue_after: None,
+            event: None,
+        });
+    }
+    finalizer::ensure(&api, &obj).await?;
+    if obj.spec.suspend == Some(true) {
+        return Ok(Reconciled {
+            requeue_after: None,
+            event: None,
+        });
+    }
+    let interval = ferroflux_api::duration::parse_duration(&obj.spec.interval)
+        .unwrap_or(Duration::from_secs(600));
+    let result: Result<Built, ChartFailure> = async {
+        let (build, source_revision) = build(client, settings, &obj, ns, interval).await?;
+        let storage = settings.storage.clone();
+        let (ns2, name2, b) = (ns.to_string(), name.to_string(), build.clone());
+        let stored = tokio::task::spawn_blocking(move || {
+            ferroflux_helmsource::store_chart(&storage, &ns2, &name2, &b)
+        })
+        .await
+        .map_err(|e| {
+            ChartFailure::build(Failure::retry(
+                ferroflux_helmsource::reason::STORAGE_OPERATION_FAILED,
+                e.to_string(),
+                interval,
+            ))
+        })?
+        .map_err(|e| ChartFailure::build(Failure::of(&e, interval)))?;
+        Ok(Built {
+            build,
+            stored,
+            source_revision,
+        })
+    }
+    .await;
+    match &result {
+        Ok(b) => step::log_success(
+            KIND,
+            ns,
+            name,
+            &b.build.version,
+            if b.stored.is_some() {
+                "new artifact stored"
+            } else {
+                "artifact up to date"
+            },
+        ),
+        Err(f) => step::log_failure(KIND, ns, name, &f.failure),
+    }
+    let mut status = obj.status.clone().unwrap_or_default();
+    let event = apply_result(
+        &mut status,
+        obj.metadata.generation,
+        obj.spec.ignore_missing_values_files.unwrap_or(false),
+        &result,
+        Timestamp::now(),
+    );
+    // Same file, but the server may listen elsewhere than when it was stored.
+    if let Some(a) = status.artifact.as_mut() {
+        a.url = settings.storage.url_for(&a.path);
+        if let Some((dir, _)) = a.path.rsplit_once('/') {
+            status.url = Some(settings.storage.url_for(&format!("{dir}/latest.tar.gz")));
+        }
+    }
+    if let Some(requested) = obj
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RECONCILE_REQUESTED_AT))
+    {
+        status.last_handled_reconcile_at = Some(requested.clone());
+    }
+    let mut value = serde_json::json!({ "status": status });
+    if status.observed_values_files.is_none() {
+        value["status"]["observedValuesFiles"] = serde_json::Value::Null;
+    }
+    api.patch_status(
+        name,
+        &PatchParams::apply(FIELD_MANAGER),
+        &Patch::Merge(&value),
+    )
+    .await?;
+    let requeue = match &result {
+        Err(f) => f.failure.requeue,
+        Ok(_) => interval,
+    };
+    Ok(Reconciled {
+        requeue_after: Some(requeue),
+        event,
+    })
+}
+
+/// The HelmChart controller: its cache and the future that runs [`reconcile`] until `shutdown`
+/// resolves.
+pub fn controller(
+    client: kube::Client,
+    settings: Options,
+    concurrency: u16,
+    metrics: Arc<Metrics>,
+    shutdown: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
+) -> (Store<HelmChart>, Pin<Box<dyn Future<Output = ()> + Send>>) {
+    let c = client.clone();
+    let run: sourceloop::ReconcileFn = Arc::new(move |ns: String, name: String| {
+        let client = c.clone();
+        let settings = settings.clone();
+        let pass: sourceloop::Pass = Box::pin(async move {
+            reconcile(&client, &settings, &ns, &name)
+                .await
+                .map_err(|e| e.to_string())
+        });
+        pass
+    });
+    let sources = client.clone();
+    // As source-controller: a source's new artifact reconciles the HelmCharts built from it.
+    let watches = move |c: Controller<HelmChart>| {
+        let charts = c.store();
+        let git_charts = charts.clone();
+        c.watches(
+            Api::<HelmRepository>::all(sources.clone()),
+            watcher::Config::default(),
+            move |repo| charts_of(&charts, HelmChartSourceKind::HelmRepository, &repo),
+        )
+        .watches(
+            Api::<GitRepository>::all(sources),
+            watcher::Config::default(),
+            move |repo| charts_of(&git_charts, HelmChartSourceKind::GitRepository, &repo),
+        )
+    };
+    sourceloop::controller::<HelmChart>(
+        client,
+        "helmchart",
+        run,
+        concurrency,
+        metrics,
+        shutdown,
+        watches,
+    )
+}
+
+/// The HelmCharts of `source`'s namespace whose `sourceRef` names it.
+fn charts_of<S: kube::Resource>(
+    charts: &Store<HelmChart>,
+    kind: HelmChartSourceKind,
+    source: &S,
+) -> Vec<ObjectRef<HelmChart>> {
+    let ns = source.meta().namespace.clone();
+    let name = source.meta().name.clone().unwrap_or_default();
+    charts
+        .state()
+        .iter()
+        .filter(|c| {
+            c.metadata.namespace == ns
+                && c.spec.source_ref.kind == kind
+                && c.spec.source_ref.name == name
+        })
+        .map(|c| ObjectRef::from_obj(c.as_ref()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_metadata_follows_flux() {
+        let rev = format!("main@sha1:{}", "0123456789abcdef".repeat(2) + "01234567");
+        let git = HelmChartSourceKind::GitRepository;
+        assert_eq!(
+            version_metadata(ReconcileStrategy::Revision, git, &rev, false, Some(3)).as_deref(),
+            Some("0123456789ab")
+        );
+        assert_eq!(
+            version_metadata(ReconcileStrategy::Revision, git, &rev, true, Some(3)).as_deref(),
+            Some("0123456789ab.3")
+        );
+        assert_eq!(
+            version_metadata(ReconcileStrategy::ChartVersion, git, &rev, true, Some(3)).as_deref(),
+            Some("3")
+        );
+        assert_eq!(
+            version_metadata(
+                ReconcileStrategy::Revision,
+                HelmChartSourceKind::HelmRepository,
+                "sha256:ab",
+                false,
+                Some(3)
+            ),
+            None
+        );
+    }
+}

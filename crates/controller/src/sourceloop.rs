@@ -1,0 +1,160 @@
+//! The watch/queue loop the Helm source reconcilers share (as the GitRepository one runs its
+//! own): one reconcile per object on changes, on its interval and on
+//! `reconcile.fluxcd.io/requestedAt`; the pass's event published, its duration and outcome
+//! recorded in the metrics.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::events::Recorder;
+use crate::gitrepository::Reconciled;
+use crate::metrics::{Metrics, Outcome as MetricOutcome};
+use ferroflux_api::FluxObject;
+use futures::StreamExt;
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Reporter};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
+
+/// One reconcile of `namespace/name`; an `Err` is an API failure (writing status), retried soon.
+pub(crate) type ReconcileFn = Arc<dyn Fn(String, String) -> Pass + Send + Sync>;
+
+/// One reconcile in progress.
+pub(crate) type Pass = Pin<Box<dyn Future<Output = Result<Reconciled, String>> + Send>>;
+
+struct LoopContext {
+    reconcile: ReconcileFn,
+    recorder: Recorder,
+    metrics: Arc<Metrics>,
+    controller: &'static str,
+}
+
+/// The controller of kind `K`: its cache and the future that runs `reconcile` until
+/// `shutdown` resolves.
+pub(crate) fn controller<K>(
+    client: kube::Client,
+    controller_name: &'static str,
+    reconcile: ReconcileFn,
+    concurrency: u16,
+    metrics: Arc<Metrics>,
+    shutdown: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
+    watches: impl FnOnce(Controller<K>) -> Controller<K>,
+) -> (Store<K>, Pin<Box<dyn Future<Output = ()> + Send>>)
+where
+    K: FluxObject,
+{
+    let api = Api::<K>::all(client.clone());
+    let controller = Controller::new(api, watcher::Config::default())
+        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency.max(1)));
+    let controller = watches(controller);
+    let store = controller.store();
+    let reporter = Reporter {
+        controller: "source-controller".into(),
+        instance: None,
+    };
+    let context = Arc::new(LoopContext {
+        reconcile,
+        recorder: Recorder::new(client, reporter),
+        metrics,
+        controller: controller_name,
+    });
+    let task = controller
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile_item::<K>, error_policy::<K>, context)
+        .for_each(move |result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, controller = controller_name, "reconcile error");
+            }
+        });
+    (store, Box::pin(task))
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct LoopError(String);
+
+async fn reconcile_item<K: FluxObject>(
+    obj: Arc<K>,
+    ctx: Arc<LoopContext>,
+) -> Result<Action, LoopError> {
+    let _active = ctx.metrics.start(ctx.controller);
+    let started = std::time::Instant::now();
+    let ns = obj.namespace().unwrap_or_else(|| "default".into());
+    let name = obj.name_any();
+    let result = (ctx.reconcile)(ns.clone(), name.clone()).await;
+    let outcome = match &result {
+        Ok(r) if r.event.as_ref().is_some_and(|(t, _, _)| t == "Warning") => MetricOutcome::Requeue,
+        Ok(_) => MetricOutcome::Success,
+        Err(_) => MetricOutcome::Error,
+    };
+    ctx.metrics.record(
+        ctx.controller,
+        K::KIND,
+        &ns,
+        &name,
+        started.elapsed(),
+        outcome,
+    );
+    let reconciled = result.map_err(LoopError)?;
+    if let Some((type_, reason, note)) = reconciled.event {
+        let event = Event {
+            type_: if type_ == "Warning" {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason,
+            note: Some(note),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&event, &obj.object_ref(&())).await {
+            tracing::debug!(error = %e, "failed to publish event");
+        }
+    }
+    Ok(match reconciled.requeue_after {
+        Some(after) => Action::requeue(after),
+        None => Action::await_change(),
+    })
+}
+
+fn error_policy<K: FluxObject>(obj: Arc<K>, error: &LoopError, _ctx: Arc<LoopContext>) -> Action {
+    tracing::warn!(
+        kind = K::KIND,
+        object = %format!("{}/{}", obj.namespace().unwrap_or_default(), obj.name_any()),
+        error = %error,
+        "reconcile failed"
+    );
+    Action::requeue(Duration::from_secs(5))
+}
+
+/// The data of Secret `ns/name` (`data` and `stringData`), or Flux's message why not.
+pub(crate) async fn secret_data(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<std::collections::BTreeMap<String, Vec<u8>>, String> {
+    use k8s_openapi::api::core::v1::Secret;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let secret = secrets
+        .get(name)
+        .await
+        .map_err(|e| format!("failed to get secret '{ns}/{name}': {e}"))?;
+    Ok(secret
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .chain(
+            secret
+                .string_data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.into_bytes())),
+        )
+        .collect())
+}
