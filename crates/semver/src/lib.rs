@@ -16,8 +16,11 @@ use std::fmt;
 /// A version parsed from a tag name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Version {
+    /// The first number: incompatible changes.
     pub major: u64,
+    /// The second number: compatible additions.
     pub minor: u64,
+    /// The third number: fixes.
     pub patch: u64,
     /// Pre-release identifiers without the leading `-` (empty when none).
     pub pre: String,
@@ -30,8 +33,10 @@ pub struct Version {
 /// Why a version or a range could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SemverError {
+    /// The text (given here) is not a version.
     #[error("invalid semantic version {0:?}")]
     InvalidVersion(String),
+    /// The text (given here) is not a range of comparisons.
     #[error("improper constraint: {0:?}")]
     ImproperConstraint(String),
     /// A numeric pre-release identifier with a leading zero (`1.2.3-01`), Masterminds'
