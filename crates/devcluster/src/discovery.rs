@@ -1,5 +1,7 @@
-//! Discovery documents (classic and aggregated `apidiscovery.k8s.io/v2`) and the OpenAPI v3
-//! documents kubectl reads to learn that the server validates fields itself.
+//! Discovery documents (classic and aggregated `apidiscovery.k8s.io/v2`), the OpenAPI v3
+//! documents kubectl reads to learn that the server validates fields itself, and `/openapi/v2`
+//! (JSON, or the protobuf of gnostic's `openapi_v2.Document` that client-go's discovery asks
+//! for) for older clients such as Helm's client-side validation.
 
 use serde_json::{Value, json};
 
@@ -75,6 +77,27 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        if r.has_scale() {
+            // kubectl scale finds the Scale kind's group and version here.
+            out.push(json!({
+                "name": format!("{}/scale", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+        if r.has_log() {
+            out.push(json!({
+                "name": format!("{}/log", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": ["get"],
+            }));
+        }
     }
     let gv = if group.is_empty() {
         version.to_string()
@@ -101,12 +124,30 @@ fn aggregated_resource(r: &Resource, version: &str) -> Value {
     if !r.categories.is_empty() {
         e["categories"] = json!(r.categories);
     }
+    let mut subs = Vec::new();
     if r.status_subresource {
-        e["subresources"] = json!([{
+        subs.push(json!({
             "subresource": "status",
             "responseKind": kind,
             "verbs": ["get", "patch", "update"],
-        }]);
+        }));
+    }
+    if r.has_scale() {
+        subs.push(json!({
+            "subresource": "scale",
+            "responseKind": { "group": "autoscaling", "version": "v1", "kind": "Scale" },
+            "verbs": ["get", "patch", "update"],
+        }));
+    }
+    if r.has_log() {
+        subs.push(json!({
+            "subresource": "log",
+            "responseKind": { "group": "", "version": "", "kind": "string" },
+            "verbs": ["get"],
+        }));
+    }
+    if !subs.is_empty() {
+        e["subresources"] = Value::Array(subs);
     }
     e
 }
@@ -237,4 +278,174 @@ pub fn openapi_v3_doc(reg: &Registry, group: &str, version: &str) -> Option<Valu
         "paths": paths,
         "components": { "schemas": {} },
     }))
+}
+
+/// The operations of every kind: (path, [(method, x-kubernetes-action, operation id)], gvk).
+type Operations = Vec<(String, Vec<(&'static str, &'static str, String)>, Value)>;
+
+fn operations(reg: &Registry) -> Operations {
+    let mut out = Operations::new();
+    let mut gvs = vec![(String::new(), "v1".to_string())];
+    for (g, vs) in reg.groups() {
+        for v in vs {
+            gvs.push((g.clone(), v));
+        }
+    }
+    for (g, v) in gvs {
+        let prefix = format!("/{}", gv_path(&g, &v));
+        for r in reg.in_group_version(&g, &v) {
+            let gvk = json!({ "group": r.group, "version": v, "kind": r.kind });
+            let base = if r.namespaced {
+                format!("{prefix}/namespaces/{{namespace}}/{}", r.plural)
+            } else {
+                format!("{prefix}/{}", r.plural)
+            };
+            let id = |verb: &str| format!("{verb}{}", r.kind);
+            out.push((
+                base.clone(),
+                vec![
+                    ("get", "list", id("list")),
+                    ("post", "post", id("create")),
+                    ("delete", "deletecollection", id("deletecollection")),
+                ],
+                gvk.clone(),
+            ));
+            out.push((
+                format!("{base}/{{name}}"),
+                vec![
+                    ("get", "get", id("read")),
+                    ("put", "put", id("replace")),
+                    ("patch", "patch", id("patch")),
+                    ("delete", "delete", id("delete")),
+                ],
+                gvk.clone(),
+            ));
+            if r.status_subresource {
+                out.push((
+                    format!("{base}/{{name}}/status"),
+                    vec![
+                        ("get", "get", id("readStatus")),
+                        ("put", "put", id("replaceStatus")),
+                        ("patch", "patch", id("patchStatus")),
+                    ],
+                    gvk.clone(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `/openapi/v2` as JSON: every path and operation, no schemas (clients then skip client-side
+/// validation of the kinds and leave it to the server, which validates).
+pub fn openapi_v2(reg: &Registry) -> Value {
+    let mut paths = serde_json::Map::new();
+    for (path, ops, gvk) in operations(reg) {
+        let mut item = serde_json::Map::new();
+        for (method, action, id) in ops {
+            item.insert(
+                method.into(),
+                json!({
+                    "operationId": id,
+                    "consumes": ["*/*"],
+                    "produces": ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"],
+                    "responses": { "200": { "description": "OK" } },
+                    "x-kubernetes-action": action,
+                    "x-kubernetes-group-version-kind": gvk,
+                }),
+            );
+        }
+        paths.insert(path, Value::Object(item));
+    }
+    json!({
+        "swagger": "2.0",
+        "info": { "title": "Kubernetes", "version": crate::SERVER_VERSION },
+        "paths": paths,
+        "definitions": {},
+    })
+}
+
+/// [`openapi_v2`] as the protobuf of gnostic's `openapi.v2.Document` (field numbers of
+/// gnostic-models' OpenAPIv2.proto), which client-go's `OpenAPISchema()` reads whatever the
+/// response's content type.
+pub fn openapi_v2_protobuf(reg: &Registry) -> Vec<u8> {
+    use crate::protobuf::put_bytes;
+    // NamedAny { 1 name, 2 Any { 2 yaml } }: vendor extensions carry YAML.
+    let named_any = |name: &str, yaml: &str| {
+        let mut any = Vec::new();
+        put_bytes(&mut any, 2, yaml.as_bytes());
+        let mut out = Vec::new();
+        put_bytes(&mut out, 1, name.as_bytes());
+        put_bytes(&mut out, 2, &any);
+        out
+    };
+    let mut paths = Vec::new();
+    for (path, ops, gvk) in operations(reg) {
+        let gvk_yaml = format!(
+            "group: {}\nkind: {}\nversion: {}\n",
+            json!(gvk["group"]),
+            gvk["kind"].as_str().unwrap_or_default(),
+            gvk["version"].as_str().unwrap_or_default()
+        );
+        let mut item = Vec::new();
+        for (method, action, id) in ops {
+            // Response { 1 description } in ResponseValue { 1 response } in
+            // NamedResponseValue { 1 name, 2 value } in Responses { 1 response_code }.
+            let mut response = Vec::new();
+            put_bytes(&mut response, 1, b"OK");
+            let mut value = Vec::new();
+            put_bytes(&mut value, 1, &response);
+            let mut named = Vec::new();
+            put_bytes(&mut named, 1, b"200");
+            put_bytes(&mut named, 2, &value);
+            let mut responses = Vec::new();
+            put_bytes(&mut responses, 1, &named);
+            // Operation { 5 operation_id, 6 produces, 7 consumes, 9 responses, 13 extensions }.
+            let mut op = Vec::new();
+            put_bytes(&mut op, 5, id.as_bytes());
+            for p in [
+                "application/json",
+                "application/yaml",
+                "application/vnd.kubernetes.protobuf",
+            ] {
+                put_bytes(&mut op, 6, p.as_bytes());
+            }
+            put_bytes(&mut op, 7, b"*/*");
+            put_bytes(&mut op, 9, &responses);
+            put_bytes(
+                &mut op,
+                13,
+                &named_any("x-kubernetes-action", &format!("{action}\n")),
+            );
+            put_bytes(
+                &mut op,
+                13,
+                &named_any("x-kubernetes-group-version-kind", &gvk_yaml),
+            );
+            // PathItem: 2 get, 3 put, 4 post, 5 delete, 8 patch.
+            let field = match method {
+                "get" => 2,
+                "put" => 3,
+                "post" => 4,
+                "delete" => 5,
+                _ => 8,
+            };
+            put_bytes(&mut item, field, &op);
+        }
+        // NamedPathItem { 1 name, 2 value } in Paths { 2 path }.
+        let mut named = Vec::new();
+        put_bytes(&mut named, 1, path.as_bytes());
+        put_bytes(&mut named, 2, &item);
+        put_bytes(&mut paths, 2, &named);
+    }
+    let mut info = Vec::new();
+    put_bytes(&mut info, 1, b"Kubernetes");
+    put_bytes(&mut info, 2, crate::SERVER_VERSION.as_bytes());
+    // Document { 1 swagger, 2 info, 8 paths, 9 definitions }.
+    let mut doc = Vec::new();
+    put_bytes(&mut doc, 1, b"2.0");
+    put_bytes(&mut doc, 2, &info);
+    put_bytes(&mut doc, 8, &paths);
+    put_bytes(&mut doc, 9, &[]);
+    doc
 }

@@ -5,7 +5,8 @@
 //! patch, CRDs, Status errors), impersonation with RBAC for impersonated users, fault injection
 //! (errors and broken connections) and object storage (in memory, or SQLite that survives
 //! SIGKILL).
-//! It stores and serves objects and simulates what controllers would write; it runs no containers.
+//! It stores and serves objects and simulates what controllers and kubelets would write (a
+//! kwok-style data plane: Nodes, ReplicaSets, Pods; see `dataplane`); it runs no containers.
 //! It must know nothing of GitOps: no Flux kinds, no reconcilers, no Git.
 //!
 //! ```no_run
@@ -23,6 +24,7 @@
 #![allow(clippy::result_large_err)]
 
 mod authz;
+mod dataplane;
 mod discovery;
 mod error;
 mod events;
@@ -147,6 +149,14 @@ impl DevCluster {
         };
         let store = Arc::new(store);
         ensure_namespaces(&store).await?;
+        let cluster = config.name.clone();
+        store
+            .write(|st| {
+                dataplane::ensure_nodes(st, &cluster);
+                Ok(())
+            })
+            .await
+            .map_err(|e| Error::Config(format!("cannot create the simulated nodes: {e}")))?;
         // A file-backed cluster comes back with the address, token and CA it had, so that
         // kubeconfigs and clients survive its restarts.
         let identity_path = match &config.storage {

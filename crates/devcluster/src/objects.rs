@@ -279,6 +279,30 @@ fn kind_specific(st: &State, res: &Resource, obj: &mut Value, name: &str) -> Res
             crate::validate::secret(obj, &target(res, name))?;
         }
         ("", "configmaps") => crate::validate::config_map(obj, &target(res, name))?,
+        // The update strategies the API server defaults (`kubectl rollout status` of a
+        // StatefulSet or DaemonSet requires RollingUpdate).
+        ("apps", "deployments" | "statefulsets" | "daemonsets") => {
+            let (field, rolling) = match res.plural.as_str() {
+                "deployments" => (
+                    "strategy",
+                    json!({ "maxUnavailable": "25%", "maxSurge": "25%" }),
+                ),
+                "statefulsets" => ("updateStrategy", json!({ "partition": 0 })),
+                _ => (
+                    "updateStrategy",
+                    json!({ "maxUnavailable": 1, "maxSurge": 0 }),
+                ),
+            };
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                let strategy = spec.entry(field).or_insert_with(|| json!({}));
+                if let Some(s) = strategy.as_object_mut()
+                    && s.get("type").is_none_or(Value::is_null)
+                {
+                    s.insert("type".into(), json!("RollingUpdate"));
+                    s.entry("rollingUpdate").or_insert(rolling);
+                }
+            }
+        }
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let r = resource_from_crd(obj).map_err(|(field, msg)| {
                 ApiError::invalid(
@@ -426,10 +450,59 @@ pub fn delete_object(
     name: &str,
     policy: Propagation,
 ) -> Option<Arc<Value>> {
+    delete_with_grace(st, key, ns, name, policy, None)
+}
+
+/// [`delete_object`] for a client's DELETE, with the grace period it asked for (`Some(None)`:
+/// the Pod's own). A running Pod a client deletes is terminated gracefully; what a cascade
+/// (garbage collection, namespace termination, a scale-down) deletes goes at once (`None`), so
+/// a cascade completes in the write that started it.
+pub fn delete_with_grace(
+    st: &mut State,
+    key: &str,
+    ns: &str,
+    name: &str,
+    policy: Propagation,
+    client_grace: Option<Option<i64>>,
+) -> Option<Arc<Value>> {
     let obj = st.get(key, ns, name)?.clone();
     let uid = meta_str(&obj, "uid").to_string();
     if key == NAMESPACE_KEY {
         return Some(terminate_namespace(st, name));
+    }
+    if let Some(grace) = client_grace
+        && key == crate::dataplane::PODS_KEY
+        && crate::dataplane::graceful_pod(&obj, grace)
+    {
+        // A running Pod is marked and removed by its kubelet right after (graceful deletion).
+        if obj.pointer("/metadata/deletionTimestamp").is_some() {
+            return Some(obj);
+        }
+        let seconds = grace
+            .or_else(|| {
+                obj.pointer("/spec/terminationGracePeriodSeconds")
+                    .and_then(Value::as_i64)
+            })
+            .unwrap_or(30);
+        let mut o = (*obj).clone();
+        if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.insert(
+                "deletionTimestamp".into(),
+                json!(util::format_rfc3339(util::unix_now() + seconds)),
+            );
+            m.insert("deletionGracePeriodSeconds".into(), json!(seconds));
+            m.remove("resourceVersion");
+        }
+        let stored = st.put(key, o);
+        st.pending_ready.push(crate::workloads::Pending {
+            remove: true,
+            after: std::time::Duration::ZERO,
+            key: key.to_string(),
+            ns: ns.to_string(),
+            name: name.to_string(),
+            generation: 0,
+        });
+        return Some(stored);
     }
     let mut fins = finalizers(&obj);
     match policy {

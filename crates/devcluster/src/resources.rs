@@ -62,6 +62,29 @@ impl Resource {
             _ => NameRule::Subdomain,
         }
     }
+    /// Whether the kind has the `scale` subresource (autoscaling/v1 Scale).
+    pub fn has_scale(&self) -> bool {
+        self.crd.is_none()
+            && matches!(
+                (self.group.as_str(), self.plural.as_str()),
+                ("apps", "deployments" | "statefulsets" | "replicasets")
+                    | ("", "replicationcontrollers")
+            )
+    }
+    /// Whether the kind has the `log` subresource (Pods).
+    pub fn has_log(&self) -> bool {
+        self.crd.is_none() && self.group.is_empty() && self.plural == "pods"
+    }
+    /// Whether a DELETE that removes the object at once answers with the object rather than a
+    /// `Status` (`ReturnDeletedObject` of the kind's registry in kube-apiserver).
+    pub fn returns_deleted_object(&self) -> bool {
+        self.crd.is_none()
+            && matches!(
+                (self.group.as_str(), self.plural.as_str()),
+                ("", "pods" | "services" | "serviceaccounts" | "namespaces")
+                    | ("storage.k8s.io", "storageclasses")
+            )
+    }
     /// Reviews that are answered, not stored: create is their only verb.
     pub fn is_review(&self) -> bool {
         self.group == "authorization.k8s.io" && self.crd.is_none()
@@ -425,6 +448,170 @@ const BUILTINS: &[Builtin] = &[
         NONE,
         false,
         true,
+        NONE,
+    ),
+    // The rest of what Kubernetes 1.33 serves by default (beta and alpha groups are off by
+    // default there, so MutatingAdmissionPolicy, VolumeAttributesClass and resource.k8s.io are
+    // not served: a later version's kinds are 404 here as there).
+    b("", "v1", "Node", "nodes", &["no"], false, true, NONE),
+    b(
+        "",
+        "v1",
+        "PodTemplate",
+        "podtemplates",
+        NONE,
+        true,
+        false,
+        NONE,
+    ),
+    b(
+        "",
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        &["rc"],
+        true,
+        true,
+        ALL,
+    ),
+    b(
+        "apps",
+        "v1",
+        "ControllerRevision",
+        "controllerrevisions",
+        NONE,
+        true,
+        false,
+        NONE,
+    ),
+    b(
+        "certificates.k8s.io",
+        "v1",
+        "CertificateSigningRequest",
+        "certificatesigningrequests",
+        &["csr"],
+        false,
+        true,
+        NONE,
+    ),
+    b(
+        "discovery.k8s.io",
+        "v1",
+        "EndpointSlice",
+        "endpointslices",
+        NONE,
+        true,
+        false,
+        NONE,
+    ),
+    b(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "FlowSchema",
+        "flowschemas",
+        NONE,
+        false,
+        true,
+        NONE,
+    ),
+    b(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "PriorityLevelConfiguration",
+        "prioritylevelconfigurations",
+        NONE,
+        false,
+        true,
+        NONE,
+    ),
+    b(
+        "networking.k8s.io",
+        "v1",
+        "IPAddress",
+        "ipaddresses",
+        &["ip"],
+        false,
+        false,
+        NONE,
+    ),
+    b(
+        "networking.k8s.io",
+        "v1",
+        "ServiceCIDR",
+        "servicecidrs",
+        NONE,
+        false,
+        true,
+        NONE,
+    ),
+    b(
+        "node.k8s.io",
+        "v1",
+        "RuntimeClass",
+        "runtimeclasses",
+        NONE,
+        false,
+        false,
+        NONE,
+    ),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "CSIDriver",
+        "csidrivers",
+        NONE,
+        false,
+        false,
+        NONE,
+    ),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "CSINode",
+        "csinodes",
+        NONE,
+        false,
+        false,
+        NONE,
+    ),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "CSIStorageCapacity",
+        "csistoragecapacities",
+        NONE,
+        true,
+        false,
+        NONE,
+    ),
+    b(
+        "storage.k8s.io",
+        "v1",
+        "VolumeAttachment",
+        "volumeattachments",
+        NONE,
+        false,
+        true,
+        NONE,
+    ),
+    b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        NONE,
+        false,
+        true,
+        NONE,
+    ),
+    b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        NONE,
+        false,
+        false,
         NONE,
     ),
     // Answered, never stored (`kubectl auth can-i`).

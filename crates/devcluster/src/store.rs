@@ -101,6 +101,8 @@ pub struct State {
     pending_events: Vec<Arc<Event>>,
     /// Delayed readiness the simulated controllers owe, started after the transaction.
     pub pending_ready: Vec<crate::workloads::Pending>,
+    /// The simulated data plane's counters.
+    pub sim: crate::dataplane::Sim,
 }
 
 pub fn meta_str<'a>(v: &'a Value, field: &str) -> &'a str {
@@ -135,6 +137,7 @@ impl State {
             durable: false,
             pending_events: Vec::new(),
             pending_ready: Vec::new(),
+            sim: Default::default(),
         }
     }
 

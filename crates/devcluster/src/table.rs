@@ -155,32 +155,6 @@ fn builtin(res: &Resource) -> Option<Printer> {
                 ]
             },
         ),
-        ("", "pods") => (
-            vec![
-                name,
-                c("Ready", "string"),
-                c("Status", "string"),
-                c("Restarts", "string"),
-                age_c,
-            ],
-            |o| {
-                let total = len(o, "/spec/containers");
-                let ready = o
-                    .pointer("/status/containerStatuses")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter(|c| c.get("ready") == Some(&json!(true)))
-                            .count()
-                    })
-                    .unwrap_or(0);
-                vec![
-                    json!(format!("{ready}/{total}")),
-                    json!(or_none(s(o, "/status/phase")).replace("<none>", "Pending")),
-                    json!("0"),
-                ]
-            },
-        ),
         ("", "namespaces") => (vec![name, c("Status", "string"), age_c], |o| {
             vec![json!(s(o, "/status/phase"))]
         }),
@@ -435,6 +409,10 @@ pub fn table(res: &Resource, version: &str, objects: &[&Value], rv: Option<&str>
     let (columns, rows): (Vec<Value>, Vec<Value>) =
         if res.plural == "events" && (res.group.is_empty() || res.group == "events.k8s.io") {
             event_table(objects)
+        } else if res.group.is_empty() && res.crd.is_none() && res.plural == "pods" {
+            pod_table(objects)
+        } else if res.group.is_empty() && res.crd.is_none() && res.plural == "nodes" {
+            node_table(objects)
         } else if let Some(cols) = custom {
             let mut defs = vec![name_col];
             defs.extend(
@@ -490,6 +468,196 @@ pub fn table(res: &Resource, version: &str, objects: &[&Value], rv: Option<&str>
         "columnDefinitions": columns,
         "rows": rows,
     })
+}
+
+/// Pods as kubectl prints them: NAME READY STATUS RESTARTS AGE, and with `-o wide` IP NODE
+/// NOMINATED NODE READINESS GATES.
+fn pod_table(objects: &[&Value]) -> (Vec<Value>, Vec<Value>) {
+    let defs = vec![
+        col(
+            "Name",
+            "string",
+            "name",
+            "Name must be unique within a namespace.",
+            0,
+        ),
+        col(
+            "Ready",
+            "string",
+            "",
+            "The aggregate readiness state of this pod for accepting traffic.",
+            0,
+        ),
+        col(
+            "Status",
+            "string",
+            "",
+            "The aggregate status of the containers in this pod.",
+            0,
+        ),
+        col(
+            "Restarts",
+            "string",
+            "",
+            "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+            0,
+        ),
+        col(
+            "Age",
+            "string",
+            "",
+            "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            0,
+        ),
+        col(
+            "IP",
+            "string",
+            "",
+            "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
+            1,
+        ),
+        col(
+            "Node",
+            "string",
+            "",
+            "NodeName is a request to schedule this pod onto a specific node.",
+            1,
+        ),
+        col(
+            "Nominated Node",
+            "string",
+            "",
+            "nominatedNodeName is set when this pod preempts other pods on the node.",
+            1,
+        ),
+        col(
+            "Readiness Gates",
+            "string",
+            "",
+            "If specified, all readiness gates will be evaluated for pod readiness.",
+            1,
+        ),
+    ];
+    let rows = objects
+        .iter()
+        .map(|o| {
+            let statuses: Vec<&Value> = o
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().collect())
+                .unwrap_or_default();
+            let ready = statuses
+                .iter()
+                .filter(|c| c.get("ready") == Some(&json!(true)))
+                .count();
+            let restarts: i64 = statuses
+                .iter()
+                .filter_map(|c| c.get("restartCount").and_then(Value::as_i64))
+                .sum();
+            let waiting = statuses.iter().find_map(|c| {
+                c.pointer("/state/waiting/reason")
+                    .or_else(|| c.pointer("/state/terminated/reason"))
+                    .and_then(Value::as_str)
+            });
+            let phase = match s(o, "/status/phase") {
+                "" => "Pending",
+                p => p,
+            };
+            let status = if o.pointer("/metadata/deletionTimestamp").is_some() {
+                "Terminating".to_string()
+            } else {
+                match (phase, waiting) {
+                    ("Running", Some(w)) | ("Pending", Some(w)) | ("Failed", Some(w)) => {
+                        w.to_string()
+                    }
+                    ("Succeeded", _) => "Completed".to_string(),
+                    (p, _) => p.to_string(),
+                }
+            };
+            let cells = json!([
+                s(o, "/metadata/name"),
+                format!("{ready}/{}", len(o, "/spec/containers")),
+                status,
+                restarts,
+                age(o),
+                or_none(s(o, "/status/podIP")),
+                or_none(s(o, "/spec/nodeName")),
+                "<none>",
+                "<none>",
+            ]);
+            json!({ "cells": cells, "object": row_object(o) })
+        })
+        .collect();
+    (defs, rows)
+}
+
+/// Nodes as kubectl prints them: NAME STATUS ROLES AGE VERSION, and with `-o wide` the
+/// addresses, OS image, kernel and container runtime.
+fn node_table(objects: &[&Value]) -> (Vec<Value>, Vec<Value>) {
+    let c = |n: &str, p: i64| col(n, "string", "", "", p);
+    let defs = vec![
+        col(
+            "Name",
+            "string",
+            "name",
+            "Name must be unique within a namespace.",
+            0,
+        ),
+        c("Status", 0),
+        c("Roles", 0),
+        col(
+            "Age",
+            "string",
+            "",
+            "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            0,
+        ),
+        c("Version", 0),
+        c("Internal-IP", 1),
+        c("External-IP", 1),
+        c("OS-Image", 1),
+        c("Kernel-Version", 1),
+        c("Container-Runtime", 1),
+    ];
+    let rows = objects
+        .iter()
+        .map(|o| {
+            let ready = o
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|cs| cs.iter().find(|c| c.get("type") == Some(&json!("Ready"))))
+                .and_then(|c| c.get("status"))
+                .and_then(Value::as_str)
+                == Some("True");
+            let mut status = if ready { "Ready" } else { "NotReady" }.to_string();
+            if o.pointer("/spec/unschedulable") == Some(&json!(true)) {
+                status += ",SchedulingDisabled";
+            }
+            let address = |t: &str| {
+                o.pointer("/status/addresses")
+                    .and_then(Value::as_array)
+                    .and_then(|a| a.iter().find(|x| x.get("type") == Some(&json!(t))))
+                    .and_then(|x| x.get("address"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("<none>")
+                    .to_string()
+            };
+            let cells = json!([
+                s(o, "/metadata/name"),
+                status,
+                "<none>",
+                age(o),
+                s(o, "/status/nodeInfo/kubeletVersion"),
+                address("InternalIP"),
+                address("ExternalIP"),
+                s(o, "/status/nodeInfo/osImage"),
+                s(o, "/status/nodeInfo/kernelVersion"),
+                s(o, "/status/nodeInfo/containerRuntimeVersion"),
+            ]);
+            json!({ "cells": cells, "object": row_object(o) })
+        })
+        .collect();
+    (defs, rows)
 }
 
 fn since(ts: &str) -> String {

@@ -199,6 +199,31 @@ pub fn parse_duration_ms(s: &str) -> Option<u64> {
     Some(total as u64)
 }
 
+/// Sets `v` at `path` (object keys), making objects of whatever is missing or not an object on
+/// the way: unlike `v["a"]["b"] = x`, it cannot panic on a value a client wrote.
+pub fn set_path(v: &mut serde_json::Value, path: &[&str], value: serde_json::Value) {
+    let Some((last, parents)) = path.split_last() else {
+        *v = value;
+        return;
+    };
+    let mut cur = v;
+    for key in parents {
+        if !cur.is_object() {
+            *cur = serde_json::Value::Object(serde_json::Map::new());
+        }
+        let Some(m) = cur.as_object_mut() else { return };
+        cur = m
+            .entry(key.to_string())
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    }
+    if !cur.is_object() {
+        *cur = serde_json::Value::Object(serde_json::Map::new());
+    }
+    if let Some(m) = cur.as_object_mut() {
+        m.insert(last.to_string(), value);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

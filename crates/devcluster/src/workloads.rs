@@ -16,9 +16,11 @@ use crate::util;
 pub const READY_AFTER: &str = "devcluster.ferroflux.io/ready-after";
 pub const FAIL: &str = "devcluster.ferroflux.io/fail";
 
-/// A readiness that comes later: the object, and the generation it is for.
+/// A readiness that comes later (the object, and the generation it is for), or, with `remove`,
+/// a Pod a simulated kubelet removes once its graceful deletion began.
 #[derive(Debug, Clone)]
 pub struct Pending {
+    pub remove: bool,
     pub after: Duration,
     pub key: String,
     pub ns: String,
@@ -180,44 +182,6 @@ fn workload_status(res: &Resource, o: &Value, phase: Phase) -> Option<Value> {
                 }),
             }
         }
-        ("", "pods") => {
-            let containers: Vec<Value> = o
-                .pointer("/spec/containers")
-                .and_then(Value::as_array)
-                .map(|cs| {
-                    cs.iter()
-                        .map(|c| {
-                            json!({
-                                "name": c.get("name").cloned().unwrap_or(json!("")),
-                                "image": c.get("image").cloned().unwrap_or(json!("")),
-                                "ready": phase == Phase::Ready,
-                                "started": phase == Phase::Ready,
-                                "restartCount": 0,
-                                "state": if phase == Phase::Ready { json!({"running": {"startedAt": now}}) } else { json!({"waiting": {"reason": if phase == Phase::Failed { "CrashLoopBackOff" } else { "ContainerCreating" }}}) },
-                            })
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let is_ready = if phase == Phase::Ready {
-                "True"
-            } else {
-                "False"
-            };
-            json!({
-                "phase": if phase == Phase::Ready { "Running" } else { "Pending" },
-                "conditions": [
-                    { "type": "PodScheduled", "status": "True", "lastTransitionTime": now },
-                    { "type": "Initialized", "status": "True", "lastTransitionTime": now },
-                    { "type": "ContainersReady", "status": is_ready, "lastTransitionTime": now },
-                    { "type": "Ready", "status": is_ready, "lastTransitionTime": now },
-                ],
-                "containerStatuses": containers,
-                "podIP": "10.244.0.10",
-                "hostIP": "172.18.0.2",
-                "startTime": now,
-            })
-        }
         _ => return None,
     };
     Some(status)
@@ -233,6 +197,8 @@ pub fn simulate(
 ) -> Option<Pending> {
     let _ = st;
     match (res.group.as_str(), res.plural.as_str()) {
+        // Pods are scheduled and started by the data plane once stored.
+        ("", "pods") => return None,
         ("", "services") => {
             service(obj);
             return None;
@@ -270,6 +236,7 @@ pub fn simulate(
     obj["status"] = status;
     match (phase, delay) {
         (Phase::Progressing, Some(ms)) => Some(Pending {
+            remove: false,
             after: Duration::from_millis(ms),
             key: res.key(),
             ns: meta_str(obj, "namespace").to_string(),
@@ -331,35 +298,75 @@ fn claim(obj: &mut Value) {
         json!({ "phase": "Bound", "accessModes": modes, "capacity": { "storage": storage } });
 }
 
-/// Makes delayed objects ready once their delay has passed, if no newer generation came since.
+/// Makes delayed objects ready once their delay has passed, if no newer generation came since,
+/// and removes Pods whose graceful deletion began (what their kubelet would do). What these
+/// writes owe in turn is scheduled the same way.
 pub fn schedule(store: &Arc<Store>, pending: Vec<Pending>) {
     for p in pending {
         let store = store.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(p.after).await;
+            if !p.after.is_zero() {
+                tokio::time::sleep(p.after).await;
+            }
             let _ = store
                 .write(|st| {
-                    let Some(obj) = st.get(&p.key, &p.ns, &p.name).cloned() else {
-                        return Ok(());
-                    };
-                    let generation = obj
-                        .pointer("/metadata/generation")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(1);
-                    if generation != p.generation || annotation(&obj, FAIL) == Some("true") {
-                        return Ok(());
-                    }
-                    let Some(res) = st.registry.by_key(&p.key) else {
-                        return Ok(());
-                    };
-                    let mut next = (*obj).clone();
-                    if let Some(status) = workload_status(&res, &next, Phase::Ready) {
-                        next["status"] = status;
-                        st.put(&p.key, next);
+                    if p.remove {
+                        remove_terminated(st, &p);
+                    } else {
+                        become_ready(st, &p);
                     }
                     Ok(())
                 })
                 .await;
+            let more = std::mem::take(&mut store.lock().pending_ready);
+            if !more.is_empty() {
+                schedule(&store, more);
+            }
         });
+    }
+}
+
+fn remove_terminated(st: &mut State, p: &Pending) {
+    let Some(obj) = st.get(&p.key, &p.ns, &p.name).cloned() else {
+        return;
+    };
+    let finalizers = obj
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty());
+    if obj.pointer("/metadata/deletionTimestamp").is_none() || finalizers {
+        return;
+    }
+    if let Some(gone) = crate::objects::remove_now(st, &p.key, &p.ns, &p.name) {
+        crate::dataplane::after_pod_removed(st, &gone);
+    }
+}
+
+fn become_ready(st: &mut State, p: &Pending) {
+    if p.key == crate::dataplane::PODS_KEY {
+        crate::dataplane::mark_pod_ready(st, &p.ns, &p.name);
+        return;
+    }
+    let Some(obj) = st.get(&p.key, &p.ns, &p.name).cloned() else {
+        return;
+    };
+    let generation = obj
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    if generation != p.generation || annotation(&obj, FAIL) == Some("true") {
+        return;
+    }
+    let Some(res) = st.registry.by_key(&p.key) else {
+        return;
+    };
+    let mut next = (*obj).clone();
+    if let Some(status) = workload_status(&res, &next, Phase::Ready) {
+        next["status"] = status;
+        st.put(&p.key, next);
+        if p.key == "apps/daemonsets" {
+            // Its status counts the Nodes.
+            crate::dataplane::after_write(st, &p.key, &p.ns, &p.name);
+        }
     }
 }

@@ -152,6 +152,21 @@ pub struct Applied {
     pub changed: bool,
 }
 
+/// Whether `p` is an empty `metadata.labels`/`annotations` map in `config`: applying it merges
+/// nothing into the live map (these maps are granular), so it changes nothing there even when
+/// others added keys (a controller's annotation), and is no conflict.
+fn empty_granular_map(p: &[PathElement], config: &Value, ty: Ty) -> bool {
+    let granular = matches!(
+        p,
+        [PathElement::Field(m), PathElement::Field(k)]
+            if m == "metadata" && (k == "labels" || k == "annotations")
+    );
+    granular
+        && typed::get_at(config, p, ty)
+            .and_then(Value::as_object)
+            .is_some_and(|m| m.is_empty())
+}
+
 /// Applies `config` as `manager` onto `live` (None: the object does not exist yet).
 ///
 /// `now` is the RFC 3339 time written into the manager's entry. The caller keeps server-owned
@@ -193,7 +208,10 @@ pub fn apply(
         .into_iter()
         .filter(|p| {
             let before = typed::get_at(base, p, ty);
-            !typed::is_item(p) && before.is_some() && before != typed::get_at(config, p, ty)
+            !typed::is_item(p)
+                && before.is_some()
+                && before != typed::get_at(config, p, ty)
+                && !empty_granular_map(p, config, ty)
         })
         .collect();
     for entry in entries.iter_mut() {

@@ -113,6 +113,22 @@ fn conflicting_managers_need_force() {
 }
 
 #[test]
+fn an_empty_annotations_map_does_not_conflict_with_keys_others_added() {
+    let mut config = deployment(1, "nginx:1");
+    config["metadata"]["annotations"] = json!({});
+    let mut live = apply(None, &config, "kubectl", false, T0).unwrap().object;
+    // A controller adds an annotation (kube-controller-manager's revision).
+    live["metadata"]["annotations"] = json!({"deployment.kubernetes.io/revision": "1"});
+    let other = apply(Some(&live), &config, "other", false, T1)
+        .unwrap()
+        .object;
+    assert_eq!(
+        other["metadata"]["annotations"],
+        json!({"deployment.kubernetes.io/revision": "1"})
+    );
+}
+
+#[test]
 fn fields_a_manager_drops_are_removed_unless_someone_else_owns_them() {
     let mut with_two = deployment(1, "nginx:1");
     with_two["metadata"]["labels"] = json!({"app": "web", "tier": "front"});

@@ -1,5 +1,8 @@
 //! DELETE of one object (preconditions, propagation policy, dry run) and of a collection
-//! (selected by labels and fields).
+//! (selected by labels and fields). An object removed at once is answered with a `Status`
+//! (`Success`, its name, group, resource and uid), as kube-apiserver's generic registry does,
+//! except for the kinds whose registry returns the deleted object; an object that stays
+//! (finalizers, a terminating namespace) is answered with its new state.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,6 +29,8 @@ struct DeleteOptions {
     preconditions: Option<Preconditions>,
     #[serde(default)]
     dry_run: Option<Vec<String>>,
+    #[serde(default)]
+    grace_period_seconds: Option<i64>,
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -41,10 +46,27 @@ fn delete_options(
 ) -> Result<(DeleteOptions, Propagation, bool), ApiError> {
     let opts: DeleteOptions = if bytes.iter().all(u8::is_ascii_whitespace) {
         DeleteOptions::default()
+    } else if bytes.starts_with(b"k8s\0") {
+        // client-go's typed clients send DeleteOptions as protobuf (Helm's uninstall does).
+        let v = crate::protobuf::decode(bytes)?;
+        serde_json::from_value(v)
+            .map_err(|e| ApiError::bad_request(format!("DeleteOptions: {e}")))?
     } else {
         serde_json::from_slice(bytes)
             .map_err(|e| ApiError::bad_request(format!("json parse error in DeleteOptions: {e}")))?
     };
+    if let Some(g) = opts.grace_period_seconds
+        && g < 0
+    {
+        return Err(ApiError::invalid_options(
+            "DeleteOptions",
+            vec![crate::error::Cause::invalid(
+                "gracePeriodSeconds",
+                &g.to_string(),
+                "must be greater than or equal to 0",
+            )],
+        ));
+    }
     let policy = match (
         &opts.propagation_policy,
         q.get("propagationPolicy"),
@@ -102,12 +124,52 @@ pub(super) async fn delete(
                 }
             }
             if dry {
-                return Ok(obj);
+                // What would stay is shown as it is; what would go is answered as gone.
+                let stays = key == crate::store::NAMESPACE_KEY
+                    || obj
+                        .pointer("/metadata/finalizers")
+                        .and_then(Value::as_array)
+                        .is_some_and(|f| !f.is_empty());
+                return Ok((obj, stays));
             }
-            Ok(objects::delete_object(st, &key, &ns, &name, policy).unwrap_or(obj))
+            let last = objects::delete_with_grace(
+                st,
+                &key,
+                &ns,
+                &name,
+                policy,
+                Some(opts.grace_period_seconds),
+            )
+            .unwrap_or(obj);
+            let stays = st.get(&key, &ns, &name).is_some();
+            if !stays && key == crate::dataplane::PODS_KEY {
+                crate::dataplane::after_pod_removed(st, &last);
+            }
+            Ok((last, stays))
         })
         .await?;
-    Ok(object_response(200, r, &out, headers))
+    let (obj, stays) = out;
+    if stays || r.res.returns_deleted_object() {
+        return Ok(object_response(200, r, &obj, headers));
+    }
+    Ok(json_resp(200, &deleted_status(r, &obj)))
+}
+
+/// The `Status` of an object deleted at once (`finalizeDelete` of the generic registry: the
+/// details name the resource, not the kind).
+fn deleted_status(r: &Req, obj: &Value) -> Value {
+    let mut details =
+        json!({ "name": meta_str(obj, "name"), "kind": r.res.plural, "uid": meta_str(obj, "uid") });
+    if !r.res.group.is_empty() {
+        details["group"] = json!(r.res.group);
+    }
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    })
 }
 
 pub(super) async fn delete_collection(

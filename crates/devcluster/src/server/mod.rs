@@ -1,12 +1,13 @@
 //! The HTTPS front of the devcluster: the TLS accept loop, the bearer-token check and what every
 //! verb shares (bodies, responses, API versions). Each layer behind it has its own file:
 //! `route` (REST paths to resources, RBAC, faults, dispatch by verb), `list`, `write` (create and
-//! update), `patch`, `delete` and `watch`.
+//! update), `patch`, `delete`, `watch` and `scale` (the scale and log subresources).
 
 mod delete;
 mod list;
 mod patch;
 mod route;
+mod scale;
 mod watch;
 mod write;
 
@@ -129,6 +130,14 @@ fn text(code: u16, s: &'static str) -> Response {
     r
 }
 
+fn text_owned(code: u16, s: String) -> Response {
+    let mut r = Response::new(Body::from(s));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    r
+}
+
 async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
@@ -164,7 +173,13 @@ async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
         return resp;
     }
     let conn = parts.extensions.get::<Connection>().cloned();
-    match route::route(
+    let protobuf_only = parts
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(crate::protobuf::wants_protobuf)
+        && !query_bool(&query, "watch");
+    let resp = match route::route(
         &app,
         &parts.method,
         &path,
@@ -178,7 +193,57 @@ async fn handle(AxState(app): AxState<Arc<App>>, req: Request) -> Response {
     {
         Ok(r) => r,
         Err(e) => err_resp(&e),
+    };
+    if protobuf_only {
+        return as_protobuf(resp).await;
     }
+    resp
+}
+
+/// Re-encodes a JSON answer as protobuf for a client that accepts nothing else; an answer
+/// without a protobuf form (a Table, a custom resource) stays JSON, as there is no other.
+async fn as_protobuf(resp: Response) -> Response {
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/json");
+    if !is_json {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(bytes) = body.collect().await.map(|c| c.to_bytes()) else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    let encoded = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(v) => match crate::protobuf::encode(&v) {
+            Ok(pb) => Some(pb),
+            Err(e) => {
+                tracing::debug!("the answer stays JSON: {}", e.0);
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    match encoded {
+        Some(pb) => {
+            parts.headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(crate::protobuf::CONTENT_TYPE),
+            );
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Response::from_parts(parts, Body::from(pb))
+        }
+        None => Response::from_parts(parts, Body::from(bytes)),
+    }
+}
+
+/// A boolean query parameter as the API server reads it (Go's `strconv.ParseBool`: the Python
+/// client sends `watch=True`).
+pub fn query_bool(q: &HashMap<String, String>, name: &str) -> bool {
+    matches!(
+        q.get(name).map(String::as_str),
+        Some("1" | "t" | "T" | "true" | "TRUE" | "True")
+    )
 }
 
 fn constant_eq(a: &str, b: &str) -> bool {

@@ -236,7 +236,9 @@ async fn apply(
                         return Ok((201, Arc::new(obj)));
                     }
                     st.pending_ready.extend(pending);
-                    Ok((201, st.put(&key, obj)))
+                    let stored = st.put(&key, obj);
+                    crate::dataplane::after_write(st, &key, ns.as_deref().unwrap_or(""), &name);
+                    Ok((201, stored))
                 }
             }
         })

@@ -98,6 +98,23 @@ pub(super) async fn route(
                 json_resp(200, &discovery::api_group_list(&reg))
             });
         }
+        ["openapi", "v2"] => {
+            let reg = app.store.lock().registry.clone();
+            // client-go's discovery asks for gnostic's protobuf and reads the body as such.
+            let protobuf = headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|a| a.contains("protobuf"));
+            return get_only(if protobuf {
+                json_bytes(
+                    200,
+                    discovery::openapi_v2_protobuf(&reg),
+                    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+                )
+            } else {
+                json_resp(200, &discovery::openapi_v2(&reg))
+            });
+        }
         ["openapi", "v3"] => {
             let reg = app.store.lock().registry.clone();
             return get_only(json_resp(200, &discovery::openapi_v3_root(&reg)));
@@ -140,7 +157,7 @@ pub(super) async fn route(
         _ => return Err(ApiError::page_not_found()),
     };
     let mut t = resolve(&app.store, group, version, rest)?;
-    let is_watch = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
+    let is_watch = super::query_bool(q, "watch");
     if let Some(user) = &user {
         let verb = verb_of(method, t.name.is_some(), is_watch);
         // A list or watch of one object names it in the field selector; RBAC sees that name.
@@ -280,14 +297,21 @@ async fn dispatch(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let is_watch = matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
+    let is_watch = super::query_bool(q, "watch");
     if let Some(sub) = &r.sub
         && !(sub == "status" && (r.res.status_subresource))
         && !(sub == "finalize" && r.res.plural == "namespaces")
+        && !(sub == "scale" && r.res.has_scale())
+        && !(sub == "log" && r.res.has_log())
     {
         return Err(ApiError::page_not_found());
     }
-    let result = dispatch_verb(app, method, r, q, headers, body, is_watch).await;
+    let sub = r.sub.clone();
+    let result = match sub.as_deref() {
+        Some("scale") => super::scale::scale(app, method, &r, q, headers, body).await,
+        Some("log") => super::scale::log(app, method, &r),
+        _ => dispatch_verb(app, method, r, q, headers, body, is_watch).await,
+    };
     let pending = std::mem::take(&mut app.store.lock().pending_ready);
     if !pending.is_empty() {
         crate::workloads::schedule(&app.store, pending);
@@ -339,13 +363,13 @@ async fn dispatch_verb(
                 )));
             }
             let bytes = read_body(body).await?;
-            let obj = parse_body(&bytes, &content_type(headers))?;
+            let obj = request_object(&bytes, headers, &r)?;
             let dry = dry_run(q)?;
             super::write::create(app, &r, obj, dry, q, headers).await
         }
         (Method::PUT, true) => {
             let bytes = read_body(body).await?;
-            let obj = parse_body(&bytes, &content_type(headers))?;
+            let obj = request_object(&bytes, headers, &r)?;
             let dry = dry_run(q)?;
             super::write::update(app, &r, obj, dry, q, headers).await
         }
@@ -366,4 +390,32 @@ async fn dispatch_verb(
             "the server does not allow this method on the requested resource: {method}"
         ))),
     }
+}
+
+/// The object a create or update sends, in the resource's kind: like the API server's decoder,
+/// a body without `apiVersion` or `kind` takes them from the URL.
+pub(super) fn request_object(
+    bytes: &[u8],
+    headers: &HeaderMap,
+    r: &Req,
+) -> Result<Value, ApiError> {
+    let ct = content_type(headers);
+    let mut obj = if ct.contains("protobuf") {
+        if bytes.is_empty() {
+            return Err(ApiError::bad_request("the request body is empty"));
+        }
+        crate::protobuf::decode_for(bytes, &r.res, &r.version)?
+    } else {
+        parse_body(bytes, &ct)?
+    };
+    if let Some(m) = obj.as_object_mut() {
+        let missing = |v: Option<&Value>| v.and_then(Value::as_str).is_none_or(str::is_empty);
+        if missing(m.get("apiVersion")) {
+            m.insert("apiVersion".into(), json!(r.res.api_version(&r.version)));
+        }
+        if missing(m.get("kind")) {
+            m.insert("kind".into(), json!(r.res.kind));
+        }
+    }
+    Ok(obj)
 }

@@ -69,7 +69,7 @@ pub fn watch(
         labels,
         fields,
     };
-    let send_initial = q.get("sendInitialEvents").map(String::as_str) == Some("true");
+    let send_initial = super::query_bool(q, "sendInitialEvents");
     let from = match q.get("resourceVersion").map(String::as_str) {
         None | Some("") | Some("0") => None,
         Some(_) if send_initial => None,
@@ -79,7 +79,7 @@ pub fn watch(
             ))
         })?),
     };
-    let bookmarks = q.get("allowWatchBookmarks").map(String::as_str) == Some("true");
+    let bookmarks = super::query_bool(q, "allowWatchBookmarks");
     let timeout = match q.get("timeoutSeconds").map(String::as_str) {
         None | Some("") | Some("0") => None,
         Some(t) => Some(Duration::from_secs(t.parse::<u64>().map_err(|_| {

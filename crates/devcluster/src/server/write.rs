@@ -69,7 +69,9 @@ pub(super) async fn create(
                 });
             }
             st.pending_ready.extend(pending);
-            Ok(st.put_stored(&key, obj))
+            let stored = st.put_stored(&key, obj);
+            crate::dataplane::after_write(st, &key, ns.as_deref().unwrap_or(""), &name);
+            Ok(stored)
         })
         .await?;
     if stored.json.is_empty() {
@@ -164,7 +166,11 @@ pub fn write_existing(
         return Ok(Arc::new(next));
     }
     st.pending_ready.extend(pending);
-    Ok(objects::store_update(st, &key, next))
+    let stored = objects::store_update(st, &key, next);
+    if !status_only {
+        crate::dataplane::after_write(st, &key, &ns, &name);
+    }
+    Ok(stored)
 }
 
 /// Equal but for `metadata.resourceVersion` (compared in place: no copies on the write path).

@@ -3,6 +3,8 @@
 
 mod access;
 mod api;
+mod clients;
+mod dataplane;
 mod faithfulness;
 mod fuzz;
 mod kubectl;
