@@ -1,6 +1,7 @@
 //! `ferroflux create helmrelease NAME`: a HelmRelease from flux's `create hr` flags, printed as
 //! YAML with `--export` (flux's output: `---`, keys sorted, `interval: 1m0s`) or applied and
-//! waited for (`✚ generating HelmRelease` ... `✔ applied revision 6.3.5`).
+//! waited for (`✚ generating HelmRelease` ... `✔ applied revision 6.3.5`). `create source helm`
+//! is in `create/source.rs`.
 
 use crate::cluster::{Cluster, KubeArgs};
 use crate::fluxobj::{self, FluxObject};
@@ -21,11 +22,16 @@ pub struct CreateArgs {
     kube: KubeArgs,
 }
 
+// Parsed once per process: the size difference between the flag sets costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum CreateWhat {
     /// Create or update a HelmRelease.
     #[command(visible_alias = "hr")]
     Helmrelease(HelmReleaseArgs),
+    /// Create or update a source.
+    #[command(subcommand)]
+    Source(source::SourceTarget),
 }
 
 #[derive(Args, Debug)]
@@ -95,6 +101,7 @@ struct HelmReleaseArgs {
 pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
     match &args.what {
         CreateWhat::Helmrelease(hr) => helmrelease(&args.kube, hr).await,
+        CreateWhat::Source(what) => source::run(&args.kube, what).await,
     }
 }
 
@@ -304,6 +311,8 @@ async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<Exi
     .await;
     fluxobj::exit_code(result, "the HelmRelease stays applied")
 }
+
+mod source;
 
 #[cfg(test)]
 mod tests;

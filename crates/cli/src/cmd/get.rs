@@ -5,7 +5,9 @@ use crate::output::table::{StreamedRows, flux_table};
 use anyhow::{Context as _, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
 use ferroflux_api::conditions::{READY, find_condition};
-use ferroflux_api::{GitRepository, HelmRelease, Kustomization, short_revision};
+use ferroflux_api::{
+    GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, short_revision,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
@@ -53,6 +55,12 @@ struct AllArgs {
 enum SourceKind {
     /// GitRepository sources and their status.
     Git(ListArgs),
+    /// HelmRepository sources and their status.
+    Helm(ListArgs),
+    /// HelmChart sources and their status.
+    Chart(ListArgs),
+    /// Sources of every kind, each name prefixed with its kind.
+    All(AllArgs),
 }
 
 #[derive(Args, Debug)]
@@ -120,6 +128,15 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
             GetWhat::Helmreleases(list) if list.watch => {
                 return watch::<HelmRelease>(&args.kube, list, hr_row).await;
             }
+            GetWhat::Sources(SourceKind::Helm(list)) if list.watch => {
+                return watch::<HelmRepository>(&args.kube, list, helm_row).await;
+            }
+            GetWhat::Sources(SourceKind::Chart(list)) if list.watch => {
+                return watch::<HelmChart>(&args.kube, list, chart_row).await;
+            }
+            GetWhat::Sources(SourceKind::All(all)) if all.watch => {
+                return Err(anyhow!("expected a single resource type, but found all"));
+            }
             _ => {}
         }
         let client = Cluster::connect(&args.kube).await?.client;
@@ -136,17 +153,21 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
                 let items: Vec<HelmRelease> = fetch(&client, &args.kube, list).await?;
                 render(&items, list, hr_row)?
             }
+            GetWhat::Sources(SourceKind::Helm(list)) => {
+                let items: Vec<HelmRepository> = fetch(&client, &args.kube, list).await?;
+                render(&items, list, helm_row)?
+            }
+            GetWhat::Sources(SourceKind::Chart(list)) => {
+                let items: Vec<HelmChart> = fetch(&client, &args.kube, list).await?;
+                render(&items, list, chart_row)?
+            }
+            GetWhat::Sources(SourceKind::All(all)) => {
+                let list = all.list_args();
+                all_sources(&client, &args.kube, &list).await?
+            }
             GetWhat::All(all) => {
-                let list = ListArgs {
-                    name: None,
-                    all_namespaces: all.all_namespaces,
-                    status_selector: all.status_selector.clone(),
-                    output: Output::Table,
-                    watch: false,
-                };
-                let mut out = String::new();
-                let git: Vec<GitRepository> = fetch(&client, &args.kube, &list).await?;
-                out.push_str(&render_all(&git, &list, git_row)?);
+                let list = all.list_args();
+                let mut out = all_sources(&client, &args.kube, &list).await?;
                 // flux lists HelmReleases before Kustomizations.
                 let hr: Vec<HelmRelease> = fetch(&client, &args.kube, &list)
                     .await
@@ -162,6 +183,57 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
     }
     .await?;
     Ok(ExitCode::SUCCESS)
+}
+
+impl AllArgs {
+    /// The listing options of one kind's section.
+    fn list_args(&self) -> ListArgs {
+        ListArgs {
+            name: None,
+            all_namespaces: self.all_namespaces,
+            status_selector: self.status_selector.clone(),
+            output: Output::Table,
+            watch: false,
+        }
+    }
+}
+
+/// `get sources all`: one section per source kind, in flux's order.
+async fn all_sources(
+    client: &kube::Client,
+    kube: &KubeArgs,
+    list: &ListArgs,
+) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let git: Vec<GitRepository> = fetch(client, kube, list).await?;
+    out.push_str(&render_all(&git, list, git_row)?);
+    let helm: Vec<HelmRepository> = fetch(client, kube, list)
+        .await
+        .or_else(crd_missing_is_empty)?;
+    out.push_str(&render_all(&helm, list, helm_row)?);
+    let charts: Vec<HelmChart> = fetch(client, kube, list)
+        .await
+        .or_else(crd_missing_is_empty)?;
+    out.push_str(&render_all(&charts, list, chart_row)?);
+    Ok(out)
+}
+
+fn helm_row(h: &HelmRepository) -> Row {
+    let status = h.status.clone().unwrap_or_default();
+    Row {
+        revision: status.artifact.map(|a| a.revision).unwrap_or_default(),
+        suspended: h.spec.suspend.unwrap_or(false),
+        conditions: status.conditions.unwrap_or_default(),
+    }
+}
+
+fn chart_row(c: &HelmChart) -> Row {
+    let status = c.status.clone().unwrap_or_default();
+    Row {
+        revision: status.artifact.map(|a| a.revision).unwrap_or_default(),
+        suspended: c.spec.suspend.unwrap_or(false),
+        conditions: status.conditions.unwrap_or_default(),
+    }
 }
 
 fn ks_row(k: &Kustomization) -> Row {

@@ -1,5 +1,5 @@
 //! `ferroflux reconcile kustomization NAME [--with-source]`, `reconcile helmrelease NAME [--force]
-//! [--reset]` and `reconcile source git NAME`:
+//! [--reset]` and `reconcile source git|helm|chart NAME`:
 //! ask the controller for an immediate reconciliation (`reconcile.fluxcd.io/requestedAt`), wait
 //! with a spinner until the controller has handled a request (`status.lastHandledReconcileAt`
 //! changed from its value before ours, as flux decides it) and the object is ready, then print
@@ -18,7 +18,7 @@ use anyhow::bail;
 use clap::{Args, Subcommand};
 use ferroflux_api::helmrelease::{FORCE_REQUESTED_AT, RESET_REQUESTED_AT};
 use ferroflux_api::kustomization::SourceKind;
-use ferroflux_api::{GitRepository, HelmRelease, Kustomization};
+use ferroflux_api::{GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization};
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
@@ -59,6 +59,15 @@ enum Target {
 enum SourceTarget {
     /// Fetch a GitRepository now and wait for its artifact.
     Git { name: String },
+    /// Fetch a HelmRepository's index now and wait for its artifact.
+    Helm { name: String },
+    /// Build a HelmChart now and wait for its artifact.
+    Chart {
+        name: String,
+        /// Reconcile the HelmChart's source first.
+        #[arg(long)]
+        with_source: bool,
+    },
 }
 
 pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
@@ -81,6 +90,36 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
                     also.push(RESET_REQUESTED_AT);
                 }
                 reconcile_one_with(&cluster, ns, &hr, &also, deadline).await
+            }
+            Target::Source(SourceTarget::Helm { name }) => {
+                let repo: HelmRepository = fluxobj::get_object(&cluster, ns, name).await?;
+                reconcile_one(&cluster, ns, &repo, deadline).await
+            }
+            Target::Source(SourceTarget::Chart { name, with_source }) => {
+                use ferroflux_api::helmchart::HelmChartSourceKind;
+                let chart: HelmChart = fluxobj::get_object(&cluster, ns, name).await?;
+                if chart.suspended() {
+                    bail!("resource is suspended");
+                }
+                if *with_source {
+                    let source = &chart.spec.source_ref;
+                    match source.kind {
+                        HelmChartSourceKind::HelmRepository => {
+                            let repo: HelmRepository =
+                                fluxobj::get_object(&cluster, ns, &source.name).await?;
+                            reconcile_one(&cluster, ns, &repo, deadline).await?;
+                        }
+                        HelmChartSourceKind::GitRepository => {
+                            let repo: GitRepository =
+                                fluxobj::get_object(&cluster, ns, &source.name).await?;
+                            reconcile_one(&cluster, ns, &repo, deadline).await?;
+                        }
+                        HelmChartSourceKind::Bucket => {
+                            bail!("cannot reconcile source of kind Bucket")
+                        }
+                    }
+                }
+                reconcile_one(&cluster, ns, &chart, deadline).await
             }
             Target::Kustomization { name, with_source } => {
                 let ks: Kustomization = fluxobj::get_object(&cluster, ns, name).await?;

@@ -11,7 +11,7 @@ use crate::fluxobj::{self, FluxObject};
 use crate::output::progress;
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
-use ferroflux_api::{GitRepository, HelmRelease, Kustomization};
+use ferroflux_api::{GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use std::process::ExitCode;
@@ -41,6 +41,10 @@ enum Target {
 enum SourceTarget {
     /// GitRepository sources.
     Git(Names),
+    /// HelmRepository sources.
+    Helm(Names),
+    /// HelmChart sources.
+    Chart(Names),
 }
 
 #[derive(Args, Debug)]
@@ -69,6 +73,12 @@ pub async fn run(args: SuspendArgs, mode: Mode) -> anyhow::Result<ExitCode> {
         Target::Helmrelease(names) => act::<HelmRelease>(&args.kube, names, mode).await,
         Target::Source(SourceTarget::Git(names)) => {
             act::<GitRepository>(&args.kube, names, mode).await
+        }
+        Target::Source(SourceTarget::Helm(names)) => {
+            act::<HelmRepository>(&args.kube, names, mode).await
+        }
+        Target::Source(SourceTarget::Chart(names)) => {
+            act::<HelmChart>(&args.kube, names, mode).await
         }
     };
     fluxobj::exit_code(result, "the objects stay resumed")

@@ -1,8 +1,8 @@
 //! `ferroflux uninstall`: removes the engine and its CRDs as `flux uninstall` does, leaving what
 //! the Kustomizations applied in place: the controller goes first, then the finalizers of every
-//! GitRepository, Kustomization and HelmRelease (so deleting them prunes and uninstalls nothing),
-//! then the CRDs (which takes
-//! the Flux objects with them), then the namespace unless `--keep-namespace`.
+//! GitRepository, HelmRepository, HelmChart, Kustomization and HelmRelease (so deleting them
+//! prunes and uninstalls nothing), then the CRDs (which takes the Flux objects with them), then
+//! the namespace unless `--keep-namespace`.
 
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -145,6 +145,13 @@ async fn uninstall(args: &UninstallArgs) -> Result<()> {
             "GitRepository",
             "gitrepositories",
         ),
+        resource(
+            "source.toolkit.fluxcd.io",
+            "v1",
+            "HelmRepository",
+            "helmrepositories",
+        ),
+        resource("source.toolkit.fluxcd.io", "v1", "HelmChart", "helmcharts"),
         resource(
             "kustomize.toolkit.fluxcd.io",
             "v1",
