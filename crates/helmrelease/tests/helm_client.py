@@ -13,6 +13,7 @@ Usage: helm_client.py KUBECONFIG NAMESPACE ACTION [ARGS...]
   install CHART_DIR NAME JSON   helm install NAME CHART_DIR with values JSON (no wait)
   upgrade CHART_DIR NAME JSON   helm upgrade NAME CHART_DIR with values JSON (no wait)
   uninstall NAME                helm uninstall NAME
+  test NAME                     helm test NAME
 
 Prints the SDK's answer as JSON on stdout (exit 0), or `Error: <message>` on stderr (exit 1).
 """
@@ -57,6 +58,8 @@ def main(argv: list[str]) -> int:
             out = cfg.upgrade(args[0], args[1], json.loads(args[2]), namespace=namespace)
         elif action == "uninstall":
             out = cfg.uninstall(args[0])
+        elif action == "test":
+            out = cfg.test(args[0], timeout=60)
         else:
             raise SystemExit(f"unknown action {action}")
     print(json.dumps(out))

@@ -292,7 +292,7 @@ async fn hooks_tests_lookup_and_capabilities() {
         )
         .await
         .unwrap_err();
-    assert_eq!(e.to_string(), "job hk-test failed: BackoffLimitExceeded");
+    assert_eq!(e.to_string(), "pod hk-test failed");
     let rel = e.release().unwrap();
     assert_eq!(
         rel.hooks

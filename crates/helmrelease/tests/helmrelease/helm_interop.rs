@@ -223,21 +223,38 @@ async fn ferroflux_upgrades_what_helm_installed() {
         json!({"replicaCount": 4})
     );
     // Helm uninstalls what ferroflux upgraded.
-    let gone = helm(&cluster, "apps", &["uninstall", "legacy"]);
-    match gone {
-        Ok(_) => {
-            assert!(storage.history("legacy").await.unwrap().is_empty());
-            assert!(!crate::support::exists(
-                &cluster,
-                "apps",
-                "deployment",
-                "legacy-app"
-            ));
-        }
-        // Until the devcluster reads the DeleteOptions body Helm sends (issue 15).
-        Err(e) => {
-            eprintln!("helm uninstall refused by the devcluster: {e}");
-            assert!(e.contains("DeleteOptions"), "helm uninstall: {e}");
-        }
-    }
+    helm(&cluster, "apps", &["uninstall", "legacy"]).unwrap();
+    assert!(storage.history("legacy").await.unwrap().is_empty());
+    assert!(!crate::support::exists(
+        &cluster,
+        "apps",
+        "deployment",
+        "legacy-app"
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn helm_runs_the_tests_of_a_ferroflux_release() {
+    let (cluster, client, actions) = cluster("interop-test").await;
+    namespace(&client, "apps").await;
+    let t = target("hk", "apps");
+    actions
+        .install(
+            &t,
+            crate::support::fixture_chart("hooked"),
+            values(json!({})),
+            &install_opts(),
+        )
+        .await
+        .unwrap();
+    helm(&cluster, "apps", &["test", "hk"]).unwrap();
+    // Helm recorded the run in the release; we read it.
+    let stored = actions.storage("apps").last("hk").await.unwrap().unwrap();
+    let hook = stored.hooks.iter().find(|h| h.name == "hk-test").unwrap();
+    assert_eq!(hook.last_run.phase, "Succeeded");
+    assert_eq!(stored.info.status, Status::Deployed);
+    // And ours runs after Helm's (its before-hook-creation deletes Helm's Pod first).
+    let ours = actions.test(&t, &Default::default()).await.unwrap();
+    let hook = ours.hooks.iter().find(|h| h.name == "hk-test").unwrap();
+    assert_eq!(hook.last_run.phase, "Succeeded");
 }
