@@ -1,6 +1,7 @@
 //! Helm v4 charts rendered as Helm renders them.
 //!
-//! Owns: loading charts (directories and `.tgz`, with Helm's safety checks and size limits),
+//! Owns: loading charts (directories and `.tgz`, with Helm's size limits and stricter path
+//! rules: links, absolute paths and `..` in an archive are refused),
 //! values (files, `--set` and friends, coalescing with chart defaults, `values.schema.json`),
 //! dependencies (`condition`, `tags`, `alias`, `import-values`), rendering with Helm's template
 //! objects and functions, and the output of `helm template`. Must not touch: Kubernetes clusters
