@@ -19,6 +19,7 @@ mod dev_up;
 mod fleet_status;
 mod get_bad_input;
 mod helmrelease;
+mod helmsources;
 mod install;
 mod kustomize_bad_input;
 mod reliability;
