@@ -73,7 +73,8 @@ pub enum Command {
     Build(build::BuildArgs),
     /// Show what a local directory would change in the cluster, as `flux diff` does.
     Diff(diff::DiffArgs),
-    /// Run the GitRepository and Kustomization controllers for one cluster.
+    /// Run the GitRepository, HelmRepository, HelmChart and Kustomization controllers for one
+    /// cluster.
     Controller(controller::ControllerArgs),
     /// The main job end to end: two local clusters bootstrapped from one repository, then a
     /// promotion from staging to production by commits.
