@@ -709,9 +709,15 @@ fn deployment(st: &mut State, ns: &str, name: &str) {
     }
 }
 
-/// Random 5-character Pod suffixes, as generateName makes them.
-fn pod_name(prefix: &str) -> String {
-    format!("{prefix}-{}", util::name_suffix())
+/// A free Pod name with a random 5-character suffix, as generateName makes them (the API
+/// server retries a name that is taken; so does this).
+fn pod_name(st: &State, ns: &str, prefix: &str) -> String {
+    loop {
+        let name = format!("{prefix}-{}", util::name_suffix());
+        if st.get(PODS_KEY, ns, &name).is_none() {
+            return name;
+        }
+    }
 }
 
 fn pod_from_template(
@@ -822,7 +828,15 @@ fn replica_set(st: &mut State, key: &str, ns: &str, name: &str) {
         remove_pods(st, &extra);
     }
     for _ in pods.len()..want {
-        let pod = pod_from_template(&rs, api_version, kind, pod_name(name), ns, Map::new(), None);
+        let pod = pod_from_template(
+            &rs,
+            api_version,
+            kind,
+            pod_name(st, ns, name),
+            ns,
+            Map::new(),
+            None,
+        );
         start_pod(st, pod);
     }
 }
@@ -956,7 +970,7 @@ fn daemon_set(st: &mut State, ns: &str, name: &str) {
             &ds,
             "apps/v1",
             "DaemonSet",
-            pod_name(name),
+            pod_name(st, ns, name),
             ns,
             extra,
             Some(node),
@@ -1021,7 +1035,15 @@ fn job(st: &mut State, ns: &str, name: &str) {
         extra.insert("job-name".into(), json!(name));
         extra.insert("batch.kubernetes.io/controller-uid".into(), json!(uid(&j)));
         extra.insert("controller-uid".into(), json!(uid(&j)));
-        let pod = pod_from_template(&j, "batch/v1", "Job", pod_name(name), ns, extra, None);
+        let pod = pod_from_template(
+            &j,
+            "batch/v1",
+            "Job",
+            pod_name(st, ns, name),
+            ns,
+            extra,
+            None,
+        );
         start_pod(st, pod);
     }
 }
