@@ -124,6 +124,18 @@ fn generic(obj: &Value) -> Option<Health> {
         ));
     }
     let kind = str_at(obj, &["kind"]).unwrap_or("");
+    // Flux's CRDs default `status` to `{observedGeneration: -1}`, so on an API server a Flux
+    // object its controller has not reconciled yet reads as in progress. A cluster that applies
+    // no schema defaults (the devcluster) leaves the status out: read it as that default.
+    let group = group_version(str_at(obj, &["apiVersion"]).unwrap_or("")).0;
+    if group.ends_with(".toolkit.fluxcd.io")
+        && int_at(obj, &["status", "observedGeneration"]).is_none()
+        && let Some(generation) = int_at(obj, &["metadata", "generation"])
+    {
+        return Some(Health::in_progress(format!(
+            "{kind} generation is {generation}, but latest observed generation is -1"
+        )));
+    }
     if let (Some(generation), Some(observed)) = (
         int_at(obj, &["metadata", "generation"]),
         int_at(obj, &["status", "observedGeneration"]),

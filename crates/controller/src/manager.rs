@@ -1,5 +1,5 @@
-//! The controller process for one cluster: the GitRepository, HelmRepository, HelmChart and
-//! Kustomization controllers, the
+//! The controller process for one cluster: the GitRepository, HelmRepository, HelmChart,
+//! Kustomization and HelmRelease controllers, the
 //! artifact file server between them, `/metrics`, `/healthz`, `/readyz`, and optional leader
 //! election. `ferroflux controller` runs one; `ferroflux dev up` runs one per local cluster.
 
@@ -46,6 +46,8 @@ pub struct ManagerConfig {
     pub kustomization: Options,
     /// How many GitRepositories are fetched at once.
     pub source_concurrency: u16,
+    /// The HelmRelease controller's settings.
+    pub helmrelease: crate::helmrelease::reconciler::Options,
 }
 
 impl ManagerConfig {
@@ -67,6 +69,10 @@ impl ManagerConfig {
                 ..Options::default()
             },
             source_concurrency: 2,
+            helmrelease: crate::helmrelease::reconciler::Options {
+                requeue_dependency: Duration::from_secs(1),
+                ..Default::default()
+            },
         }
     }
 }
@@ -347,6 +353,13 @@ async fn run_controllers(
     state.leader.store(true, Ordering::SeqCst);
 
     let (stop, stop_rx) = watch::channel(false);
+    let (hr_store, hr_task) = crate::helmrelease::reconciler::controller(
+        client.clone(),
+        kube_config.clone(),
+        config.helmrelease.clone(),
+        state.metrics.clone(),
+        Some(fired(stop_rx.clone())),
+    );
     let (ks_store, ks_task) = reconciler::controller(
         client.clone(),
         kube_config,
@@ -385,6 +398,7 @@ async fn run_controllers(
     };
     state.metrics.watch_kustomizations(ks_store);
     state.metrics.watch_repositories(repo_store);
+    state.metrics.watch_helmreleases(hr_store);
     // Ready once both kinds can be listed. The stores' own `wait_until_ready` is not used: it
     // is a single-waker oneshot that the controllers already wait on, and a second waiter would
     // steal (or lose) the wake-up.
@@ -400,6 +414,7 @@ async fn run_controllers(
     };
     let mut ks_handle = tokio::spawn(ks_task);
     let mut repo_handle = tokio::spawn(repo_task);
+    let mut hr_handle = tokio::spawn(hr_task);
 
     enum End {
         Stopped,
@@ -418,6 +433,7 @@ async fn run_controllers(
             _ = lost => (End::Lost, None),
             r = &mut ks_handle => (End::Stopped, Some((0, r))),
             r = &mut repo_handle => (End::Stopped, Some((1, r))),
+            r = &mut hr_handle => (End::Stopped, Some((2, r))),
         }
     };
     let _ = stop.send(true);
@@ -438,7 +454,11 @@ async fn run_controllers(
         Duration::ZERO
     };
     let deadline = tokio::time::Instant::now() + grace;
-    for (i, handle) in [(0, &mut ks_handle), (1, &mut repo_handle)] {
+    for (i, handle) in [
+        (0, &mut ks_handle),
+        (1, &mut repo_handle),
+        (2, &mut hr_handle),
+    ] {
         if finished == Some(i) {
             continue;
         }

@@ -9,7 +9,7 @@
 //! no object has any more.
 
 use ferroflux_api::conditions::{READY, Status as CondStatus};
-use ferroflux_api::{GitRepository, Kustomization, RECONCILE_REQUESTED_AT};
+use ferroflux_api::{GitRepository, HelmRelease, Kustomization, RECONCILE_REQUESTED_AT};
 use kube::ResourceExt;
 use kube::runtime::reflector::Store;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -76,6 +76,7 @@ pub struct Metrics {
 struct Caches {
     kustomizations: Option<Store<Kustomization>>,
     repositories: Option<Store<GitRepository>>,
+    helmreleases: Option<Store<HelmRelease>>,
 }
 
 /// How a reconcile ended, for `controller_runtime_reconcile_total{result}`.
@@ -92,6 +93,8 @@ pub enum Outcome {
 /// The controller names Flux uses in its metric labels.
 pub const SOURCE_CONTROLLER: &str = "gitrepository";
 pub const KUSTOMIZE_CONTROLLER: &str = "kustomization";
+/// The HelmRelease controller's name in the metrics.
+pub const HELM_CONTROLLER: &str = "helmrelease";
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -182,6 +185,13 @@ impl Metrics {
         }
     }
 
+    /// Lets scrapes read the HelmRelease controller's cache.
+    pub fn watch_helmreleases(&self, store: Store<HelmRelease>) {
+        if let Ok(mut c) = self.caches.lock() {
+            c.helmreleases = Some(store);
+        }
+    }
+
     /// Marks a reconcile as started; the returned guard records it when dropped, so a reconcile
     /// cancelled at shutdown still leaves the active-workers gauge right.
     pub fn start(&self, controller: &'static str) -> ActiveGuard<'_> {
@@ -233,12 +243,13 @@ impl Metrics {
     }
 
     fn refresh_object_gauges(&self) {
-        let (kustomizations, repositories) = match self.caches.lock() {
+        let (kustomizations, repositories, helmreleases) = match self.caches.lock() {
             Ok(c) => (
                 c.kustomizations.as_ref().map(|s| s.state()),
                 c.repositories.as_ref().map(|s| s.state()),
+                c.helmreleases.as_ref().map(|s| s.state()),
             ),
-            Err(_) => (None, None),
+            Err(_) => (None, None, None),
         };
         self.info.clear();
         self.suspended.clear();
@@ -248,6 +259,7 @@ impl Metrics {
             let object = ObjectState {
                 kind: "Kustomization",
                 group: "kustomize.toolkit.fluxcd.io",
+                version: "v1",
                 namespace: ks.namespace().unwrap_or_default(),
                 name: ks.name_any(),
                 suspended: ks.spec.suspend == Some(true),
@@ -274,6 +286,7 @@ impl Metrics {
             let object = ObjectState {
                 kind: "GitRepository",
                 group: "source.toolkit.fluxcd.io",
+                version: "v1",
                 namespace: repo.namespace().unwrap_or_default(),
                 name: repo.name_any(),
                 suspended: repo.spec.suspend == Some(true),
@@ -295,6 +308,46 @@ impl Metrics {
                 depth_repo += 1;
             }
         }
+        let mut depth_hr = 0;
+        for hr in helmreleases.iter().flatten() {
+            let status = hr.status.as_ref();
+            let object = ObjectState {
+                kind: "HelmRelease",
+                group: "helm.toolkit.fluxcd.io",
+                version: "v2",
+                namespace: hr.namespace().unwrap_or_default(),
+                name: hr.name_any(),
+                suspended: hr.spec.suspend == Some(true),
+                ready: ready_of(status.and_then(|s| s.conditions.as_deref())),
+                revision: status
+                    .and_then(|s| s.history.as_ref())
+                    .and_then(|h| h.first())
+                    .map(|s| s.chart_version.clone())
+                    .unwrap_or_default(),
+                source_name: hr
+                    .spec
+                    .chart_ref
+                    .as_ref()
+                    .map(|r| r.name.clone())
+                    .or_else(|| {
+                        hr.spec
+                            .chart
+                            .as_ref()
+                            .map(|c| c.spec.source_ref.name.clone())
+                    })
+                    .unwrap_or_default(),
+            };
+            self.set_object(&object);
+            if pending(
+                hr.metadata.generation,
+                status.and_then(|s| s.observed_generation),
+                hr.annotations().get(RECONCILE_REQUESTED_AT),
+                status.and_then(|s| s.last_handled_reconcile_at.as_ref()),
+            ) && !object.suspended
+            {
+                depth_hr += 1;
+            }
+        }
         let active = |c: &str| {
             self.active
                 .get_or_create(&ControllerLabels {
@@ -312,6 +365,13 @@ impl Metrics {
                 name: SOURCE_CONTROLLER.into(),
             })
             .set((depth_repo - active(SOURCE_CONTROLLER)).max(0));
+        if helmreleases.is_some() {
+            self.depth
+                .get_or_create(&QueueLabels {
+                    name: HELM_CONTROLLER.into(),
+                })
+                .set((depth_hr - active(HELM_CONTROLLER)).max(0));
+        }
     }
 
     fn set_object(&self, o: &ObjectState) {
@@ -319,7 +379,7 @@ impl Metrics {
             .get_or_create(&InfoLabels {
                 customresource_group: o.group.into(),
                 customresource_kind: o.kind.into(),
-                customresource_version: "v1".into(),
+                customresource_version: o.version.into(),
                 exported_namespace: o.namespace.clone(),
                 name: o.name.clone(),
                 ready: o.ready.clone(),
@@ -364,6 +424,7 @@ impl Drop for ActiveGuard<'_> {
 struct ObjectState {
     kind: &'static str,
     group: &'static str,
+    version: &'static str,
     namespace: String,
     name: String,
     suspended: bool,

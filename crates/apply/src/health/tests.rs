@@ -65,6 +65,21 @@ fn generic_conditions_decide_for_custom_resources() {
         json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
     assert_eq!(assess(&plain).status, Status::Current);
 
+    // A Flux object its controller has not reconciled yet: on an API server its CRD's default
+    // status (observedGeneration -1) makes it in progress; without that default, the same.
+    let fresh = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+        "metadata": {"name": "h", "generation": 1}});
+    assert_eq!(
+        assess(&fresh),
+        Health {
+            status: Status::InProgress,
+            message: "HelmRelease generation is 1, but latest observed generation is -1".into()
+        }
+    );
+    let defaulted = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+        "metadata": {"name": "h", "generation": 1}, "status": {"observedGeneration": -1}});
+    assert_eq!(assess(&defaulted), assess(&fresh));
+
     let deleting = json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": "x", "deletionTimestamp": "2026-01-01T00:00:00Z"}});
     assert_eq!(assess(&deleting).status, Status::Terminating);

@@ -35,6 +35,9 @@ enum BuildWhat {
     /// Build a Kustomization from a local directory, as the controller would.
     #[command(visible_alias = "ks")]
     Kustomization(BuildKsArgs),
+    /// Render a local chart as a HelmRelease of the cluster would release it (beyond flux).
+    #[command(visible_alias = "hr")]
+    Helmrelease(super::helmrelease_local::LocalChartArgs),
 }
 
 #[derive(Args, Debug)]
@@ -80,7 +83,18 @@ pub const MASK: &str = "**SOPS**";
 const DOCKERCONFIGJSON: &str = "kubernetes.io/dockerconfigjson";
 
 pub async fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
-    let BuildWhat::Kustomization(ks_args) = args.what;
+    let ks_args = match args.what {
+        BuildWhat::Kustomization(ks_args) => ks_args,
+        BuildWhat::Helmrelease(hr) => {
+            let timeout = args.kube.timeout;
+            let out =
+                tokio::time::timeout(timeout, super::helmrelease_local::build(&hr, &args.kube))
+                    .await
+                    .map_err(|_| anyhow!("build timed out after {}", humantime(timeout)))??;
+            print!("{out}");
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let objects = {
         let timeout = args.kube.timeout;
         let work = async {

@@ -40,6 +40,9 @@ enum DiffWhat {
     /// Show what applying a local directory for a Kustomization would change.
     #[command(visible_alias = "ks")]
     Kustomization(DiffKsArgs),
+    /// Show what releasing a local chart for a HelmRelease would change (beyond flux).
+    #[command(visible_alias = "hr")]
+    Helmrelease(super::helmrelease_local::LocalChartArgs),
 }
 
 #[derive(Args, Debug)]
@@ -54,13 +57,19 @@ pub struct DiffReport {
     pub changed: bool,
 }
 
+/// A diff's report with the per-object failures gathered beside it.
+type DiffOutcome = anyhow::Result<(DiffReport, Vec<String>)>;
+
 /// Runs the diff; flux's exit codes: 0 unchanged, 1 changed, 2 error.
 pub async fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
-    let DiffWhat::Kustomization(ks_args) = args.what;
     let timeout = args.kube.timeout;
+    let work: Pin<Box<dyn Future<Output = DiffOutcome>>> = match &args.what {
+        DiffWhat::Kustomization(ks_args) => Box::pin(diff(&ks_args.local, &args.kube)),
+        DiffWhat::Helmrelease(hr) => Box::pin(super::helmrelease_local::diff(hr, &args.kube)),
+    };
     // Ctrl-C drops the diff, and with it the private copy holding decrypted files.
     let outcome = tokio::select! {
-        done = tokio::time::timeout(timeout, diff(&ks_args.local, &args.kube)) => {
+        done = tokio::time::timeout(timeout, work) => {
             done.map_err(|_| anyhow!("diff timed out after {}", humantime(timeout)))
                 .and_then(|r| r)
         }
@@ -227,7 +236,7 @@ impl<'a> Diff<'a> {
 /// Writes flux's line for one dry-run outcome (`► Kind/ns/name created|drifted|skipped`, a
 /// drifted object's differences after it, Secret values masked) and says whether the object
 /// would change.
-fn describe(outcome: DryRun, output: &mut String) -> bool {
+pub(crate) fn describe(outcome: DryRun, output: &mut String) -> bool {
     let subject = outcome.id.display_name();
     match outcome.action {
         Action::Skipped => {

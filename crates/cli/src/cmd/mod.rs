@@ -21,6 +21,7 @@ pub mod events;
 pub mod fleet;
 pub mod get;
 pub mod helm;
+pub mod helmrelease_local;
 pub mod install;
 pub mod kustomize;
 pub mod reconcile;

@@ -2,10 +2,12 @@
 //! (`chart`: the HelmChart template or `chartRef`, and the source's readiness), the values
 //! (`values`: `valuesFrom` and inline values in Flux's order, their digest) and what is done to
 //! the rendered manifests before they are applied (`postrender`: kustomize post-renderers,
-//! owner labels, `commonMetadata`).
+//! owner labels, `commonMetadata`), helm-controller's release state machine (`state`), drift
+//! detection (`drift`) and the reconciler that runs them (`reconciler`).
 
 pub mod chart;
 pub mod drift;
 pub mod postrender;
+pub mod reconciler;
 pub mod state;
 pub mod values;

@@ -1,0 +1,484 @@
+//! The HelmRelease reconciler against a devcluster: a chart of crates/helm's corpus packaged as
+//! a HelmChart artifact (served over HTTP as the source controller serves it), installed,
+//! upgraded and taken through the bad inputs the issue names: a missing `valuesFrom`, values
+//! failing the chart's schema, a failing install remediated until Stalled. Helm-compatible
+//! storage is checked through the storage Secrets. Every wait is on the status the controller
+//! writes.
+
+use crate::harness::{ArtifactServer, digest, serve_artifact};
+use ferroflux_api::HelmRelease;
+use ferroflux_controller::helmrelease::reconciler::{self, Options};
+use ferroflux_controller::metrics::Metrics;
+use ferroflux_testkit::{eventually, flux_cluster};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The files of a corpus chart under `<name>/`, as `helm package` lays them out.
+fn chart_files(corpus: &str, top: &str, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../helm/tests/corpus")
+        .join(corpus)
+        .join("chart");
+    let mut out = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path
+                    .strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.push((
+                    format!("{top}/{rel}"),
+                    std::fs::read_to_string(&path).unwrap(),
+                ));
+            }
+        }
+    }
+    for (name, text) in extra {
+        out.retain(|(n, _)| n != &format!("{top}/{name}"));
+        out.push((format!("{top}/{name}"), text.to_string()));
+    }
+    out
+}
+
+async fn serve_chart(files: &[(String, String)]) -> ArtifactServer {
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
+    serve_artifact(&refs).await
+}
+
+fn helm_chart_api(client: &kube::Client) -> Api<DynamicObject> {
+    let ar = ApiResource {
+        group: "source.toolkit.fluxcd.io".into(),
+        version: "v1".into(),
+        api_version: "source.toolkit.fluxcd.io/v1".into(),
+        kind: "HelmChart".into(),
+        plural: "helmcharts".into(),
+    };
+    Api::namespaced_with(client.clone(), "flux-system", &ar)
+}
+
+/// A HelmChart `name` whose status carries the served chart at `version`, as the source
+/// controller writes it.
+async fn publish_chart(client: &kube::Client, name: &str, server: &ArtifactServer, version: &str) {
+    let api = helm_chart_api(client);
+    let chart: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "HelmChart",
+        "metadata": {"name": name, "namespace": "flux-system"},
+        "spec": {"chart": "app", "interval": "1m",
+            "sourceRef": {"kind": "GitRepository", "name": "fleet"}},
+    }))
+    .unwrap();
+    if api.get_opt(name).await.unwrap().is_none() {
+        api.create(&PostParams::default(), &chart).await.unwrap();
+    }
+    let generation = api.get(name).await.unwrap().metadata.generation;
+    let data = server.content.lock().unwrap().clone();
+    let status = json!({"status": {
+    "observedGeneration": generation,
+    "conditions": [{"type": "Ready", "status": "True", "reason": "ChartPullSucceeded",
+        "message": format!("pulled 'app' chart with version '{version}'"),
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+    "artifact": {
+        "path": format!("helmchart/flux-system/{name}/app-{version}.tgz"),
+        "url": server.url,
+        "revision": version,
+        "digest": digest(&data),
+        "lastUpdateTime": "2026-01-01T00:00:00Z",
+    }}});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+}
+
+fn helm_release(name: &str, spec: Value) -> HelmRelease {
+    let mut base = json!({"interval": "10m", "chartRef": {"kind": "HelmChart", "name": "app"},
+        "timeout": "20s"});
+    if let (Some(b), Some(s)) = (base.as_object_mut(), spec.as_object()) {
+        for (k, v) in s {
+            b.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": {"name": name, "namespace": "flux-system"},
+        "spec": base,
+    }))
+    .unwrap()
+}
+
+/// The condition `type_` of `name` once `accept` takes it; the panic shows the last one.
+async fn condition(
+    api: &Api<HelmRelease>,
+    name: &str,
+    type_: &str,
+    accept: impl Fn(&Value) -> bool,
+) -> Value {
+    let last = std::sync::Mutex::new(Value::Null);
+    let what = format!("{name} {type_}");
+    let wait = eventually(&what, || async {
+        let hr = api.get(name).await.ok()?;
+        let all = serde_json::to_value(hr.status?.conditions?).ok()?;
+        *last.lock().unwrap() = all.clone();
+        let c = all.as_array()?.iter().find(|c| c["type"] == type_)?.clone();
+        accept(&c).then_some(c)
+    });
+    match tokio::time::timeout(Duration::from_secs(60), wait).await {
+        Ok(c) => c,
+        Err(_) => panic!(
+            "{name}: {type_} never matched; last: {}",
+            last.lock().unwrap()
+        ),
+    }
+}
+
+async fn release_secrets(client: &kube::Client, release: &str) -> Vec<Secret> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "flux-system");
+    let mut list = secrets
+        .list(&ListParams::default().labels(&format!("owner=helm,name={release}")))
+        .await
+        .unwrap()
+        .items;
+    list.sort_by_key(|s| s.metadata.name.clone());
+    list
+}
+
+async fn start() -> (ferroflux_devcluster::RunningCluster, kube::Client) {
+    let (cluster, client) = flux_cluster("hr").await;
+    let config = cluster.kube_config().await.unwrap();
+    let options = Options {
+        requeue_dependency: Duration::from_millis(500),
+        ..Options::default()
+    };
+    let (_, task) = reconciler::controller(
+        client.clone(),
+        config,
+        options,
+        Arc::new(Metrics::new()),
+        Some(Box::pin(std::future::pending())),
+    );
+    tokio::spawn(task);
+    (cluster, client)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn installs_upgrades_and_keeps_the_release_through_bad_values() {
+    let (_cluster, client) = start().await;
+    let server = serve_chart(&chart_files("app-basic", "app", &[])).await;
+    publish_chart(&client, "app", &server, "1.2.3").await;
+    let api: Api<HelmRelease> = Api::namespaced(client.clone(), "flux-system");
+    api.create(
+        &PostParams::default(),
+        &helm_release(
+            "web",
+            json!({"values": {"replicaCount": 2},
+                "commonMetadata": {"labels": {"team": "web"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+
+    let ready = condition(&api, "web", "Ready", |c| c["status"] == "True").await;
+    assert_eq!(ready["reason"], "InstallSucceeded");
+    assert_eq!(
+        ready["message"],
+        "Helm install succeeded for release flux-system/web.v1 with chart app@1.2.3"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "flux-system");
+    let deployment = deployments.get("web-app").await.unwrap();
+    assert_eq!(deployment.spec.replicas, Some(2));
+    let labels = deployment.metadata.labels.clone().unwrap();
+    assert_eq!(labels["helm.toolkit.fluxcd.io/name"], "web");
+    assert_eq!(labels["helm.toolkit.fluxcd.io/namespace"], "flux-system");
+    assert_eq!(labels["team"], "web");
+    let hr = api.get("web").await.unwrap();
+    let status = hr.status.clone().unwrap();
+    let history = status.history.clone().unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].version, 1);
+    assert_eq!(history[0].status, "deployed");
+    assert_eq!(history[0].chart_version, "1.2.3");
+    assert_eq!(status.last_attempted_revision.as_deref(), Some("1.2.3"));
+    assert_eq!(status.storage_namespace.as_deref(), Some("flux-system"));
+    assert_eq!(
+        status.last_attempted_config_digest.as_deref(),
+        Some(history[0].config_digest.as_str())
+    );
+    let secrets = release_secrets(&client, "web").await;
+    assert_eq!(secrets.len(), 1);
+    assert_eq!(
+        secrets[0].metadata.name.as_deref(),
+        Some("sh.helm.release.v1.web.v1")
+    );
+
+    // New values: an upgrade to revision 2.
+    api.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"values": {"replicaCount": 3}}})),
+    )
+    .await
+    .unwrap();
+    let ready = condition(&api, "web", "Ready", |c| {
+        c["reason"] == "UpgradeSucceeded" && c["status"] == "True"
+    })
+    .await;
+    assert_eq!(
+        ready["message"],
+        "Helm upgrade succeeded for release flux-system/web.v2 with chart app@1.2.3"
+    );
+    let deployment = deployments.get("web-app").await.unwrap();
+    assert_eq!(deployment.spec.replicas, Some(3));
+
+    // A valuesFrom reference that does not exist: a clear message, revision 2 stays.
+    api.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"spec": {"valuesFrom": [{"kind": "ConfigMap", "name": "web-values"}]}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let ready = condition(&api, "web", "Ready", |c| c["reason"] == "ValuesError").await;
+    assert_eq!(ready["status"], "False");
+    assert_eq!(
+        ready["message"],
+        "could not resolve ConfigMap chart values reference 'flux-system/web-values' with key 'values.yaml': resource not found"
+    );
+    assert_eq!(release_secrets(&client, "web").await.len(), 2);
+    assert_eq!(
+        deployments.get("web-app").await.unwrap().spec.replicas,
+        Some(3)
+    );
+
+    // The ConfigMap appears: the next attempt picks it up (values from it, inline wins).
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "flux-system");
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "web-values", "namespace": "flux-system"},
+        "data": {"values.yaml": "replicaCount: 9\nservice:\n  port: 8080\n"},
+    }))
+    .unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    let ready = condition(&api, "web", "Ready", |c| {
+        c["status"] == "True" && c["message"].as_str().unwrap_or("").contains("web.v3")
+    })
+    .await;
+    assert_eq!(ready["reason"], "UpgradeSucceeded");
+    assert_eq!(
+        deployments.get("web-app").await.unwrap().spec.replicas,
+        Some(3)
+    );
+
+    // Deleting the HelmRelease uninstalls the release.
+    api.delete("web", &DeleteParams::default()).await.unwrap();
+    eventually("web gone", || async {
+        api.get_opt("web").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    assert!(deployments.get_opt("web-app").await.unwrap().is_none());
+    assert!(release_secrets(&client, "web").await.is_empty());
+}
+
+const SCHEMA: &str = r#"{
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "type": "object",
+  "properties": {"replicaCount": {"type": "integer", "minimum": 1}}
+}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_failing_the_schema_name_the_schema_and_keep_the_release() {
+    let (_cluster, client) = start().await;
+    let files = chart_files("app-basic", "app", &[("values.schema.json", SCHEMA)]);
+    let server = serve_chart(&files).await;
+    publish_chart(&client, "app", &server, "1.2.3").await;
+    let api: Api<HelmRelease> = Api::namespaced(client.clone(), "flux-system");
+    api.create(&PostParams::default(), &helm_release("strict", json!({})))
+        .await
+        .unwrap();
+    condition(&api, "strict", "Ready", |c| c["status"] == "True").await;
+
+    api.patch(
+        "strict",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"values": {"replicaCount": 0}}})),
+    )
+    .await
+    .unwrap();
+    let ready = condition(&api, "strict", "Ready", |c| c["reason"] == "UpgradeFailed").await;
+    assert_eq!(ready["status"], "False");
+    let message = ready["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "Helm upgrade failed for release flux-system/strict with chart app@1.2.3: values don't meet the specifications of the schema(s)"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("replicaCount"), "{message}");
+    // Nothing was recorded: revision 1 is still the deployed one.
+    let secrets = release_secrets(&client, "strict").await;
+    assert_eq!(secrets.len(), 1);
+    let hr = api.get("strict").await.unwrap();
+    let history = hr.status.unwrap().history.unwrap();
+    assert_eq!(history[0].version, 1);
+    assert_eq!(history[0].status, "deployed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_install_is_remediated_then_stalls_with_flux_s_message() {
+    let (_cluster, client) = start().await;
+    // The devcluster keeps a Deployment carrying this annotation failing: the install's wait
+    // times out.
+    let deployment = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+  annotations:
+    devcluster.ferroflux.io/fail: "true"
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: broken}
+  template:
+    metadata:
+      labels: {app: broken}
+    spec:
+      containers:
+        - name: app
+          image: example/app:1
+"#;
+    let files = vec![
+        (
+            "app/Chart.yaml".to_string(),
+            "apiVersion: v2\nname: app\nversion: 0.1.0\n".to_string(),
+        ),
+        (
+            "app/templates/deployment.yaml".to_string(),
+            deployment.to_string(),
+        ),
+    ];
+    let server = serve_chart(&files).await;
+    publish_chart(&client, "app", &server, "0.1.0").await;
+    let api: Api<HelmRelease> = Api::namespaced(client.clone(), "flux-system");
+    api.create(
+        &PostParams::default(),
+        &helm_release(
+            "broken",
+            json!({"timeout": "2s", "install": {"remediation": {"retries": 1}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let stalled = condition(&api, "broken", "Stalled", |c| c["status"] == "True").await;
+    assert_eq!(stalled["reason"], "RetriesExceeded");
+    assert_eq!(stalled["message"], "Failed to install after 2 attempt(s)");
+    let hr = api.get("broken").await.unwrap();
+    let conditions = serde_json::to_value(hr.status.clone().unwrap().conditions).unwrap();
+    let find = |t: &str| {
+        conditions
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == t)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(find("Ready")["status"], "False");
+    assert_eq!(find("Released")["reason"], "InstallFailed");
+    assert!(
+        find("Released")["message"].as_str().unwrap().starts_with(
+            "Helm install failed for release flux-system/broken with chart app@0.1.0: "
+        ),
+        "{}",
+        find("Released")
+    );
+    assert_eq!(find("Reconciling"), Value::Null);
+    let status = hr.status.unwrap();
+    assert_eq!(status.install_failures, Some(2));
+    assert_eq!(
+        status.last_attempted_release_action,
+        Some(ferroflux_api::helmrelease::ReleaseAction::Install)
+    );
+}
+
+/// A Kustomization with `wait: true` that applies a HelmRelease is Healthy only once the
+/// HelmRelease is Ready, as in Flux (kstatus reads its Ready and observedGeneration).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_kustomization_waits_for_its_helm_releases() {
+    use crate::harness::{create_git_repository, kustomization, publish, ready_with_reason};
+    use ferroflux_api::Kustomization;
+    let (cluster, client) = start().await;
+    let config = cluster.kube_config().await.unwrap();
+    tokio::spawn(ferroflux_controller::kustomization::reconciler::run(
+        client.clone(),
+        config,
+        ferroflux_controller::KustomizationOptions {
+            requeue_dependency: Duration::from_secs(1),
+            health_poll: Duration::from_millis(100),
+            ..Default::default()
+        },
+    ));
+    let chart = serve_chart(&chart_files("app-basic", "app", &[])).await;
+    let hr = r#"apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: waited
+  namespace: flux-system
+spec:
+  interval: 10m
+  chartRef:
+    kind: HelmChart
+    name: app
+"#;
+    let source = serve_artifact(&[("apps/hr.yaml", hr)]).await;
+    create_git_repository(&client).await;
+    publish(&client, &source, "0123456789abcdef0123456789abcdef01234567").await;
+    let ks_api: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
+    ks_api
+        .create(
+            &PostParams::default(),
+            &kustomization(
+                "apps",
+                "repo",
+                json!({"path": "./apps", "wait": true, "timeout": "3s", "retryInterval": "1s"}),
+            ),
+        )
+        .await
+        .unwrap();
+    // Without its chart the HelmRelease cannot be Ready: the health check must time out.
+    let failed = ready_with_reason(&ks_api, "apps", "HealthCheckFailed").await;
+    assert!(
+        failed["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("HelmRelease"),
+        "{failed}"
+    );
+    let hr_api: Api<HelmRelease> = Api::namespaced(client.clone(), "flux-system");
+    publish_chart(&client, "app", &chart, "1.2.3").await;
+    ready_with_reason(&ks_api, "apps", "ReconciliationSucceeded").await;
+    let hr = hr_api.get("waited").await.unwrap();
+    let ready = hr
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap();
+    assert_eq!(ready.status, "True", "{ready:?}");
+}
