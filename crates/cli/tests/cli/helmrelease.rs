@@ -210,3 +210,53 @@ fn create_helmrelease_applies_and_waits_or_exports() {
     assert!(stdout(&out).starts_with("---\napiVersion: helm.toolkit.fluxcd.io/v2\n"));
     rt.block_on(cl.shutdown());
 }
+
+#[test]
+fn build_and_diff_helmrelease_render_a_local_chart_with_the_cluster_s_values() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (cl, c) = rt.block_on(flux_cluster("staging"));
+    rt.block_on(async {
+        let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(c.clone(), "flux-system");
+        let cm = serde_json::from_value(json!({
+            "metadata": {"name": "web-values", "namespace": "flux-system"},
+            "data": {"values.yaml": "replicaCount: 4\n"},
+        }))
+        .unwrap();
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+        let api: Api<HelmRelease> = Api::namespaced(c.clone(), "flux-system");
+        let hr: HelmRelease = serde_json::from_value(json!({
+            "apiVersion": "helm.toolkit.fluxcd.io/v2",
+            "kind": "HelmRelease",
+            "metadata": {"name": "web", "namespace": "flux-system"},
+            "spec": {"interval": "1m", "chartRef": {"kind": "HelmChart", "name": "app"},
+                "valuesFrom": [{"kind": "ConfigMap", "name": "web-values"}],
+                "values": {"image": {"tag": "v9"}}},
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &hr).await.unwrap();
+    });
+    let kc = kubeconfig(dir.path(), &[&cl]);
+    let chart = format!(
+        "{}/../helm/tests/corpus/app-basic/chart",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = ferroflux(&kc, &["build", "hr", "web", "--path", &chart]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("kind: Deployment"), "{text}");
+    assert!(text.contains("replicas: 4"), "{text}");
+    assert!(text.contains("ghcr.io/example/app:v9"), "{text}");
+    assert!(text.contains("helm.toolkit.fluxcd.io/name: web"), "{text}");
+
+    // Nothing installed yet: every object would be created, exit 1 as flux diff.
+    let out = ferroflux(&kc, &["diff", "hr", "web", "--path", &chart]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("► Deployment/flux-system/web-app created"),
+        "{}",
+        stdout(&out)
+    );
+    rt.block_on(cl.shutdown());
+}
