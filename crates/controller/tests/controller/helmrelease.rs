@@ -482,3 +482,65 @@ spec:
         .unwrap();
     assert_eq!(ready.status, "True", "{ready:?}");
 }
+
+/// `driftDetection.mode: enabled`: a Deployment of the release changed in the cluster is
+/// reported (`Drifted`) and put back at the next reconcile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_is_detected_and_corrected() {
+    let (_cluster, client) = start().await;
+    let server = serve_chart(&chart_files("app-basic", "app", &[])).await;
+    publish_chart(&client, "app", &server, "1.2.3").await;
+    let api: Api<HelmRelease> = Api::namespaced(client.clone(), "flux-system");
+    api.create(
+        &PostParams::default(),
+        &helm_release(
+            "drifty",
+            json!({"values": {"replicaCount": 2}, "driftDetection": {"mode": "enabled"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    condition(&api, "drifty", "Ready", |c| c["status"] == "True").await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "flux-system");
+    let changed = deployments
+        .patch(
+            "drifty-app",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 7}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(changed.spec.replicas, Some(7));
+    api.patch(
+        "drifty",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "now"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    eventually("replicas put back", || async {
+        let d = deployments.get("drifty-app").await.ok()?;
+        (d.spec.replicas == Some(2)).then_some(())
+    })
+    .await;
+    // The correction is reported as Flux reports it.
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(client.clone(), "flux-system");
+    let notes = eventually("drift events", || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        let notes: Vec<String> = list
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("DriftCorrected"))
+            .filter_map(|e| e.message)
+            .collect();
+        (!notes.is_empty()).then_some(notes)
+    })
+    .await;
+    assert!(
+        notes[0].starts_with("Cluster state of release flux-system/drifty.v1 has been corrected:"),
+        "{notes:?}"
+    );
+}
