@@ -17,6 +17,7 @@ pub mod create;
 pub mod demo;
 pub mod dev;
 pub mod diff;
+pub mod envsubst;
 pub mod events;
 pub mod fleet;
 pub mod get;
@@ -82,6 +83,8 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Create or update Flux objects, or print them (`--export`), as `flux create` does.
     Create(create::CreateArgs),
+    /// Substitute `${VAR}` expansions of stdin from the environment, as `flux envsubst` does.
+    Envsubst(envsubst::EnvsubstArgs),
 }
 
 impl Command {
@@ -124,5 +127,6 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Controller(args) => controller::run(args).await,
         Command::Demo(args) => demo::run(args).await,
         Command::Create(args) => create::run(args).await,
+        Command::Envsubst(args) => envsubst::run(args),
     }
 }

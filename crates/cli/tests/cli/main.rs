@@ -16,6 +16,7 @@ mod day2;
 mod day2_controllers;
 mod demo;
 mod dev_up;
+mod envsubst;
 mod fleet_status;
 mod get_bad_input;
 mod helmrelease;
