@@ -6,7 +6,9 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("invalid duration {input:?}: {reason}")]
 pub struct DurationError {
+    /// The string as given.
     pub input: String,
+    /// What is wrong with it.
     pub reason: &'static str,
 }
 

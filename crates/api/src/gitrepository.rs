@@ -85,6 +85,7 @@ fn default_git_timeout() -> Option<String> {
 }
 
 /// The OIDC provider used for authentication.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum GitProvider {
@@ -147,6 +148,7 @@ fn default_verify_mode() -> Option<GitVerificationMode> {
 }
 
 /// What signature verification covers.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[allow(clippy::upper_case_acronyms)]
 pub enum GitVerificationMode {
@@ -165,6 +167,7 @@ pub struct GitRepositoryStatus {
     /// The last successfully produced artifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact: Option<Artifact>,
+    /// Ready, Reconciling, Stalled, FetchFailed, ArtifactInStorage and the verification conditions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// Artifacts of the included repositories.
@@ -176,12 +179,16 @@ pub struct GitRepositoryStatus {
     /// The generation last reconciled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// `spec.ignore` as of the last artifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_ignore: Option<String>,
+    /// `spec.include` as of the last artifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_include: Option<Vec<GitRepositoryInclude>>,
+    /// `spec.recurseSubmodules` as of the last artifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_recurse_submodules: Option<bool>,
+    /// `spec.sparseCheckout` as of the last artifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_sparse_checkout: Option<Vec<String>>,
     /// The verification mode used for the last artifact.

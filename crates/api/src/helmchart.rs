@@ -72,6 +72,7 @@ fn default_version() -> Option<String> {
 }
 
 /// When a HelmChart produces a new artifact.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ReconcileStrategy {
     // A new chart version. (Plain comments: doc comments on the variants would turn the
@@ -83,6 +84,7 @@ pub enum ReconcileStrategy {
 }
 
 /// The kinds a HelmChart can take its chart from.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum HelmChartSourceKind {
     HelmRepository,
@@ -144,6 +146,7 @@ pub struct OciRepositoryVerification {
 }
 
 /// A signature verification tool.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum VerificationProvider {
@@ -188,6 +191,7 @@ pub struct HelmChartStatus {
     /// The last chart built: `<name>-<version>.tgz`, revision = the chart's version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact: Option<Artifact>,
+    /// Ready, Reconciling, Stalled, FetchFailed, BuildFailed and ArtifactInStorage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// The last `reconcile.fluxcd.io/requestedAt` value handled.

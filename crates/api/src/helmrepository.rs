@@ -71,6 +71,7 @@ fn default_provider() -> Option<HelmRepositoryProvider> {
 }
 
 /// The OIDC provider of an OCI Helm repository.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HelmRepositoryProvider {
@@ -81,6 +82,7 @@ pub enum HelmRepositoryProvider {
 }
 
 /// The protocol of a Helm repository.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum HelmRepositoryType {
@@ -124,6 +126,7 @@ pub struct HelmRepositoryStatus {
     /// The last fetched index (`type: default` only), revision `sha256:<hex>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact: Option<Artifact>,
+    /// Ready, Reconciling, Stalled, FetchFailed and ArtifactInStorage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// The last `reconcile.fluxcd.io/requestedAt` value handled.

@@ -5,9 +5,13 @@ use std::fmt;
 /// One object recorded in a Kustomization's inventory (Flux's `ObjMetadata`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectId {
+    /// Empty for cluster-scoped objects.
     pub namespace: String,
+    /// The object's name.
     pub name: String,
+    /// Empty for the core group.
     pub group: String,
+    /// The object's kind.
     pub kind: String,
 }
 
@@ -17,6 +21,7 @@ pub struct ObjectId {
 pub struct ObjectIdError(pub String);
 
 impl ObjectId {
+    /// An id from its four parts.
     pub fn new(
         namespace: impl Into<String>,
         name: impl Into<String>,

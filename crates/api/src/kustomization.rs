@@ -118,6 +118,7 @@ fn default_false() -> Option<bool> {
 }
 
 /// Build metadata kustomize can add.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum BuildMetadata {
@@ -128,8 +129,10 @@ pub enum BuildMetadata {
 /// Labels and annotations added to every applied object.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CommonMetadata {
+    /// Annotations set on every applied object (they win over the manifests').
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, String>>,
+    /// Labels set on every applied object (they win over the manifests').
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<BTreeMap<String, String>>,
 }
@@ -149,6 +152,7 @@ pub struct Decryption {
 }
 
 /// Decryption providers.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DecryptionProvider {
@@ -157,6 +161,7 @@ pub enum DecryptionProvider {
 }
 
 /// What happens to applied objects when the Kustomization is deleted.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum DeletionPolicy {
     /// Delete the objects when `prune` is true, orphan them otherwise.
@@ -171,6 +176,7 @@ pub enum DeletionPolicy {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DependencyReference {
+    /// Name of the Kustomization depended on.
     pub name: String,
     /// Defaults to the namespace of the dependent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -184,12 +190,17 @@ pub struct DependencyReference {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CustomHealthCheck {
+    /// `group/version` of the kind the expressions apply to.
     pub api_version: String,
+    /// CEL expression true when the object is healthy.
     pub current: String,
+    /// CEL expression true when the object has failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// CEL expression true while the object is still progressing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_progress: Option<String>,
+    /// The kind the expressions apply to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
 }
@@ -198,10 +209,14 @@ pub struct CustomHealthCheck {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NamespacedObjectKindReference {
+    /// `group/version` of the object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
+    /// Kind of the object.
     pub kind: String,
+    /// Name of the object.
     pub name: String,
+    /// Defaults to the namespace of the Kustomization.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
 }
@@ -209,7 +224,9 @@ pub struct NamespacedObjectKindReference {
 /// JSON pointers ignored on the objects a selector matches.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct IgnoreRule {
+    /// RFC 6901 JSON pointers of the fields to ignore.
     pub paths: Vec<String>,
+    /// The objects the rule applies to; all when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Selector>,
 }
@@ -218,11 +235,15 @@ pub struct IgnoreRule {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Image {
+    /// Digest that replaces the tag (`sha256:...`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// Image name as written in the manifests.
     pub name: String,
+    /// Name that replaces it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_name: Option<String>,
+    /// Tag that replaces the original one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub new_tag: Option<String>,
 }
@@ -254,6 +275,7 @@ pub struct KubeConfigReference {
 pub struct Patch {
     /// A strategic merge patch or a JSON 6902 patch, as YAML or JSON.
     pub patch: String,
+    /// The objects the patch applies to; for a strategic merge patch, the patch's own kind and name when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Selector>,
 }
@@ -274,6 +296,7 @@ pub struct PostBuild {
 }
 
 /// When substitution runs.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum SubstituteStrategy {
     WithVariables,
@@ -283,7 +306,9 @@ pub enum SubstituteStrategy {
 /// A ConfigMap or Secret holding substitution variables.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SubstituteReference {
+    /// Secret or ConfigMap.
     pub kind: SubstituteKind,
+    /// Name of the object, in the Kustomization's namespace.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
     /// A missing optional object is skipped instead of failing.
@@ -292,6 +317,7 @@ pub struct SubstituteReference {
 }
 
 /// Kinds that can hold substitution variables.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum SubstituteKind {
     #[default]
@@ -303,9 +329,12 @@ pub enum SubstituteKind {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CrossNamespaceSourceReference {
+    /// `group/version` of the source kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
+    /// Kind of the source.
     pub kind: SourceKind,
+    /// Name of the source.
     pub name: String,
     /// Defaults to the namespace of the Kustomization.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -313,6 +342,7 @@ pub struct CrossNamespaceSourceReference {
 }
 
 /// Kinds of sources.
+#[allow(missing_docs)] // Flux's API words; a doc comment on a variant would make the CRD's `enum` a `oneOf`
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum SourceKind {
     OCIRepository,
@@ -323,6 +353,7 @@ pub enum SourceKind {
 }
 
 impl SourceKind {
+    /// The kind as the API spells it.
     pub fn as_str(self) -> &'static str {
         match self {
             SourceKind::OCIRepository => "OCIRepository",
@@ -338,6 +369,7 @@ impl SourceKind {
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("default" = {"observedGeneration": -1}))]
 pub struct KustomizationStatus {
+    /// Ready, Reconciling, Stalled and Healthy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// Recent reconciliations.
@@ -346,6 +378,7 @@ pub struct KustomizationStatus {
     /// The objects applied by the last successful reconciliation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inventory: Option<ResourceInventory>,
+    /// The origin revision (from the artifact's metadata) of the last applied revision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_applied_origin_revision: Option<String>,
     /// The source revision last applied successfully.
@@ -357,6 +390,7 @@ pub struct KustomizationStatus {
     /// The last `reconcile.fluxcd.io/requestedAt` value handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_handled_reconcile_at: Option<String>,
+    /// The generation last reconciled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
 }
@@ -365,27 +399,37 @@ pub struct KustomizationStatus {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
+    /// Digest of the objects applied, `sha256:<hex>`.
     pub digest: String,
+    /// When this digest was first reconciled.
     #[schemars(extend("format" = "date-time"))]
     pub first_reconciled: String,
+    /// When it was last reconciled.
     #[schemars(extend("format" = "date-time"))]
     pub last_reconciled: String,
+    /// How long the last reconciliation took.
     pub last_reconciled_duration: String,
+    /// The Ready reason of the last reconciliation.
     pub last_reconciled_status: String,
+    /// The source revision and other facts of the reconciliations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<BTreeMap<String, String>>,
+    /// How many times this digest was reconciled.
     pub total_reconciliations: i64,
 }
 
 /// The applied objects, by Flux inventory id.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ResourceInventory {
+    /// One entry per applied object.
     pub entries: Vec<ResourceRef>,
 }
 
 /// One inventory entry: `<namespace>_<name>_<group>_<kind>` and the API version.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ResourceRef {
+    /// `<namespace>_<name>_<group>_<kind>`.
     pub id: String,
+    /// The object's API version.
     pub v: String,
 }

@@ -18,11 +18,13 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator whose whole sequence is fixed by `seed`.
     pub fn new(seed: u64) -> Rng {
         // A zero state would stay zero.
         Rng(seed ^ 0x9E37_79B9_7F4A_7C15 | 1)
     }
 
+    /// The next 64 bits of the sequence.
     pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;

@@ -32,7 +32,12 @@ pub mod reason {
 pub enum Error {
     /// The repository URL does not parse or has an unsupported scheme.
     #[error("invalid Helm repository URL '{url}': {detail}")]
-    InvalidUrl { url: String, detail: String },
+    InvalidUrl {
+        /// The URL as written in the spec.
+        url: String,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// A secret's data cannot be used (missing keys, bad PEM).
     #[error("{0}")]
     InvalidSecret(String),
@@ -46,8 +51,11 @@ pub enum Error {
     /// message starts with Flux's summary of it (`invalid chart reference: ...`).
     #[error("{summary}: {detail}")]
     Build {
+        /// The condition reason (Flux's word for the failure).
         reason: &'static str,
+        /// Flux's summary of the failure, which the message starts with.
         summary: &'static str,
+        /// What went wrong, for the user.
         detail: String,
     },
     /// Writing or reading the artifact storage failed.
