@@ -1,6 +1,6 @@
 //! Rust types of the CRDs ferroflux serves, compatible with Flux's APIs.
 //!
-//! Owns: `GitRepository`, `HelmRepository`, `HelmChart` (`source.toolkit.fluxcd.io/v1`),
+//! Owns: `GitRepository`, `HelmRepository`, `HelmChart`, `OCIRepository` (`source.toolkit.fluxcd.io/v1`),
 //! `Kustomization` (`kustomize.toolkit.fluxcd.io/v1`) and `HelmRelease`
 //! (`helm.toolkit.fluxcd.io/v2`) with their specs and statuses, the generated CRD manifests,
 //! the condition types and reasons tooling matches on (and the one setter that writes them),
@@ -18,6 +18,7 @@ pub mod helmrepository;
 pub mod inventory;
 pub mod kustomization;
 pub mod object;
+pub mod ocirepository;
 pub mod revision;
 
 pub use common::{Artifact, LocalObjectReference, SecretKeyReference, Selector};
@@ -28,6 +29,7 @@ pub use helmrepository::{HelmRepository, HelmRepositorySpec, HelmRepositoryStatu
 pub use inventory::{ObjectId, ObjectIdError};
 pub use kustomization::{Kustomization, KustomizationSpec, KustomizationStatus};
 pub use object::FluxObject;
+pub use ocirepository::{OCIRepository, OCIRepositorySpec, OCIRepositoryStatus};
 pub use revision::{Revision, short_revision};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -46,6 +48,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         crd::flux_shaped(HelmRepository::crd()),
         crd::flux_shaped(HelmChart::crd()),
         crd::flux_shaped(HelmRelease::crd()),
+        crd::flux_shaped(OCIRepository::crd()),
     ]
 }
 

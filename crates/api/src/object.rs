@@ -196,3 +196,34 @@ impl FluxObject for crate::HelmRelease {
         format!("applied revision {revision}")
     }
 }
+
+impl FluxObject for crate::OCIRepository {
+    const KIND: &'static str = "OCIRepository";
+    const HUMAN_KIND: &'static str = "source oci";
+    fn suspended(&self) -> bool {
+        self.spec.suspend.unwrap_or(false)
+    }
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or(&[])
+    }
+    fn observed_generation(&self) -> Option<i64> {
+        self.status.as_ref().and_then(|s| s.observed_generation)
+    }
+    fn last_handled_reconcile_at(&self) -> Option<&str> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.last_handled_reconcile_at.as_deref())
+    }
+    fn success_message(&self) -> String {
+        let revision = self
+            .status
+            .as_ref()
+            .and_then(|s| s.artifact.as_ref())
+            .map(|a| a.revision.clone())
+            .unwrap_or_default();
+        format!("fetched revision {revision}")
+    }
+}

@@ -1,7 +1,7 @@
 //! The reconcilers of ferroflux and what they share.
 //!
-//! Owns: the reconcile loops of `GitRepository`, `HelmRepository`, `HelmChart` and
-//! `Kustomization` objects, their scheduling
+//! Owns: the reconcile loops of `GitRepository`, `HelmRepository`, `HelmChart`, `OCIRepository`
+//! and `Kustomization` objects, their scheduling
 //! (interval, retry, `reconcile.fluxcd.io/requestedAt`, `dependsOn`), status conditions and
 //! events, and the steps of a Kustomization's pipeline that are Flux's own rather than
 //! kustomize's or the API server's: fetching and unpacking artifacts, generating a
@@ -30,6 +30,7 @@ pub mod kustomization;
 pub mod leader;
 pub mod manager;
 pub mod metrics;
+pub mod ocirepository;
 mod sourceloop;
 pub mod step;
 pub mod target;

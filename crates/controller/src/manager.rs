@@ -382,6 +382,15 @@ async fn run_controllers(
         state.metrics.clone(),
         fired(stop_rx.clone()),
     );
+    let (_, oci_task) = crate::ocirepository::controller(
+        client.clone(),
+        crate::ocirepository::Options {
+            storage: storage.clone(),
+        },
+        config.source_concurrency,
+        state.metrics.clone(),
+        fired(stop_rx.clone()),
+    );
     let (repo_store, git_task) = gitrepository::controller(
         client.clone(),
         gitrepository::Options {
@@ -392,9 +401,9 @@ async fn run_controllers(
         state.metrics.clone(),
         fired(stop_rx),
     );
-    // The source controllers (Git and Helm) run and stop together.
+    // The source controllers (Git, Helm and OCI) run and stop together.
     let repo_task = async move {
-        futures::join!(git_task, helmrepo_task, helmchart_task);
+        futures::join!(git_task, helmrepo_task, helmchart_task, oci_task);
     };
     state.metrics.watch_kustomizations(ks_store);
     state.metrics.watch_repositories(repo_store);

@@ -103,7 +103,7 @@ pub fn extract_tar(r: impl Read, dest: &Path, max_size: u64) -> Result<ExtractSt
             }
             tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::GNUSparse => {
                 let size = entry.header().size().map_err(layer_err)?;
-                if stats.bytes + size > max_size {
+                if stats.bytes.saturating_add(size) > max_size {
                     return Err(Error::TooLarge {
                         what: "the extracted artifact".into(),
                         limit: max_size,
@@ -115,7 +115,7 @@ pub fn extract_tar(r: impl Read, dest: &Path, max_size: u64) -> Result<ExtractSt
                 let mode = entry.header().mode().unwrap_or(0o644);
                 let mut file = std::fs::File::create(&out).map_err(|e| Error::io(&out, e))?;
                 let written = std::io::copy(
-                    &mut (&mut entry).take(max_size - stats.bytes + 1),
+                    &mut (&mut entry).take((max_size - stats.bytes).saturating_add(1)),
                     &mut file,
                 )
                 .map_err(|e| Error::io(&out, e))?;

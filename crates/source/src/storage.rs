@@ -19,19 +19,30 @@ pub struct ObjectKey {
     pub namespace: String,
     /// The object's name.
     pub name: String,
+    /// The storage folder of the kind (`gitrepository`, `ocirepository`), lowercase as Flux's.
+    kind: &'static str,
 }
 
 impl ObjectKey {
-    /// The key of the object `namespace/name`.
+    /// A GitRepository's key.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectKey::of_kind("gitrepository", namespace, name)
+    }
+    /// The key of an object of another source kind (`kind`: Flux's lowercase folder name).
+    pub fn of_kind(
+        kind: &'static str,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+    ) -> Self {
         ObjectKey {
             namespace: namespace.into(),
             name: name.into(),
+            kind,
         }
     }
-    /// `gitrepository/<ns>/<name>`
+    /// `<kind>/<ns>/<name>`, e.g. `gitrepository/flux-system/fleet`.
     pub fn dir(&self) -> String {
-        format!("gitrepository/{}/{}", self.namespace, self.name)
+        format!("{}/{}/{}", self.kind, self.namespace, self.name)
     }
 }
 

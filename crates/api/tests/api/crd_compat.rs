@@ -338,6 +338,15 @@ fn crd_yaml_stream_holds_both_crds() {
     assert!(yaml.contains("listKind: KustomizationList"));
     assert!(yaml.contains("name: helmrepositories.source.toolkit.fluxcd.io"));
     assert!(yaml.contains("name: helmcharts.source.toolkit.fluxcd.io"));
+    assert!(yaml.contains("name: ocirepositories.source.toolkit.fluxcd.io"));
+}
+
+#[test]
+fn oci_repository_crd_matches_flux() {
+    assert_compatible(
+        "OCIRepository",
+        "source.toolkit.fluxcd.io_ocirepositories.yaml",
+    );
 }
 
 #[test]

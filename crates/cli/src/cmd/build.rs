@@ -38,6 +38,8 @@ enum BuildWhat {
     /// Render a local chart as a HelmRelease of the cluster would release it (beyond flux).
     #[command(visible_alias = "hr")]
     Helmrelease(super::helmrelease_local::LocalChartArgs),
+    /// Pack a local directory as the tar.gz `push artifact` would upload.
+    Artifact(super::artifact::BuildArtifactArgs),
 }
 
 #[derive(Args, Debug)]
@@ -85,6 +87,7 @@ const DOCKERCONFIGJSON: &str = "kubernetes.io/dockerconfigjson";
 pub async fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
     let ks_args = match args.what {
         BuildWhat::Kustomization(ks_args) => ks_args,
+        BuildWhat::Artifact(a) => return super::artifact::build(a).await,
         BuildWhat::Helmrelease(hr) => {
             let timeout = args.kube.timeout;
             let out =

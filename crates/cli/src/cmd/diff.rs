@@ -43,6 +43,8 @@ enum DiffWhat {
     /// Show what releasing a local chart for a HelmRelease would change (beyond flux).
     #[command(visible_alias = "hr")]
     Helmrelease(super::helmrelease_local::LocalChartArgs),
+    /// Compare an OCI artifact's content with a local directory.
+    Artifact(super::artifact::DiffArtifactArgs),
 }
 
 #[derive(Args, Debug)]
@@ -62,10 +64,20 @@ type DiffOutcome = anyhow::Result<(DiffReport, Vec<String>)>;
 
 /// Runs the diff; flux's exit codes: 0 unchanged, 1 changed, 2 error.
 pub async fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
+    if let DiffWhat::Artifact(a) = args.what {
+        return match super::artifact::diff(a).await {
+            Ok(code) => Ok(code),
+            Err(e) => {
+                crate::output::progress::failure(format_args!("{e:#}"));
+                Ok(ExitCode::from(crate::exit::DIFF_ERROR))
+            }
+        };
+    }
     let timeout = args.kube.timeout;
     let work: Pin<Box<dyn Future<Output = DiffOutcome>>> = match &args.what {
         DiffWhat::Kustomization(ks_args) => Box::pin(diff(&ks_args.local, &args.kube)),
         DiffWhat::Helmrelease(hr) => Box::pin(super::helmrelease_local::diff(hr, &args.kube)),
+        DiffWhat::Artifact(_) => unreachable!("handled above"),
     };
     // Ctrl-C drops the diff, and with it the private copy holding decrypted files.
     let outcome = tokio::select! {

@@ -6,7 +6,8 @@ use anyhow::{Context as _, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
 use ferroflux_api::conditions::{READY, find_condition};
 use ferroflux_api::{
-    GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, short_revision,
+    GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, OCIRepository,
+    short_revision,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams};
@@ -59,6 +60,8 @@ enum SourceKind {
     Helm(ListArgs),
     /// HelmChart sources and their status.
     Chart(ListArgs),
+    /// OCIRepository sources and their status.
+    Oci(ListArgs),
     /// Sources of every kind, each name prefixed with its kind.
     All(AllArgs),
 }
@@ -134,6 +137,9 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
             GetWhat::Sources(SourceKind::Chart(list)) if list.watch => {
                 return watch::<HelmChart>(&args.kube, list, chart_row).await;
             }
+            GetWhat::Sources(SourceKind::Oci(list)) if list.watch => {
+                return watch::<OCIRepository>(&args.kube, list, oci_row).await;
+            }
             GetWhat::Sources(SourceKind::All(all)) if all.watch => {
                 return Err(anyhow!("expected a single resource type, but found all"));
             }
@@ -160,6 +166,10 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
             GetWhat::Sources(SourceKind::Chart(list)) => {
                 let items: Vec<HelmChart> = fetch(&client, &args.kube, list).await?;
                 render(&items, list, chart_row)?
+            }
+            GetWhat::Sources(SourceKind::Oci(list)) => {
+                let items: Vec<OCIRepository> = fetch(&client, &args.kube, list).await?;
+                render(&items, list, oci_row)?
             }
             GetWhat::Sources(SourceKind::All(all)) => {
                 let list = all.list_args();
@@ -215,7 +225,20 @@ async fn all_sources(
         .await
         .or_else(crd_missing_is_empty)?;
     out.push_str(&render_all(&charts, list, chart_row)?);
+    let oci: Vec<OCIRepository> = fetch(client, kube, list)
+        .await
+        .or_else(crd_missing_is_empty)?;
+    out.push_str(&render_all(&oci, list, oci_row)?);
     Ok(out)
+}
+
+fn oci_row(o: &OCIRepository) -> Row {
+    let status = o.status.clone().unwrap_or_default();
+    Row {
+        revision: status.artifact.map(|a| a.revision).unwrap_or_default(),
+        suspended: o.spec.suspend.unwrap_or(false),
+        conditions: status.conditions.unwrap_or_default(),
+    }
 }
 
 fn helm_row(h: &HelmRepository) -> Row {

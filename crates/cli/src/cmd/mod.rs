@@ -8,6 +8,7 @@ use clap::{CommandFactory, Subcommand};
 
 use crate::logging::Logging;
 
+pub mod artifact;
 pub mod bootstrap;
 pub mod build;
 pub mod check;
@@ -85,6 +86,14 @@ pub enum Command {
     Create(create::CreateArgs),
     /// Substitute `${VAR}` expansions of stdin from the environment, as `flux envsubst` does.
     Envsubst(envsubst::EnvsubstArgs),
+    /// Push a directory as an OCI artifact, as `flux push artifact` does.
+    Push(artifact::PushArgs),
+    /// Pull an OCI artifact and extract it, as `flux pull artifact` does.
+    Pull(artifact::PullArgs),
+    /// Tag an OCI artifact, as `flux tag artifact` does.
+    Tag(artifact::TagArgs),
+    /// List the artifacts of an OCI repository, as `flux list artifacts` does.
+    List(artifact::ListArgs),
 }
 
 impl Command {
@@ -128,5 +137,9 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Demo(args) => demo::run(args).await,
         Command::Create(args) => create::run(args).await,
         Command::Envsubst(args) => envsubst::run(args),
+        Command::Push(args) => artifact::push(args).await,
+        Command::Pull(args) => artifact::pull(args).await,
+        Command::Tag(args) => artifact::tag(args).await,
+        Command::List(args) => artifact::list(args).await,
     }
 }

@@ -1,5 +1,5 @@
 //! `ferroflux reconcile kustomization NAME [--with-source]`, `reconcile helmrelease NAME [--force]
-//! [--reset]` and `reconcile source git|helm|chart NAME`:
+//! [--reset]` and `reconcile source git|helm|chart|oci NAME`:
 //! ask the controller for an immediate reconciliation (`reconcile.fluxcd.io/requestedAt`), wait
 //! with a spinner until the controller has handled a request (`status.lastHandledReconcileAt`
 //! changed from its value before ours, as flux decides it) and the object is ready, then print
@@ -18,7 +18,9 @@ use anyhow::bail;
 use clap::{Args, Subcommand};
 use ferroflux_api::helmrelease::{FORCE_REQUESTED_AT, RESET_REQUESTED_AT};
 use ferroflux_api::kustomization::SourceKind;
-use ferroflux_api::{GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization};
+use ferroflux_api::{
+    GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, OCIRepository,
+};
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
@@ -68,6 +70,8 @@ enum SourceTarget {
         #[arg(long)]
         with_source: bool,
     },
+    /// Pull an OCIRepository now and wait for its artifact.
+    Oci { name: String },
 }
 
 pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
@@ -90,6 +94,10 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
                     also.push(RESET_REQUESTED_AT);
                 }
                 reconcile_one_with(&cluster, ns, &hr, &also, deadline).await
+            }
+            Target::Source(SourceTarget::Oci { name }) => {
+                let repo: OCIRepository = fluxobj::get_object(&cluster, ns, name).await?;
+                reconcile_one(&cluster, ns, &repo, deadline).await
             }
             Target::Source(SourceTarget::Helm { name }) => {
                 let repo: HelmRepository = fluxobj::get_object(&cluster, ns, name).await?;
@@ -128,13 +136,20 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
                 }
                 if *with_source {
                     let source = &ks.spec.source_ref;
-                    if source.kind != SourceKind::GitRepository {
-                        bail!("cannot reconcile source of kind {}", source.kind.as_str());
-                    }
                     let source_ns = source.namespace.as_deref().unwrap_or(ns);
-                    let repo: GitRepository =
-                        fluxobj::get_object(&cluster, source_ns, &source.name).await?;
-                    reconcile_one(&cluster, source_ns, &repo, deadline).await?;
+                    match source.kind {
+                        SourceKind::GitRepository => {
+                            let repo: GitRepository =
+                                fluxobj::get_object(&cluster, source_ns, &source.name).await?;
+                            reconcile_one(&cluster, source_ns, &repo, deadline).await?;
+                        }
+                        SourceKind::OCIRepository => {
+                            let repo: OCIRepository =
+                                fluxobj::get_object(&cluster, source_ns, &source.name).await?;
+                            reconcile_one(&cluster, source_ns, &repo, deadline).await?;
+                        }
+                        other => bail!("cannot reconcile source of kind {}", other.as_str()),
+                    }
                 }
                 reconcile_one(&cluster, ns, &ks, deadline).await
             }

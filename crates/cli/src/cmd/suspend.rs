@@ -11,7 +11,9 @@ use crate::fluxobj::{self, FluxObject};
 use crate::output::progress;
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
-use ferroflux_api::{GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization};
+use ferroflux_api::{
+    GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, OCIRepository,
+};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use std::process::ExitCode;
@@ -45,6 +47,8 @@ enum SourceTarget {
     Helm(Names),
     /// HelmChart sources.
     Chart(Names),
+    /// OCIRepository sources.
+    Oci(Names),
 }
 
 #[derive(Args, Debug)]
@@ -79,6 +83,9 @@ pub async fn run(args: SuspendArgs, mode: Mode) -> anyhow::Result<ExitCode> {
         }
         Target::Source(SourceTarget::Chart(names)) => {
             act::<HelmChart>(&args.kube, names, mode).await
+        }
+        Target::Source(SourceTarget::Oci(names)) => {
+            act::<OCIRepository>(&args.kube, names, mode).await
         }
     };
     fluxobj::exit_code(result, "the objects stay resumed")

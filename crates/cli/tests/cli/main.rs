@@ -7,6 +7,7 @@ mod objects;
 mod repo;
 mod run;
 
+mod artifact;
 mod bootstrap;
 mod bootstrap_bad_input;
 mod build_diff;

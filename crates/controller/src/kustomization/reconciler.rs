@@ -142,6 +142,9 @@ pub fn controller(
     let by_source = store.clone();
     let revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
     let by_dependency = store.clone();
+    let oci_repositories = Api::<ferroflux_api::OCIRepository>::all(client.clone());
+    let by_oci_source = store.clone();
+    let oci_revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
     let reporter = Reporter {
         controller: "kustomize-controller".into(),
         instance: None,
@@ -170,6 +173,36 @@ pub fn controller(
                     let own = k.namespace().unwrap_or_default();
                     k.spec.source_ref.kind
                         == ferroflux_api::kustomization::SourceKind::GitRepository
+                        && k.spec.source_ref.name == name
+                        && k.spec.source_ref.namespace.as_deref().unwrap_or(&own) == ns
+                })
+                .map(|k| ObjectRef::from_obj(k.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        // The same for OCIRepositories.
+        .watches(oci_repositories, watcher::Config::default(), move |repo| {
+            let ns = repo.namespace().unwrap_or_default();
+            let name = repo.name_any();
+            let revision = repo
+                .status
+                .as_ref()
+                .and_then(|s| s.artifact.as_ref())
+                .map(|a| a.revision.clone());
+            let seen_key = format!("OCIRepository/{}", key(&ns, &name));
+            let changed = match oci_revisions.lock() {
+                Ok(mut seen) => seen.insert(seen_key, revision.clone()) != Some(revision),
+                Err(_) => true,
+            };
+            if !changed {
+                return Vec::new();
+            }
+            by_oci_source
+                .state()
+                .iter()
+                .filter(|k| {
+                    let own = k.namespace().unwrap_or_default();
+                    k.spec.source_ref.kind
+                        == ferroflux_api::kustomization::SourceKind::OCIRepository
                         && k.spec.source_ref.name == name
                         && k.spec.source_ref.namespace.as_deref().unwrap_or(&own) == ns
                 })
@@ -418,12 +451,29 @@ async fn steps(
     })
 }
 
-/// The source's artifact: `spec.sourceRef` must be a GitRepository with an artifact.
+/// The source's artifact: `spec.sourceRef` must be a GitRepository or an OCIRepository with an
+/// artifact.
 async fn source(ks: &Kustomization, ctx: &Context, retry: Duration) -> Result<Artifact, Failure> {
     let ns = ks.namespace().unwrap_or_else(|| "default".into());
     let source = &ks.spec.source_ref;
     let source_ns = source.namespace.clone().unwrap_or(ns);
     let source_id = format!("{}/{}/{}", source.kind.as_str(), source_ns, source.name);
+    if source.kind == SourceKind::OCIRepository {
+        let repos: Api<ferroflux_api::OCIRepository> =
+            Api::namespaced(ctx.client.clone(), &source_ns);
+        let repo = repos
+            .get_opt(&source.name)
+            .await
+            .map_err(|e| format!("Source '{source_id}': {e}"))
+            .or_fail(reason::ARTIFACT_FAILED, retry)?
+            .ok_or_else(|| format!("Source '{source_id}' not found"))
+            .or_fail(reason::ARTIFACT_FAILED, retry)?;
+        return repo
+            .status
+            .and_then(|s| s.artifact)
+            .ok_or("Source is not ready, artifact not found")
+            .or_fail(reason::ARTIFACT_FAILED, retry);
+    }
     if source.kind != SourceKind::GitRepository {
         return Err(Failure::stalled(
             reason::ARTIFACT_FAILED,

@@ -16,3 +16,4 @@ mod kustomization_faults;
 mod kustomization_lifecycle;
 mod kustomization_targets;
 mod manager;
+mod ocirepository;

@@ -1,0 +1,738 @@
+//! The `OCIRepository` reconciler: one pass over one object, as source-controller's steps.
+//!
+//! The registry work is `ferroflux-oci`'s (on a blocking thread under `spec.timeout`): resolve
+//! the ref (digest, else the highest tag in `semver` narrowed by `semverFilter`, else `tag`,
+//! else `latest`), HEAD the manifest, and stop there when the revision
+//! (`<tag>@sha256:<digest>`, or `sha256:<digest>` for a digest ref) is the stored one with the
+//! same `ignore` and `layerSelector` (the no-op poll: one HEAD, plus the tag list for semver).
+//! Otherwise the manifest is fetched, the layer selected by `layerSelector.mediaType` (the first
+//! layer by default) is downloaded digest-checked, and either extracted and packed again with
+//! `.sourceignore`/`spec.ignore` applied (`operation: extract`, the default) or stored as is
+//! (`copy`), under `ocirepository/<ns>/<name>/<digest>.tar.gz`, served by the artifact server.
+//! The manifest's annotations become `status.artifact.metadata`. A failure leaves the last
+//! artifact in storage and in status (consumers keep using it), with Ready=False and the reason.
+//! Cloud providers, `verify`, `proxySecretRef` and `serviceAccountName` answer "not supported
+//! yet" (Stalled).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::events::Recorder;
+use crate::finalizer;
+use crate::metrics::{Metrics, Outcome as MetricOutcome, SOURCE_CONTROLLER};
+use crate::step::{self, Failure};
+use ferroflux_api::conditions::{self, Conditions, reason};
+use ferroflux_api::ocirepository::{OCILayerOperation, OCILayerSelector, OCIProvider};
+use ferroflux_api::{Artifact, OCIRepository, OCIRepositoryStatus, RECONCILE_REQUESTED_AT};
+use ferroflux_oci::{Auth, Client, ClientOptions, DockerConfig, Reference, artifact};
+use ferroflux_source::sourceignore::Rules;
+use ferroflux_source::{KEEP_ARTIFACTS, ObjectKey, Storage};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Reporter};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use std::future::Future;
+use std::pin::Pin;
+
+/// Settings of the OCIRepository controller.
+#[derive(Clone)]
+pub struct Options {
+    /// The artifact storage and the address it is served at.
+    pub storage: Storage,
+}
+
+const FIELD_MANAGER: &str = "gotk-source-controller";
+const KIND: &str = "OCIRepository";
+/// Flux's storage folder of the kind.
+pub const STORAGE_KIND: &str = "ocirepository";
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Flux's reasons specific to OCIRepository.
+pub mod oci_reason {
+    /// The registry could not be read (unreachable, unknown tag, wrong manifest, digest).
+    pub const PULL_FAILED: &str = "OCIArtifactPullFailed";
+    /// The layer could not be selected or extracted.
+    pub const LAYER_FAILED: &str = "OCIArtifactLayerOperationFailed";
+    /// Credentials refused or unusable.
+    pub const AUTH_FAILED: &str = "AuthenticationFailed";
+    /// The URL or ref cannot be used.
+    pub const URL_INVALID: &str = "URLInvalid";
+    /// The spec asks for something ferroflux does not do.
+    pub const UNSUPPORTED: &str = "UnsupportedFeature";
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reconciled {
+    /// When to look again; `None` when the object is gone or suspended.
+    pub requeue_after: Option<Duration>,
+    /// The event emitted, if any: `(type, reason, message)`.
+    pub event: Option<(String, String, String)>,
+}
+
+/// A failure of the API server or the storage (the pass is retried by the loop).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// The Kubernetes API.
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    /// The artifact storage.
+    #[error("storage: {0}")]
+    Source(#[from] ferroflux_source::Error),
+}
+
+/// The outcome of the registry step.
+#[derive(Debug, Clone)]
+pub enum Fetched {
+    /// The revision is the stored one: nothing downloaded.
+    Unchanged,
+    /// A new artifact was stored, with the manifest's annotations.
+    Stored {
+        /// The storage record.
+        artifact: ferroflux_source::Artifact,
+        /// The manifest's annotations (`status.artifact.metadata`).
+        metadata: Option<BTreeMap<String, String>>,
+    },
+}
+
+/// A registry step failure: Flux's reason, the message, and whether only a spec change helps.
+#[derive(Debug, Clone)]
+pub struct FetchError {
+    /// Ready reason.
+    pub reason: &'static str,
+    /// Message for the operator (never a credential).
+    pub message: String,
+    /// Only a change of the object can fix it.
+    pub stalled: bool,
+}
+
+impl FetchError {
+    fn stalled(reason: &'static str, message: impl Into<String>) -> Self {
+        FetchError {
+            reason,
+            message: message.into(),
+            stalled: true,
+        }
+    }
+}
+
+impl From<ferroflux_oci::Error> for FetchError {
+    fn from(e: ferroflux_oci::Error) -> Self {
+        use ferroflux_oci::Error as E;
+        let (reason, stalled) = match &e {
+            E::InvalidReference { .. } => (oci_reason::URL_INVALID, true),
+            E::InvalidCredentials(_) | E::Unauthorized { .. } => (oci_reason::AUTH_FAILED, false),
+            E::LayerNotFound { .. } | E::UnsafeEntry { .. } => (oci_reason::LAYER_FAILED, false),
+            E::TooLarge { what, .. } if what.starts_with("the extracted") => {
+                (oci_reason::LAYER_FAILED, false)
+            }
+            E::Io { .. } => (reason::FAILED, false),
+            _ => (oci_reason::PULL_FAILED, false),
+        };
+        FetchError {
+            reason,
+            message: e.to_string(),
+            stalled,
+        }
+    }
+}
+
+impl From<ferroflux_source::Error> for FetchError {
+    fn from(e: ferroflux_source::Error) -> Self {
+        FetchError {
+            reason: ferroflux_source::reason::STORAGE_OPERATION_FAILED,
+            message: e.to_string(),
+            stalled: false,
+        }
+    }
+}
+
+/// Everything the blocking registry step needs, read from the object and its Secrets.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// `spec.url` parsed (no tag, no digest).
+    pub repository: Reference,
+    /// `spec.url` as written.
+    pub url: String,
+    /// `spec.ref`.
+    pub r#ref: ferroflux_api::ocirepository::OCIRepositoryRef,
+    /// `spec.layerSelector`.
+    pub layer: Option<OCILayerSelector>,
+    /// `spec.ignore`.
+    pub ignore: Option<String>,
+    /// Client settings (credentials, TLS, insecure, timeout).
+    pub client: ClientOptions,
+    /// Storage key of the object.
+    pub key: ObjectKey,
+    /// What the last good pass stored: `(status.artifact, observedIgnore, observedLayerSelector)`.
+    pub previous: Option<(Artifact, Option<String>, Option<OCILayerSelector>)>,
+}
+
+/// Checks the spec before any request: the URL and what ferroflux does not support.
+pub fn validate(obj: &OCIRepository) -> Result<Reference, FetchError> {
+    let spec = &obj.spec;
+    let provider = spec.provider.unwrap_or(OCIProvider::Generic);
+    if provider != OCIProvider::Generic {
+        return Err(FetchError::stalled(
+            oci_reason::UNSUPPORTED,
+            format!(
+                "not supported yet: provider '{}' (only 'generic')",
+                provider.as_str()
+            ),
+        ));
+    }
+    if let Some(v) = &spec.verify {
+        let p = match v.provider {
+            ferroflux_api::ocirepository::VerificationProvider::Cosign => "cosign",
+            ferroflux_api::ocirepository::VerificationProvider::Notation => "notation",
+        };
+        return Err(FetchError::stalled(
+            oci_reason::UNSUPPORTED,
+            format!("not supported yet: verify with {p}"),
+        ));
+    }
+    if spec.proxy_secret_ref.is_some() {
+        return Err(FetchError::stalled(
+            oci_reason::UNSUPPORTED,
+            "not supported yet: proxySecretRef",
+        ));
+    }
+    if spec.service_account_name.is_some() {
+        return Err(FetchError::stalled(
+            oci_reason::UNSUPPORTED,
+            "not supported yet: serviceAccountName (use secretRef)",
+        ));
+    }
+    if !spec.url.starts_with("oci://") {
+        return Err(FetchError::stalled(
+            oci_reason::URL_INVALID,
+            format!(
+                "URL must be in format 'oci://<domain>/<org>/<repo>': {}",
+                spec.url
+            ),
+        ));
+    }
+    let r = Reference::parse(&spec.url).map_err(FetchError::from)?;
+    if r.tag.is_some() || r.digest.is_some() {
+        return Err(FetchError::stalled(
+            oci_reason::URL_INVALID,
+            format!(
+                "URL must not name a tag or digest (use spec.ref): {}",
+                spec.url
+            ),
+        ));
+    }
+    if let Some(d) = spec.r#ref.as_ref().and_then(|r| r.digest.as_deref())
+        && !ferroflux_oci::valid_digest(d)
+    {
+        return Err(FetchError::stalled(
+            oci_reason::URL_INVALID,
+            format!("spec.ref.digest {d:?} is not a sha256 digest"),
+        ));
+    }
+    Ok(r)
+}
+
+/// Flux's revision: `<tag>@sha256:<hex>`, or the digest alone for a digest ref.
+pub fn revision(tag: Option<&str>, digest: &str) -> String {
+    match tag {
+        Some(t) => format!("{t}@{digest}"),
+        None => digest.to_string(),
+    }
+}
+
+/// The registry step: resolve, HEAD, and download and store only when the revision changed.
+pub fn fetch(req: &Request, storage: &Storage) -> Result<Fetched, FetchError> {
+    let client = Client::for_reference(&req.repository, req.client.clone())?;
+    let (target, tag) = if let Some(d) = &req.r#ref.digest {
+        (req.repository.with_digest(d), None)
+    } else if let Some(range) = &req.r#ref.semver {
+        let tags = client.list_tags(&req.repository.repository)?;
+        let t = ferroflux_oci::tags::pick_semver(
+            &req.repository.repo_url(),
+            &tags,
+            range,
+            req.r#ref.semver_filter.as_deref(),
+        )?;
+        (req.repository.with_tag(&t), Some(t))
+    } else {
+        let t = req.r#ref.tag.clone().unwrap_or_else(|| "latest".into());
+        (req.repository.with_tag(&t), Some(t))
+    };
+    let head = client.head_manifest(&target)?;
+    let rev = revision(tag.as_deref(), &head.digest);
+    if let Some((prev, ignore, layer)) = &req.previous
+        && prev.revision == rev
+        && *ignore == req.ignore
+        && *layer == req.layer
+        && storage.exists(&prev.path)
+    {
+        return Ok(Fetched::Unchanged);
+    }
+    // Pin the digest the HEAD saw, so a tag moved meanwhile cannot mix two artifacts.
+    let pinned = target.with_digest(&head.digest);
+    let resolved = artifact::resolve(&client, &pinned)?;
+    let media_type = req.layer.as_ref().and_then(|l| l.media_type.as_deref());
+    let layer = artifact::select_layer(&target, &resolved.manifest, media_type)?.clone();
+    let blob = artifact::fetch_layer(
+        &client,
+        &pinned,
+        &layer,
+        ferroflux_source::DEFAULT_MAX_ARTIFACT_SIZE,
+    )?;
+    let file_name = format!("{}.tar.gz", head.digest.trim_start_matches("sha256:"));
+    let copy = req
+        .layer
+        .as_ref()
+        .and_then(|l| l.operation)
+        .is_some_and(|o| o == OCILayerOperation::Copy);
+    let (path, digest, size, ()) = if copy {
+        storage.write_atomic(&req.key, &file_name, |w| {
+            let mut blob = blob;
+            std::io::copy(&mut blob, w)
+                .map_err(|e| ferroflux_source::Error::Archive(e.to_string()))?;
+            Ok(())
+        })?
+    } else {
+        let dir = tempfile::tempdir().map_err(|e| FetchError {
+            reason: reason::FAILED,
+            message: format!("cannot create a temporary directory: {e}"),
+            stalled: false,
+        })?;
+        ferroflux_oci::extract::extract_tar_gz(
+            std::io::BufReader::with_capacity(256 * 1024, blob),
+            dir.path(),
+            ferroflux_source::DEFAULT_MAX_ARTIFACT_SIZE,
+        )?;
+        let extra: Vec<String> = req.ignore.iter().cloned().collect();
+        let rules = Rules::load_dir(dir.path(), &extra).map_err(|e| FetchError {
+            reason: oci_reason::LAYER_FAILED,
+            message: e.to_string(),
+            stalled: false,
+        })?;
+        let exclude = |p: &Path, is_dir: bool| rules.excluded_path(p, is_dir);
+        let mut packed = Ok(());
+        let out = storage.write_atomic(&req.key, &file_name, |w| {
+            packed = artifact::pack_dir(dir.path(), &exclude, w).map(|_| ());
+            packed
+                .as_ref()
+                .map_err(|e| ferroflux_source::Error::Archive(e.to_string()))
+                .map(|_| ())
+        });
+        packed?;
+        out?
+    };
+    let removed = storage.garbage_collect(&req.key, &path, KEEP_ARTIFACTS)?;
+    if !removed.is_empty() {
+        tracing::debug!(?removed, "garbage-collected OCI artifacts");
+    }
+    let metadata =
+        (!resolved.manifest.annotations.is_empty()).then_some(resolved.manifest.annotations);
+    Ok(Fetched::Stored {
+        artifact: ferroflux_source::Artifact {
+            url: storage.url_for(&path),
+            path,
+            revision: rev,
+            digest,
+            size,
+            last_update_time: std::time::SystemTime::now(),
+        },
+        metadata,
+    })
+}
+
+/// The result folded into the status as source-controller does (pure, tested without a cluster).
+pub fn apply_result(
+    status: &mut OCIRepositoryStatus,
+    obj: &OCIRepository,
+    result: &Result<Fetched, FetchError>,
+    now: Timestamp,
+) -> Option<(String, String, String)> {
+    let mut conds = Conditions::of(&mut status.conditions, obj.metadata.generation, now);
+    let event;
+    match result {
+        Ok(fetched) => {
+            if let Fetched::Stored {
+                artifact: a,
+                metadata,
+            } = fetched
+            {
+                status.artifact = Some(Artifact {
+                    digest: a.digest.clone(),
+                    last_update_time: now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                    metadata: metadata.clone(),
+                    path: a.path.clone(),
+                    revision: a.revision.clone(),
+                    size: Some(a.size as i64),
+                    url: a.url.clone(),
+                });
+            }
+            let rev = status
+                .artifact
+                .as_ref()
+                .map(|a| a.revision.clone())
+                .unwrap_or_default();
+            let msg = format!("stored artifact for digest '{rev}'");
+            conds
+                .mark_true(conditions::READY, reason::SUCCEEDED, &msg)
+                .mark_true(conditions::ARTIFACT_IN_STORAGE, reason::SUCCEEDED, &msg)
+                .delete(conditions::FETCH_FAILED)
+                .delete(conditions::STALLED)
+                .delete(conditions::RECONCILING)
+                .delete(conditions::STORAGE_OPERATION_FAILED);
+            event = match fetched {
+                Fetched::Stored { .. } => Some((
+                    "Normal".to_string(),
+                    reason::NEW_ARTIFACT.to_string(),
+                    format!(
+                        "stored artifact with revision '{rev}' from '{}'",
+                        obj.spec.url
+                    ),
+                )),
+                Fetched::Unchanged => None,
+            };
+            status.observed_ignore = obj.spec.ignore.clone();
+            status.observed_layer_selector = obj.spec.layer_selector.clone();
+            status.url = Some(obj.spec.url.clone());
+        }
+        Err(e) => {
+            let failed_type = if e.reason == ferroflux_source::reason::STORAGE_OPERATION_FAILED {
+                conditions::STORAGE_OPERATION_FAILED
+            } else {
+                conditions::FETCH_FAILED
+            };
+            conds
+                .mark_true(failed_type, e.reason, &e.message)
+                .mark_false(conditions::READY, e.reason, &e.message);
+            if e.stalled {
+                conds.mark_stalled(e.reason, &e.message);
+            } else {
+                conds.delete(conditions::STALLED);
+            }
+            conds.delete(conditions::RECONCILING);
+            event = Some((
+                "Warning".to_string(),
+                e.reason.to_string(),
+                e.message.clone(),
+            ));
+        }
+    }
+    status.observed_generation = obj.metadata.generation;
+    event
+}
+
+fn secret_data(secret: Secret) -> BTreeMap<String, Vec<u8>> {
+    secret
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .chain(
+            secret
+                .string_data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.into_bytes())),
+        )
+        .collect()
+}
+
+async fn read_secret(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<BTreeMap<String, Vec<u8>>, FetchError> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
+    let secret = secrets.get(name).await.map_err(|e| FetchError {
+        reason: oci_reason::AUTH_FAILED,
+        message: format!("failed to get secret '{ns}/{name}': {e}"),
+        stalled: false,
+    })?;
+    Ok(secret_data(secret))
+}
+
+/// Builds the client settings from `secretRef` (docker config JSON) and `certSecretRef`.
+async fn client_options(
+    client: &kube::Client,
+    obj: &OCIRepository,
+    ns: &str,
+    registry: &str,
+    timeout: Duration,
+) -> Result<ClientOptions, FetchError> {
+    let mut opts = ClientOptions {
+        insecure: obj.spec.insecure.unwrap_or(false),
+        timeout,
+        ..Default::default()
+    };
+    if let Some(r) = &obj.spec.secret_ref {
+        let data = read_secret(client, ns, &r.name).await?;
+        let json = data
+            .get(".dockerconfigjson")
+            .or_else(|| data.get(".dockercfg"))
+            .ok_or_else(|| FetchError {
+                reason: oci_reason::AUTH_FAILED,
+                message: format!(
+                    "secret '{ns}/{}' has no '.dockerconfigjson' key (a kubernetes.io/dockerconfigjson Secret is expected)",
+                    r.name
+                ),
+                stalled: false,
+            })?;
+        opts.auth = DockerConfig::parse(json)
+            .map_err(|e| FetchError {
+                reason: oci_reason::AUTH_FAILED,
+                message: format!("secret '{ns}/{}': {e}", r.name),
+                stalled: false,
+            })?
+            .for_registry(registry);
+    } else {
+        opts.auth = Auth::Anonymous;
+    }
+    if let Some(r) = &obj.spec.cert_secret_ref {
+        let data = read_secret(client, ns, &r.name).await?;
+        opts.ca_pem = data.get("ca.crt").or_else(|| data.get("caFile")).cloned();
+        let cert = data.get("tls.crt").or_else(|| data.get("certFile"));
+        let key = data.get("tls.key").or_else(|| data.get("keyFile"));
+        if let (Some(c), Some(k)) = (cert, key) {
+            opts.client_cert = Some((c.clone(), k.clone()));
+        }
+    }
+    Ok(opts)
+}
+
+/// One reconcile of `ns/name`.
+pub async fn reconcile(
+    client: &kube::Client,
+    settings: &Options,
+    ns: &str,
+    name: &str,
+) -> Result<Reconciled, ReconcileError> {
+    let api: Api<OCIRepository> = Api::namespaced(client.clone(), ns);
+    let Some(obj) = api.get_opt(name).await? else {
+        return Ok(Reconciled {
+            requeue_after: None,
+            event: None,
+        });
+    };
+    let key = ObjectKey::of_kind(STORAGE_KIND, ns, name);
+    if obj.metadata.deletion_timestamp.is_some() {
+        settings.storage.remove_all(&key)?;
+        finalizer::remove(&api, &obj).await?;
+        return Ok(Reconciled {
+            requeue_after: None,
+            event: None,
+        });
+    }
+    finalizer::ensure(&api, &obj).await?;
+    let interval = ferroflux_api::duration::parse_duration(&obj.spec.interval)
+        .unwrap_or(Duration::from_secs(600));
+    if obj.spec.suspend == Some(true) {
+        return Ok(Reconciled {
+            requeue_after: None,
+            event: None,
+        });
+    }
+    let timeout = obj
+        .spec
+        .timeout
+        .as_deref()
+        .and_then(|t| ferroflux_api::duration::parse_duration(t).ok())
+        .unwrap_or(DEFAULT_TIMEOUT);
+
+    let result = async {
+        let repository = validate(&obj)?;
+        let opts = client_options(client, &obj, ns, &repository.registry, timeout).await?;
+        let previous = obj.status.as_ref().and_then(|s| {
+            s.artifact.clone().map(|a| {
+                (
+                    a,
+                    s.observed_ignore.clone(),
+                    s.observed_layer_selector.clone(),
+                )
+            })
+        });
+        let req = Request {
+            repository,
+            url: obj.spec.url.clone(),
+            r#ref: obj.spec.r#ref.clone().unwrap_or_default(),
+            layer: obj.spec.layer_selector.clone(),
+            ignore: obj.spec.ignore.clone(),
+            client: opts,
+            key: key.clone(),
+            previous,
+        };
+        let storage = settings.storage.clone();
+        let task = tokio::task::spawn_blocking(move || fetch(&req, &storage));
+        match tokio::time::timeout(timeout, task).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(join)) => Err(FetchError {
+                reason: oci_reason::PULL_FAILED,
+                message: format!("the pull task failed: {join}"),
+                stalled: false,
+            }),
+            Err(_) => Err(FetchError {
+                reason: oci_reason::PULL_FAILED,
+                message: format!(
+                    "timed out after {}",
+                    ferroflux_api::duration::format_duration(timeout)
+                ),
+                stalled: false,
+            }),
+        }
+    }
+    .await;
+
+    let mut status = obj.status.clone().unwrap_or_default();
+    let now = Timestamp::now();
+    let event = apply_result(&mut status, &obj, &result, now);
+    match &result {
+        Ok(fetched) => {
+            let changes = match fetched {
+                Fetched::Stored { .. } => "new artifact stored",
+                Fetched::Unchanged => "artifact up to date",
+            };
+            let rev = status
+                .artifact
+                .as_ref()
+                .map(|a| a.revision.as_str())
+                .unwrap_or_default();
+            step::log_success(KIND, ns, name, rev, changes);
+        }
+        Err(e) => {
+            let failure = if e.stalled {
+                Failure::stalled(e.reason, e.message.clone(), interval)
+            } else {
+                Failure::retry(e.reason, e.message.clone(), interval)
+            };
+            step::log_failure(KIND, ns, name, &failure);
+        }
+    }
+    if let Some(requested) = obj
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(RECONCILE_REQUESTED_AT))
+    {
+        status.last_handled_reconcile_at = Some(requested.clone());
+    }
+    let patch = serde_json::json!({ "status": status });
+    api.patch_status(
+        name,
+        &PatchParams::apply(FIELD_MANAGER),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(Reconciled {
+        requeue_after: Some(interval),
+        event,
+    })
+}
+
+struct LoopContext {
+    client: kube::Client,
+    settings: Options,
+    recorder: Recorder,
+    metrics: Arc<Metrics>,
+}
+
+/// The OCIRepository controller: its cache and the future running [`reconcile`] for every
+/// object on its interval, on changes and on `reconcile.fluxcd.io/requestedAt`, until
+/// `shutdown` resolves.
+pub fn controller(
+    client: kube::Client,
+    settings: Options,
+    concurrency: u16,
+    metrics: Arc<Metrics>,
+    shutdown: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
+) -> (
+    Store<OCIRepository>,
+    Pin<Box<dyn Future<Output = ()> + Send>>,
+) {
+    let api = Api::<OCIRepository>::all(client.clone());
+    let controller = Controller::new(api, watcher::Config::default())
+        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency.max(1)));
+    let store = controller.store();
+    let reporter = Reporter {
+        controller: "source-controller".into(),
+        instance: None,
+    };
+    let context = Arc::new(LoopContext {
+        recorder: Recorder::new(client.clone(), reporter),
+        client,
+        settings,
+        metrics,
+    });
+    let task = controller
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile_loop_item, loop_error_policy, context)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "ocirepository reconcile error");
+            }
+        });
+    (store, Box::pin(task))
+}
+
+async fn reconcile_loop_item(
+    repo: Arc<OCIRepository>,
+    ctx: Arc<LoopContext>,
+) -> Result<Action, ReconcileError> {
+    let _active = ctx.metrics.start(SOURCE_CONTROLLER);
+    let started = std::time::Instant::now();
+    let ns = repo.namespace().unwrap_or_else(|| "default".into());
+    let name = repo.name_any();
+    let result = reconcile(&ctx.client, &ctx.settings, &ns, &name).await;
+    let outcome = match &result {
+        Ok(r) if r.event.as_ref().is_some_and(|(t, _, _)| t == "Warning") => MetricOutcome::Requeue,
+        Ok(_) => MetricOutcome::Success,
+        Err(_) => MetricOutcome::Error,
+    };
+    ctx.metrics.record(
+        SOURCE_CONTROLLER,
+        KIND,
+        &ns,
+        &name,
+        started.elapsed(),
+        outcome,
+    );
+    let reconciled = result?;
+    if let Some((type_, reason, note)) = reconciled.event {
+        let event = Event {
+            type_: if type_ == "Warning" {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason,
+            note: Some(note),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(e) = ctx.recorder.publish(&event, &repo.object_ref(&())).await {
+            tracing::debug!(error = %e, "failed to publish event");
+        }
+    }
+    Ok(match reconciled.requeue_after {
+        Some(after) => Action::requeue(after),
+        None => Action::await_change(),
+    })
+}
+
+fn loop_error_policy(
+    repo: Arc<OCIRepository>,
+    error: &ReconcileError,
+    _ctx: Arc<LoopContext>,
+) -> Action {
+    tracing::warn!(
+        ocirepository = %format!("{}/{}", repo.namespace().unwrap_or_default(), repo.name_any()),
+        error = %error,
+        "reconcile failed"
+    );
+    Action::requeue(Duration::from_secs(5))
+}
