@@ -84,6 +84,8 @@ pub fn extract_tar(r: impl Read, dest: &Path, max_size: u64) -> Result<ExtractSt
     let mut archive = tar::Archive::new(r);
     let mut stats = ExtractStats::default();
     let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
+    // Consecutive files of one directory create it once (a tarball lists a folder's files together).
+    let mut last_dir: Option<PathBuf> = None;
     let layer_err = |e: std::io::Error| Error::Io {
         path: "the layer's tarball".into(),
         source: e,
@@ -109,8 +111,11 @@ pub fn extract_tar(r: impl Read, dest: &Path, max_size: u64) -> Result<ExtractSt
                         limit: max_size,
                     });
                 }
-                if let Some(parent) = out.parent() {
+                if let Some(parent) = out.parent()
+                    && last_dir.as_deref() != Some(parent)
+                {
                     std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+                    last_dir = Some(parent.to_path_buf());
                 }
                 let mode = entry.header().mode().unwrap_or(0o644);
                 let mut file = std::fs::File::create(&out).map_err(|e| Error::io(&out, e))?;
