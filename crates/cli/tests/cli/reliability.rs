@@ -17,11 +17,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::repo::Repo;
-use ferroflux_api::{GitRepository, Kustomization};
+use ferroflux_api::{GitRepository, Kustomization, OCIRepository};
 use ferroflux_devcluster::{
     Config, DevCluster, FaultAction, FaultConfig, FaultRule, RunningCluster,
 };
-use ferroflux_testkit::{Auth, GitHttpServer, make_tls};
+use ferroflux_testkit::{Auth, GitHttpServer, Registry, RegistryOptions, make_tls};
 use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
@@ -972,9 +972,10 @@ fn b64(s: &str) -> String {
 
 /// Issue 20: no secret in logs, Events, status or metrics. The fleet example (the demo's
 /// repository) is served over https with basic auth, with a SOPS-encrypted Secret and a
-/// `postBuild.substituteFrom` Secret added to staging's apps; the controller runs at debug log
-/// level. Once everything is Ready, and again after two failures that handle secrets (a wrong
-/// Git password, a wrong age key), every line of the controller's log, every Event, every
+/// `postBuild.substituteFrom` Secret added to staging's apps, and an OCIRepository pulls from a
+/// registry with a password (docker config Secret); the controller runs at debug log level. Once
+/// everything is Ready, and again after three failures that handle secrets (a wrong Git
+/// password, a wrong age key, a wrong registry password), every line of the controller's log, every Event, every
 /// object of every kind (Secrets without their data) and `/metrics` are searched for each
 /// secret value, as written and base64-encoded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1124,6 +1125,75 @@ async fn no_secret_reaches_logs_events_status_or_metrics() {
     for name in ["flux-system", "infrastructure", "apps"] {
         ready(name).await;
     }
+
+    // Registry credentials: an OCIRepository pulling, with a docker config Secret, from a
+    // registry that wants a password.
+    let registry_password = unique("registry-pass-");
+    let registry = Registry::start(RegistryOptions {
+        basic_auth: Some(("flux".into(), registry_password.clone())),
+        ..Default::default()
+    });
+    let artifact = tempfile::tempdir().unwrap();
+    std::fs::write(
+        artifact.path().join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-oci\ndata:\n  k: v\n",
+    )
+    .unwrap();
+    let oci_url = format!("oci://{}/fleet/extra", registry.host());
+    let pushed = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args(["push", "artifact", &format!("{oci_url}:v1"), "--path"])
+        .arg(artifact.path())
+        .args(["--source", "test", "--revision", "v1", "--creds"])
+        .arg(format!("flux:{registry_password}"))
+        .output()
+        .unwrap();
+    assert!(
+        pushed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pushed.stderr)
+    );
+    let docker_config = |password: &str| {
+        json!({"auths": {registry.host(): {"username": "flux", "password": password}}}).to_string()
+    };
+    let regcred: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "regcred", "namespace": "flux-system"},
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": docker_config(&registry_password)},
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &regcred)
+        .await
+        .unwrap();
+    let ocis: Api<OCIRepository> = Api::namespaced(fleet.client.clone(), "flux-system");
+    let oci: OCIRepository = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+        "metadata": {"name": "extra", "namespace": "flux-system"},
+        "spec": {"interval": "2s", "url": oci_url, "ref": {"tag": "v1"},
+                 "secretRef": {"name": "regcred"}},
+    }))
+    .unwrap();
+    ocis.create(&PostParams::default(), &oci).await.unwrap();
+    let oci_ready = |want: &'static str| {
+        let ocis = ocis.clone();
+        async move {
+            wait_for(
+                &format!("OCIRepository Ready={want}"),
+                Duration::from_secs(60),
+                || async {
+                    let value = serde_json::to_value(ocis.get("extra").await.ok()?).ok()?;
+                    let ready = value["status"]["conditions"]
+                        .as_array()?
+                        .iter()
+                        .find(|c| c["type"] == "Ready")?
+                        .clone();
+                    (ready["status"] == want).then_some(())
+                },
+            )
+            .await
+        }
+    };
+    oci_ready("True").await;
     // The secrets reached the cluster decrypted and substituted: they were really handled.
     let podinfo: Api<Secret> = Api::namespaced(fleet.client.clone(), "podinfo");
     let value = |s: Secret, key: &str| String::from_utf8(s.data.unwrap()[key].0.clone()).unwrap();
@@ -1153,6 +1223,15 @@ async fn no_secret_reaches_logs_events_status_or_metrics() {
             "sops-age",
             &PatchParams::default(),
             &Patch::Merge(json!({"stringData": {"age.agekey": other_key}})),
+        )
+        .await
+        .unwrap();
+    secrets
+        .patch(
+            "regcred",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {
+                ".dockerconfigjson": docker_config(&format!("wrong-{registry_password}"))}})),
         )
         .await
         .unwrap();
@@ -1195,6 +1274,8 @@ async fn no_secret_reaches_logs_events_status_or_metrics() {
         },
     )
     .await;
+
+    oci_ready("False").await;
 
     // Everything written, searched for every secret, as is and base64-encoded.
     let mut written: Vec<(String, String)> = Vec::new();
@@ -1244,7 +1325,16 @@ async fn no_secret_reaches_logs_events_status_or_metrics() {
         "the log is at debug level"
     );
     let mut leaks = Vec::new();
-    for secret in [&git_password, &db_password, &api_token, &age_secret] {
+    // The form a docker config's `auth` field takes.
+    let registry_login = format!("flux:{registry_password}");
+    for secret in [
+        &git_password,
+        &db_password,
+        &api_token,
+        &age_secret,
+        &registry_password,
+        &registry_login,
+    ] {
         for form in [secret.clone(), b64(secret)] {
             for (what, text) in &written {
                 if text.contains(&form) {
