@@ -69,7 +69,7 @@ impl Registry {
     fn spawn(&mut self) {
         let d = self.dir.path();
         let mut config = format!(
-            "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{}\n",
+            "version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:{}\n",
             d.join("data").display(),
             self.port
         );
@@ -107,26 +107,32 @@ impl Registry {
         self.wait_listening();
     }
 
-    /// Waits for the listening socket (the registry binds it once its storage is ready); the
-    /// bound only stops a broken test from hanging.
+    /// Waits until the registry says it listens (its log's `listening on` line, written once
+    /// the socket is bound). A connect alone is not proof: while tests run in parallel another
+    /// test's short-lived listener may hold the port the registry failed to bind. A registry
+    /// that could not bind its port is started again on a new one; the bound only stops a broken
+    /// test from hanging.
     fn wait_listening(&mut self) {
         let start = Instant::now();
+        let log_path = self.dir.path().join("registry.log");
         loop {
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return;
-            }
-            if let Some(c) = self.child.as_mut()
-                && let Ok(Some(status)) = c.try_wait()
-            {
-                panic!(
-                    "docker-registry exited ({status}): {}",
-                    std::fs::read_to_string(self.dir.path().join("registry.log"))
-                        .unwrap_or_default()
-                );
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let exited = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
+            match exited {
+                None if log.contains("listening on") => return,
+                None => {}
+                Some(_) if log.contains("address already in use") => {
+                    self.port = free_port();
+                    return self.spawn();
+                }
+                Some(status) => panic!("docker-registry exited ({status}): {log}"),
             }
             assert!(
                 start.elapsed() < Duration::from_secs(30),
-                "docker-registry did not listen"
+                "docker-registry did not listen: {log}"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
