@@ -90,7 +90,7 @@ pub fn save(path: &Path, identity: &Identity) -> Result<(), Error> {
     };
     let text = serde_json::to_vec_pretty(&disk)
         .map_err(|e| write_err(std::io::Error::other(e.to_string())))?;
-    let tmp = path.with_extension("identity.json.tmp");
+    let tmp = path.with_extension("json.tmp");
     {
         use std::io::Write as _;
         let mut options = std::fs::OpenOptions::new();
