@@ -19,9 +19,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::events::Recorder;
 use crate::finalizer;
-use crate::metrics::{Metrics, Outcome as MetricOutcome, SOURCE_CONTROLLER};
+pub use crate::gitrepository::Reconciled;
+use crate::metrics::{Metrics, SOURCE_CONTROLLER};
+use crate::sourceloop;
 use crate::step::{self, Failure};
 use ferroflux_api::conditions::{self, Conditions, reason};
 use ferroflux_api::ocirepository::{OCILayerOperation, OCILayerSelector, OCIProvider};
@@ -29,15 +30,10 @@ use ferroflux_api::{Artifact, OCIRepository, OCIRepositoryStatus, RECONCILE_REQU
 use ferroflux_oci::{Auth, Client, ClientOptions, DockerConfig, Reference, artifact};
 use ferroflux_source::sourceignore::Rules;
 use ferroflux_source::{KEEP_ARTIFACTS, ObjectKey, Storage};
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Reporter};
 use kube::runtime::reflector::Store;
-use kube::runtime::watcher;
-use kube::{Resource, ResourceExt};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -66,15 +62,6 @@ pub mod oci_reason {
     pub const URL_INVALID: &str = "URLInvalid";
     /// The spec asks for something ferroflux does not do.
     pub const UNSUPPORTED: &str = "UnsupportedFeature";
-}
-
-/// What one pass did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reconciled {
-    /// When to look again; `None` when the object is gone or suspended.
-    pub requeue_after: Option<Duration>,
-    /// The event emitted, if any: `(type, reason, message)`.
-    pub event: Option<(String, String, String)>,
 }
 
 /// A failure of the API server or the storage (the pass is retried by the loop).
@@ -634,16 +621,9 @@ pub async fn reconcile(
     })
 }
 
-struct LoopContext {
-    client: kube::Client,
-    settings: Options,
-    recorder: Recorder,
-    metrics: Arc<Metrics>,
-}
-
 /// The OCIRepository controller: its cache and the future running [`reconcile`] for every
 /// object on its interval, on changes and on `reconcile.fluxcd.io/requestedAt`, until
-/// `shutdown` resolves.
+/// `shutdown` resolves (the source loop the Helm sources share).
 pub fn controller(
     client: kube::Client,
     settings: Options,
@@ -654,85 +634,24 @@ pub fn controller(
     Store<OCIRepository>,
     Pin<Box<dyn Future<Output = ()> + Send>>,
 ) {
-    let api = Api::<OCIRepository>::all(client.clone());
-    let controller = Controller::new(api, watcher::Config::default())
-        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency.max(1)));
-    let store = controller.store();
-    let reporter = Reporter {
-        controller: "source-controller".into(),
-        instance: None,
-    };
-    let context = Arc::new(LoopContext {
-        recorder: Recorder::new(client.clone(), reporter),
-        client,
-        settings,
-        metrics,
-    });
-    let task = controller
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile_loop_item, loop_error_policy, context)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "ocirepository reconcile error");
-            }
+    let c = client.clone();
+    let run: sourceloop::ReconcileFn = Arc::new(move |ns: String, name: String| {
+        let client = c.clone();
+        let settings = settings.clone();
+        let pass: sourceloop::Pass = Box::pin(async move {
+            reconcile(&client, &settings, &ns, &name)
+                .await
+                .map_err(|e| e.to_string())
         });
-    (store, Box::pin(task))
-}
-
-async fn reconcile_loop_item(
-    repo: Arc<OCIRepository>,
-    ctx: Arc<LoopContext>,
-) -> Result<Action, ReconcileError> {
-    let _active = ctx.metrics.start(SOURCE_CONTROLLER);
-    let started = std::time::Instant::now();
-    let ns = repo.namespace().unwrap_or_else(|| "default".into());
-    let name = repo.name_any();
-    let result = reconcile(&ctx.client, &ctx.settings, &ns, &name).await;
-    let outcome = match &result {
-        Ok(r) if r.event.as_ref().is_some_and(|(t, _, _)| t == "Warning") => MetricOutcome::Requeue,
-        Ok(_) => MetricOutcome::Success,
-        Err(_) => MetricOutcome::Error,
-    };
-    ctx.metrics.record(
+        pass
+    });
+    sourceloop::controller::<OCIRepository>(
+        client,
         SOURCE_CONTROLLER,
-        KIND,
-        &ns,
-        &name,
-        started.elapsed(),
-        outcome,
-    );
-    let reconciled = result?;
-    if let Some((type_, reason, note)) = reconciled.event {
-        let event = Event {
-            type_: if type_ == "Warning" {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason,
-            note: Some(note),
-            action: "Reconcile".into(),
-            secondary: None,
-        };
-        if let Err(e) = ctx.recorder.publish(&event, &repo.object_ref(&())).await {
-            tracing::debug!(error = %e, "failed to publish event");
-        }
-    }
-    Ok(match reconciled.requeue_after {
-        Some(after) => Action::requeue(after),
-        None => Action::await_change(),
-    })
-}
-
-fn loop_error_policy(
-    repo: Arc<OCIRepository>,
-    error: &ReconcileError,
-    _ctx: Arc<LoopContext>,
-) -> Action {
-    tracing::warn!(
-        ocirepository = %format!("{}/{}", repo.namespace().unwrap_or_default(), repo.name_any()),
-        error = %error,
-        "reconcile failed"
-    );
-    Action::requeue(Duration::from_secs(5))
+        run,
+        concurrency,
+        metrics,
+        shutdown,
+        |c| c,
+    )
 }
