@@ -102,6 +102,7 @@ pub struct Context {
 /// the object's status instead.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
+    /// The API server refused or failed a status write or a read the loop needs.
     #[error(transparent)]
     Kube(#[from] kube::Error),
 }

@@ -10,20 +10,29 @@ use ferroflux_api::helmrelease::{ReleaseAction, RemediationStrategy, Snapshot, S
 /// What storage holds about the newest revision of a release.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Observed {
+    /// The release's name in storage (`spec.releaseName` or Flux's default).
     pub name: String,
+    /// The namespace the release's storage Secret lives in.
     pub namespace: String,
+    /// Helm's revision number, counting from 1.
     pub version: i64,
     /// Helm's status: `deployed`, `failed`, `pending-install`, `superseded`, `uninstalled`...
     pub status: String,
+    /// The name in the deployed chart's Chart.yaml.
     pub chart_name: String,
+    /// The deployed chart's version, compared with the spec's to tell an upgrade is due.
     pub chart_version: String,
+    /// The chart's `appVersion`; empty when the chart has none.
     pub app_version: String,
     /// [`super::values::digest`] of the release's config (its user-supplied values).
     pub config_digest: String,
     /// Digest of the stored release (Flux's snapshot `digest`).
     pub digest: String,
+    /// When the release's first revision was deployed, as Helm stores it.
     pub first_deployed: String,
+    /// When this revision was deployed.
     pub last_deployed: String,
+    /// When this revision was uninstalled; `None` while it exists.
     pub deleted: Option<String>,
 }
 
@@ -94,10 +103,15 @@ pub enum State {
 
 /// What the spec asks for at this reconcile.
 pub struct Desired<'a> {
+    /// The chart the HelmChart serves, by its Chart.yaml name.
     pub chart_name: &'a str,
+    /// That chart's version.
     pub chart_version: &'a str,
+    /// [`super::values::digest`] of the composed values, compared with the release's config.
     pub config_digest: &'a str,
+    /// Digest of `spec.postRenderers`, when it has any: a change to them calls for an upgrade.
     pub post_renderers_digest: Option<String>,
+    /// Digest of `spec.commonMetadata`, when set: a change to it calls for an upgrade too.
     pub common_metadata_digest: Option<String>,
 }
 
@@ -169,10 +183,15 @@ pub fn determine(hr: &HelmRelease, last: Option<&Observed>, desired: &Desired<'_
 /// The remediation settings of the action last attempted (Flux's `GetActiveRemediation`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Remediation {
+    /// The action these settings belong to (install or upgrade).
     pub action: ReleaseAction,
+    /// How many retries the spec allows; negative means without limit, as in Flux.
     pub retries: i64,
+    /// Whether the last failure, once retries are spent, is still remediated.
     pub remediate_last_failure: bool,
+    /// The spec's `ignoreTestFailures`, when it sets one (else the test section's decides).
     pub ignore_test_failures: Option<bool>,
+    /// Roll back or uninstall: how a failed release is remediated.
     pub strategy: RemediationStrategy,
 }
 
@@ -254,9 +273,13 @@ pub fn retry_on_failure(hr: &HelmRelease, action: ReleaseAction) -> Option<Strin
 /// What to do next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Next {
+    /// Install the release: storage holds none.
     Install,
+    /// Upgrade the release to what the spec asks.
     Upgrade,
+    /// Mark a revision stuck in `pending-*` failed so that the next action may run.
     Unlock,
+    /// Run the chart's test hooks.
     Test,
     /// Remediate the failed release: roll back to the previous deployed revision.
     Rollback,

@@ -20,11 +20,17 @@ pub const DEFAULT_VALUES_KEY: &str = "values.yaml";
 /// 'values.yaml': resource not found`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValuesError {
+    /// `ConfigMap` or `Secret`, as the reference names it.
     pub kind: &'static str,
+    /// The HelmRelease's namespace, where the referenced object is looked up.
     pub namespace: String,
+    /// The referenced object's name.
     pub name: String,
+    /// The data key read ([`DEFAULT_VALUES_KEY`] when the reference names none).
     pub key: String,
+    /// The reference is `optional`: the message says so, as Flux's does.
     pub optional: bool,
+    /// What went wrong: not found, key missing, YAML that does not parse...
     pub reason: String,
 }
 
