@@ -1,12 +1,14 @@
 //! Rust types of the CRDs ferroflux serves, compatible with Flux's APIs.
 //!
 //! Owns: `GitRepository`, `HelmRepository`, `HelmChart`, `OCIRepository` (`source.toolkit.fluxcd.io/v1`),
-//! `Kustomization` (`kustomize.toolkit.fluxcd.io/v1`) and `HelmRelease`
-//! (`helm.toolkit.fluxcd.io/v2`) with their specs and statuses, the generated CRD manifests,
+//! `Kustomization` (`kustomize.toolkit.fluxcd.io/v1`), `HelmRelease`
+//! (`helm.toolkit.fluxcd.io/v2`), `ArtifactGenerator` (`source.extensions.fluxcd.io/v1beta1`) and
+//! `ExternalArtifact` (`source.toolkit.fluxcd.io/v1`) with their specs and statuses, the generated CRD manifests,
 //! the condition types and reasons tooling matches on (and the one setter that writes them),
 //! the [`FluxObject`] trait over every kind, inventory ids, revision strings and Go
 //! duration parsing. It holds no behaviour that talks to a cluster or to Git.
 
+pub mod artifactgenerator;
 pub mod common;
 pub mod conditions;
 mod crd;
@@ -21,6 +23,10 @@ pub mod object;
 pub mod ocirepository;
 pub mod revision;
 
+pub use artifactgenerator::{
+    ArtifactGenerator, ArtifactGeneratorSpec, ArtifactGeneratorStatus, ExternalArtifact,
+    ExternalArtifactSpec, ExternalArtifactStatus,
+};
 pub use common::{Artifact, LocalObjectReference, SecretKeyReference, Selector};
 pub use gitrepository::{GitRepository, GitRepositoryRef, GitRepositorySpec, GitRepositoryStatus};
 pub use helmchart::{HelmChart, HelmChartSpec, HelmChartStatus};
@@ -49,6 +55,8 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         crd::flux_shaped(HelmChart::crd()),
         crd::flux_shaped(HelmRelease::crd()),
         crd::flux_shaped(OCIRepository::crd()),
+        crd::flux_shaped(ExternalArtifact::crd()),
+        crd::flux_shaped(ArtifactGenerator::crd()),
     ]
 }
 

@@ -227,3 +227,69 @@ impl FluxObject for crate::OCIRepository {
         format!("fetched revision {revision}")
     }
 }
+
+impl FluxObject for crate::ExternalArtifact {
+    const KIND: &'static str = "ExternalArtifact";
+    const HUMAN_KIND: &'static str = "externalartifact";
+    /// An ExternalArtifact has no `suspend`: its generator is suspended instead.
+    fn suspended(&self) -> bool {
+        false
+    }
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or(&[])
+    }
+    /// Its status has no `observedGeneration`.
+    fn observed_generation(&self) -> Option<i64> {
+        None
+    }
+    fn last_handled_reconcile_at(&self) -> Option<&str> {
+        None
+    }
+    fn success_message(&self) -> String {
+        let revision = self
+            .status
+            .as_ref()
+            .and_then(|s| s.artifact.as_ref())
+            .map(|a| a.revision.clone())
+            .unwrap_or_default();
+        format!("fetched revision {revision}")
+    }
+}
+
+impl FluxObject for crate::ArtifactGenerator {
+    const KIND: &'static str = "ArtifactGenerator";
+    const HUMAN_KIND: &'static str = "artifactgenerator";
+    /// Suspended by the `source.extensions.fluxcd.io/reconcile: Disabled` annotation.
+    fn suspended(&self) -> bool {
+        self.is_disabled()
+    }
+    fn conditions(&self) -> &[Condition] {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_deref())
+            .unwrap_or(&[])
+    }
+    /// Its status has no `observedGeneration`; the Ready condition carries it.
+    fn observed_generation(&self) -> Option<i64> {
+        self.conditions()
+            .iter()
+            .find(|c| c.type_ == crate::conditions::READY)
+            .and_then(|c| c.observed_generation)
+    }
+    fn last_handled_reconcile_at(&self) -> Option<&str> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.last_handled_reconcile_at.as_deref())
+    }
+    fn success_message(&self) -> String {
+        let n = self
+            .status
+            .as_ref()
+            .and_then(|s| s.inventory.as_ref())
+            .map_or(0, Vec::len);
+        format!("generated {n} artifact(s)")
+    }
+}

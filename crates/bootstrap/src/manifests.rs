@@ -193,6 +193,7 @@ pub fn components(opts: &InstallOptions) -> Result<Vec<Value>, ManifestError> {
         "rules": [
             {"apiGroups": ["source.toolkit.fluxcd.io"], "resources": ["*"], "verbs": ["*"]},
             {"apiGroups": ["kustomize.toolkit.fluxcd.io"], "resources": ["*"], "verbs": ["*"]},
+            {"apiGroups": ["source.extensions.fluxcd.io"], "resources": ["*"], "verbs": ["*"]},
             {"apiGroups": [""], "resources": ["namespaces", "secrets", "configmaps", "serviceaccounts"],
              "verbs": ["get", "list", "watch"]},
             {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},

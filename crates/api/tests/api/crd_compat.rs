@@ -353,3 +353,70 @@ fn oci_repository_crd_matches_flux() {
 fn helm_release_crd_matches_flux() {
     assert_compatible("HelmRelease", "helm.toolkit.fluxcd.io_helmreleases.yaml");
 }
+
+#[test]
+fn external_artifact_crd_matches_flux() {
+    assert_compatible(
+        "ExternalArtifact",
+        "source.toolkit.fluxcd.io_externalartifacts.yaml",
+    );
+}
+
+#[test]
+fn artifact_generator_crd_matches_flux() {
+    assert_compatible(
+        "ArtifactGenerator",
+        "source.extensions.fluxcd.io_artifactgenerators.yaml",
+    );
+    // The CEL rule on artifact names travels with the schema, as in Flux's CRD.
+    let flux = flux_crd("source.extensions.fluxcd.io_artifactgenerators.yaml");
+    let ours = ours("ArtifactGenerator");
+    assert_eq!(
+        schema_of(&flux)["properties"]["spec"]["x-kubernetes-validations"],
+        schema_of(&ours)["properties"]["spec"]["x-kubernetes-validations"]
+    );
+}
+
+#[test]
+fn artifact_generator_reads_fluxs_example() {
+    let ag: ferroflux_api::ArtifactGenerator = serde_saphyr::from_str(
+        r#"
+apiVersion: source.extensions.fluxcd.io/v1beta1
+kind: ArtifactGenerator
+metadata:
+  name: flux-system
+  namespace: flux-system
+  annotations:
+    source.extensions.fluxcd.io/reconcile: Disabled
+spec:
+  sources:
+    - alias: monorepo
+      kind: GitRepository
+      name: flux-system
+  artifacts:
+    - name: apps
+      originRevision: "@monorepo"
+      copy:
+        - from: "@monorepo/apps/base/**"
+          to: "@artifact/base/"
+        - from: "@monorepo/apps/staging/values.yaml"
+          to: "@artifact/staging/values.yaml"
+          strategy: Merge
+          exclude: ["*.md"]
+"#,
+    )
+    .unwrap();
+    assert!(ag.is_disabled());
+    let apps = &ag.spec.output_artifacts[0];
+    assert_eq!(apps.origin_revision.as_deref(), Some("@monorepo"));
+    assert_eq!(
+        apps.copy[1].strategy,
+        Some(ferroflux_api::artifactgenerator::CopyStrategy::Merge)
+    );
+    let back = serde_json::to_value(&ag).unwrap();
+    assert_eq!(
+        back["spec"]["artifacts"][0]["copy"][0]["to"],
+        "@artifact/base/"
+    );
+    assert_eq!(back["spec"]["sources"][0]["kind"], "GitRepository");
+}
