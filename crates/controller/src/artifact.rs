@@ -17,20 +17,44 @@ pub const DEFAULT_MAX_SIZE: u64 = 100 << 20;
 /// Why an artifact could not be used. Every message names the artifact's URL or entry.
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
+    /// The URL is not `http://`, the source server could not be reached, or it answered with an
+    /// error status.
     #[error("failed to download artifact from {url}: {reason}")]
-    Download { url: String, reason: String },
+    Download {
+        /// The artifact's URL, as the source's status gives it.
+        url: String,
+        /// The HTTP status or the connection error.
+        reason: String,
+    },
+    /// The download went past the size limit; it is stopped there rather than read to the end.
     #[error("artifact from {url} is larger than {limit} bytes")]
-    TooLarge { url: String, limit: u64 },
+    TooLarge {
+        /// The artifact's URL.
+        url: String,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// The bytes received are not the ones the source's status announced.
     #[error(
         "failed to verify artifact: computed digest doesn't match '{expected}' (got 'sha256:{actual}')"
     )]
-    DigestMismatch { expected: String, actual: String },
+    DigestMismatch {
+        /// The digest from the source's status, as written there.
+        expected: String,
+        /// The hex SHA-256 of what was downloaded.
+        actual: String,
+    },
+    /// The status names a digest algorithm other than sha256.
     #[error("unsupported artifact digest '{0}': expected sha256:<hex>")]
     UnsupportedDigest(String),
+    /// A tarball entry that would land outside the directory (`..`, an absolute path, a link).
     #[error("failed to untar artifact: entry '{0}' escapes the target directory")]
     EscapingEntry(String),
+    /// The unpacked files outweigh the limit (a small tarball may expand a lot).
     #[error("failed to untar artifact: unpacked size exceeds {0} bytes")]
     UnpackedTooLarge(u64),
+    /// The gzip or tar stream is broken, an entry is longer than its header says, or a file
+    /// could not be written.
     #[error("failed to untar artifact: {0}")]
     Untar(String),
 }

@@ -56,6 +56,7 @@ fn type_name(t: EventType) -> &'static str {
 }
 
 impl Recorder {
+    /// A recorder that publishes through `client` as `reporter` (the controller's name).
     pub fn new(client: kube::Client, reporter: Reporter) -> Recorder {
         Recorder {
             client,

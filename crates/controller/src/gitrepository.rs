@@ -49,10 +49,14 @@ pub struct Reconciled {
     pub event: Option<(String, String, String)>,
 }
 
+/// An error the controller loop reports and retries; a failed fetch is written to the
+/// object's status instead.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
+    /// A status write or a read of the API server failed.
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    /// The artifact storage could not store or serve the artifact.
     #[error("storage: {0}")]
     Source(#[from] ferroflux_source::Error),
 }

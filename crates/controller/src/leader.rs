@@ -19,12 +19,17 @@ use tokio::sync::watch;
 /// Where the Lease lives and how long leadership lasts (controller-runtime's defaults).
 #[derive(Clone, Debug)]
 pub struct LeaderElection {
+    /// The namespace of the Lease (the controller's own).
     pub namespace: String,
+    /// The Lease's name, shared by every replica of the controller.
     pub name: String,
     /// This replica's identity, written as the Lease's `holderIdentity`.
     pub identity: String,
+    /// How long a Lease not renewed stays another replica's before it may be taken.
     pub lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it gives leadership up.
     pub renew_deadline: Duration,
+    /// The pause between attempts to take or renew the Lease.
     pub retry_period: Duration,
 }
 

@@ -77,18 +77,26 @@ impl ManagerConfig {
     }
 }
 
+/// Why the manager stopped or could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ManagerError {
+    /// An HTTP endpoint (artifacts, metrics, health) could not bind its address.
     #[error("cannot listen on {addr} for {what}: {source}")]
     Bind {
+        /// Which endpoint, as the message names it (`the artifact server`...).
         what: &'static str,
+        /// The address asked for.
         addr: SocketAddr,
+        /// The operating system's error.
         source: std::io::Error,
     },
+    /// The artifact storage directory could not be prepared.
     #[error("artifact storage: {0}")]
     Storage(#[from] ferroflux_source::Error),
+    /// This replica lost the Lease; it stops so that only one leader reconciles.
     #[error("leader election lost: another replica holds the Lease or it could not be renewed")]
     LeadershipLost,
+    /// A controller's task ended (panicked or returned) while the manager still ran.
     #[error("the controllers stopped unexpectedly: {0}")]
     Task(String),
 }

@@ -90,8 +90,9 @@ pub enum Outcome {
     Error,
 }
 
-/// The controller names Flux uses in its metric labels.
+/// The GitRepository controller's name in the metrics, as Flux labels it.
 pub const SOURCE_CONTROLLER: &str = "gitrepository";
+/// The Kustomization controller's name in the metrics.
 pub const KUSTOMIZE_CONTROLLER: &str = "kustomization";
 /// The HelmRelease controller's name in the metrics.
 pub const HELM_CONTROLLER: &str = "helmrelease";
@@ -103,6 +104,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Every metric at zero, registered in a registry of their own.
     pub fn new() -> Self {
         let mut registry = Registry::default();
         let durations = Family::<ObjectLabels, Histogram>::new_with_constructor(|| {

@@ -17,17 +17,34 @@ pub const KUSTOMIZATION_FILES: &[&str] =
 /// Why the kustomization could not be prepared.
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
+    /// `spec.path` does not exist in the artifact.
     #[error("kustomization path not found: {0}")]
     PathNotFound(String),
+    /// A YAML file of the directory, read to generate a kustomization.yaml, does not parse.
     #[error("failed to decode Kubernetes YAML from {path}: {reason}")]
-    Decode { path: String, reason: String },
+    Decode {
+        /// The file, relative to the artifact's root.
+        path: String,
+        /// The YAML parser's message.
+        reason: String,
+    },
+    /// The directory's own kustomization file does not parse or is not a map.
     #[error("{file}: {reason}")]
-    Kustomization { file: String, reason: String },
+    Kustomization {
+        /// The kustomization file, relative to the artifact's root.
+        file: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A `spec.components` entry that points outside the artifact.
     #[error("component path '{0}' must be local and relative")]
     Component(String),
+    /// Reading or writing a file of the artifact failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file or directory.
         path: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },

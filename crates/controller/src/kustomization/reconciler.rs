@@ -47,6 +47,7 @@ const KIND: &str = "Kustomization";
 
 /// Labels Flux puts on every applied object, naming the Kustomization that owns it.
 pub const OWNER_NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
+/// The label naming the owning Kustomization's namespace, beside [`OWNER_NAME_LABEL`].
 pub const OWNER_NAMESPACE_LABEL: &str = "kustomize.toolkit.fluxcd.io/namespace";
 /// The field manager of applied objects, as in Flux.
 pub const FIELD_MANAGER: &str = "kustomize-controller";
@@ -98,6 +99,7 @@ pub struct Context {
 /// pipeline itself end up in the object's status instead.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
+    /// The API server refused or failed a status write or a read the loop needs.
     #[error(transparent)]
     Kube(#[from] kube::Error),
 }
