@@ -12,6 +12,10 @@ pub(crate) fn flux_shaped(mut crd: CustomResourceDefinition) -> CustomResourceDe
     let names = &mut crd.spec.names;
     names.list_kind = Some(format!("{}List", names.kind));
     for version in &mut crd.spec.versions {
+        // A kind without status (Alert, Provider) still has `subresources: {}` in Flux's CRDs.
+        if version.subresources.is_none() {
+            version.subresources = Some(Default::default());
+        }
         let Some(validation) = version.schema.as_mut() else {
             continue;
         };

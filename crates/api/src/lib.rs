@@ -2,8 +2,10 @@
 //!
 //! Owns: `GitRepository`, `HelmRepository`, `HelmChart`, `OCIRepository` (`source.toolkit.fluxcd.io/v1`),
 //! `Kustomization` (`kustomize.toolkit.fluxcd.io/v1`), `HelmRelease`
-//! (`helm.toolkit.fluxcd.io/v2`), `ArtifactGenerator` (`source.extensions.fluxcd.io/v1beta1`) and
-//! `ExternalArtifact` (`source.toolkit.fluxcd.io/v1`) with their specs and statuses, the generated CRD manifests,
+//! (`helm.toolkit.fluxcd.io/v2`), `ArtifactGenerator` (`source.extensions.fluxcd.io/v1beta1`),
+//! `ExternalArtifact` (`source.toolkit.fluxcd.io/v1`), `Provider` and `Alert`
+//! (`notification.toolkit.fluxcd.io/v1beta3`) and `Receiver` (`notification.toolkit.fluxcd.io/v1`)
+//! with their specs and statuses, the generated CRD manifests,
 //! the condition types and reasons tooling matches on (and the one setter that writes them),
 //! the [`FluxObject`] trait over every kind, inventory ids, revision strings and Go
 //! duration parsing. It holds no behaviour that talks to a cluster or to Git.
@@ -19,6 +21,7 @@ pub mod helmrelease;
 pub mod helmrepository;
 pub mod inventory;
 pub mod kustomization;
+pub mod notification;
 pub mod object;
 pub mod ocirepository;
 pub mod revision;
@@ -34,6 +37,9 @@ pub use helmrelease::{HelmRelease, HelmReleaseSpec, HelmReleaseStatus};
 pub use helmrepository::{HelmRepository, HelmRepositorySpec, HelmRepositoryStatus};
 pub use inventory::{ObjectId, ObjectIdError};
 pub use kustomization::{Kustomization, KustomizationSpec, KustomizationStatus};
+pub use notification::{
+    Alert, AlertSpec, Provider, ProviderSpec, Receiver, ReceiverSpec, ReceiverStatus,
+};
 pub use object::FluxObject;
 pub use ocirepository::{OCIRepository, OCIRepositorySpec, OCIRepositoryStatus};
 pub use revision::{Revision, short_revision};
@@ -57,6 +63,9 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         crd::flux_shaped(OCIRepository::crd()),
         crd::flux_shaped(ExternalArtifact::crd()),
         crd::flux_shaped(ArtifactGenerator::crd()),
+        crd::flux_shaped(Provider::crd()),
+        crd::flux_shaped(Alert::crd()),
+        crd::flux_shaped(Receiver::crd()),
     ]
 }
 

@@ -5,7 +5,8 @@
 //! server with the same auth and TLS ([`StaticServer`], a Helm chart repository) and OpenSSH's sshd
 //! on a loopback port ([`Sshd`]). Feature `cluster`: devclusters serving Flux's CRDs
 //! ([`flux_cluster`]), kubeconfig files ([`Cluster`], [`kubeconfig`]) and the real kubectl
-//! ([`Kubectl`]). Feature `oci-registry`: Debian's `docker-registry` on a loopback port and
+//! ([`Kubectl`]). Feature `webhook`: a recording HTTP endpoint standing in for Slack, GitHub and
+//! the other services alerts go to ([`WebhookSink`]). Feature `oci-registry`: Debian's `docker-registry` on a loopback port and
 //! `skopeo` ([`Registry`]).
 //!
 //! Must not: be a dependency of anything but tests and benches, or mock a part that can run
@@ -31,6 +32,11 @@ pub use ssh::{Sshd, closed_port, keygen};
 mod registry;
 #[cfg(feature = "oci-registry")]
 pub use registry::{Registry, RegistryOptions};
+
+#[cfg(feature = "webhook")]
+mod webhook;
+#[cfg(feature = "webhook")]
+pub use webhook::{Received, WebhookSink};
 
 #[cfg(feature = "cluster")]
 mod cluster;

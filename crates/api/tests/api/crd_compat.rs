@@ -420,3 +420,28 @@ spec:
     );
     assert_eq!(back["spec"]["sources"][0]["kind"], "GitRepository");
 }
+
+#[test]
+fn provider_crd_matches_flux() {
+    assert_compatible("Provider", "notification.toolkit.fluxcd.io_providers.yaml");
+}
+
+#[test]
+fn alert_crd_matches_flux() {
+    assert_compatible("Alert", "notification.toolkit.fluxcd.io_alerts.yaml");
+}
+
+#[test]
+fn receiver_crd_matches_flux() {
+    assert_compatible("Receiver", "notification.toolkit.fluxcd.io_receivers.yaml");
+}
+
+#[test]
+fn receiver_webhook_path_is_sha256_of_token_name_namespace() {
+    // printf 'tokenappsflux-system' | sha256sum
+    let path = ferroflux_api::notification::webhook_path("token", "apps", "flux-system");
+    assert_eq!(
+        path,
+        "/hook/0e2a325623ee27998ac472aeda9841a55e15e120d33c36efd5fa128e4a48cbf4"
+    );
+}

@@ -1,0 +1,25 @@
+//! Flux's notifications, as notification-controller does them, without a cluster.
+//!
+//! Owns: the event JSON Flux's controllers post (`event`), the metadata rules applied to it on
+//! the way to a Provider (`event`), each Provider type's HTTP payload (`payload`), sending with
+//! Flux's retries and timeouts (`send`), which Alerts an event matches and Flux's rate limit of
+//! identical events (`alert`), and how each Receiver type verifies a webhook call (`receiver`).
+//!
+//! Why a crate of its own: these are pure rules over JSON and HTTP that are tested against a
+//! local HTTP server without a cluster; the controller only wires them to the API server
+//! (reading Alerts, Providers, Secrets, annotating objects). Sending is blocking (`ureq`, as the
+//! source crates fetch): the dispatcher calls it off the async executor.
+//!
+//! Must not touch: the Kubernetes API (the controller reads objects and passes them in), or the
+//! controllers' reconcile logic.
+
+pub mod alert;
+pub mod event;
+pub mod payload;
+pub mod receiver;
+pub mod send;
+
+pub use alert::{RateLimiter, matches};
+pub use event::{Event, InvolvedObject};
+pub use payload::{ProviderConfig, Request};
+pub use send::{Retry, SendError, Sender};

@@ -1,0 +1,169 @@
+//! Receiver verification per type: good, bad and missing signatures, event filters, pings.
+
+use ferroflux_api::notification::ReceiverType;
+use ferroflux_notification::payload::hmac_sha256_hex;
+use ferroflux_notification::receiver::verify;
+use std::collections::BTreeMap;
+
+const TOKEN: &str = "receiver-token";
+const BODY: &[u8] = br#"{"ref":"refs/heads/main"}"#;
+
+fn headers(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
+        .collect()
+}
+
+fn github_sig(body: &[u8], token: &str) -> String {
+    format!("sha256={}", hmac_sha256_hex(token.as_bytes(), body))
+}
+
+#[test]
+fn github_push_with_a_good_signature_passes_the_events_filter() {
+    let h = headers(&[
+        ("X-Hub-Signature-256", &github_sig(BODY, TOKEN)),
+        ("X-GitHub-Event", "push"),
+    ]);
+    let v = verify(ReceiverType::Github, TOKEN, &["push".into()], &h, BODY).unwrap();
+    assert_eq!(v.event.as_deref(), Some("push"));
+    assert!(!v.ping);
+    // An event outside the filter is refused (400), not unauthorised.
+    let err = verify(ReceiverType::Github, TOKEN, &["release".into()], &h, BODY).unwrap_err();
+    assert_eq!(err.status, 400);
+    assert_eq!(err.message, "the GitHub event \"push\" is not authorised");
+}
+
+#[test]
+fn github_bad_or_missing_signature_is_401_without_the_token() {
+    let bad = headers(&[
+        ("X-Hub-Signature-256", &github_sig(BODY, "wrong")),
+        ("X-GitHub-Event", "push"),
+    ]);
+    let err = verify(ReceiverType::Github, TOKEN, &[], &bad, BODY).unwrap_err();
+    assert_eq!(err.status, 401);
+    assert_eq!(
+        err.message,
+        "the GitHub signature header is invalid: unable to validate HMAC signature: the payload signature does not match"
+    );
+    assert!(!err.message.contains(TOKEN));
+    // A body changed after signing fails too.
+    let good = headers(&[("X-Hub-Signature-256", &github_sig(BODY, TOKEN))]);
+    assert_eq!(
+        verify(ReceiverType::Github, TOKEN, &[], &good, b"{}")
+            .unwrap_err()
+            .status,
+        401
+    );
+    let missing = headers(&[("X-GitHub-Event", "push")]);
+    let err = verify(ReceiverType::Github, TOKEN, &[], &missing, BODY).unwrap_err();
+    assert_eq!(err.status, 401);
+    assert_eq!(
+        err.message,
+        "the GitHub signature header is invalid: missing X-Hub-Signature-256"
+    );
+}
+
+#[test]
+fn github_ping_is_answered_every_time_and_reconciles_nothing() {
+    let body = br#"{"zen":"Keep it logically awesome."}"#;
+    let h = headers(&[
+        ("X-Hub-Signature-256", &github_sig(body, TOKEN)),
+        ("X-GitHub-Event", "ping"),
+    ]);
+    for _ in 0..2 {
+        let v = verify(ReceiverType::Github, TOKEN, &["push".into()], &h, body).unwrap();
+        assert!(v.ping);
+    }
+    // A replayed ping with another body (or key) is not accepted.
+    let err = verify(ReceiverType::Github, TOKEN, &[], &h, b"{}").unwrap_err();
+    assert_eq!(err.status, 401);
+}
+
+#[test]
+fn gitlab_token_header_and_event_filter() {
+    let h = headers(&[("X-Gitlab-Token", TOKEN), ("X-Gitlab-Event", "Push Hook")]);
+    verify(ReceiverType::Gitlab, TOKEN, &["Push Hook".into()], &h, BODY).unwrap();
+    let wrong = headers(&[("X-Gitlab-Token", "nope"), ("X-Gitlab-Event", "Push Hook")]);
+    let err = verify(ReceiverType::Gitlab, TOKEN, &[], &wrong, BODY).unwrap_err();
+    assert_eq!(err.status, 401);
+    assert_eq!(
+        err.message,
+        "the X-Gitlab-Token header value does not match the receiver token"
+    );
+    let missing = headers(&[("X-Gitlab-Event", "Push Hook")]);
+    assert_eq!(
+        verify(ReceiverType::Gitlab, TOKEN, &[], &missing, BODY)
+            .unwrap_err()
+            .status,
+        401
+    );
+    let tag = headers(&[
+        ("X-Gitlab-Token", TOKEN),
+        ("X-Gitlab-Event", "Tag Push Hook"),
+    ]);
+    assert_eq!(
+        verify(
+            ReceiverType::Gitlab,
+            TOKEN,
+            &["Push Hook".into()],
+            &tag,
+            BODY
+        )
+        .unwrap_err()
+        .status,
+        400
+    );
+}
+
+#[test]
+fn generic_hmac_and_generic() {
+    let h = headers(&[("X-Signature", &github_sig(BODY, TOKEN))]);
+    verify(ReceiverType::GenericHmac, TOKEN, &[], &h, BODY).unwrap();
+    let err = verify(ReceiverType::GenericHmac, TOKEN, &[], &headers(&[]), BODY).unwrap_err();
+    assert_eq!(err.status, 401);
+    assert_eq!(
+        err.message,
+        "unable to validate HMAC signature: missing X-Signature header"
+    );
+    let sha1 = headers(&[("X-Signature", "sha1=0011")]);
+    assert_eq!(
+        verify(ReceiverType::GenericHmac, TOKEN, &[], &sha1, BODY)
+            .unwrap_err()
+            .message,
+        "unable to validate HMAC signature: algorithm 'sha1' is not supported, use sha256"
+    );
+    // generic: the secret path is the authentication.
+    verify(ReceiverType::Generic, TOKEN, &[], &headers(&[]), b"").unwrap();
+}
+
+#[test]
+fn registries_and_unsupported_types() {
+    let harbor = headers(&[("Authorization", TOKEN)]);
+    verify(ReceiverType::Harbor, TOKEN, &[], &harbor, b"{}").unwrap();
+    assert_eq!(
+        verify(ReceiverType::Harbor, TOKEN, &[], &headers(&[]), b"{}")
+            .unwrap_err()
+            .status,
+        401
+    );
+    verify(
+        ReceiverType::Dockerhub,
+        TOKEN,
+        &[],
+        &headers(&[]),
+        br#"{"push_data":{"tag":"v1"}}"#,
+    )
+    .unwrap();
+    let err = verify(ReceiverType::Quay, TOKEN, &[], &headers(&[]), b"not json").unwrap_err();
+    assert_eq!(
+        (err.status, err.message.as_str()),
+        (400, "cannot decode Quay webhook payload")
+    );
+    let err = verify(ReceiverType::Gcr, TOKEN, &[], &headers(&[]), b"{}").unwrap_err();
+    assert_eq!(err.status, 501);
+    assert_eq!(
+        err.message,
+        "receiver type 'gcr' is not supported by ferroflux"
+    );
+}

@@ -1,0 +1,207 @@
+//! A loopback HTTP endpoint that stands in for Slack, Teams, GitHub and the other services
+//! alerts are sent to: it records every request (method, path, headers, body) and answers with
+//! the status the test sets, so a test checks the exact payload a provider type sends and how
+//! the sender reacts to a failing service. Plain threads and std sockets: usable from
+//! synchronous and async tests alike.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// One request the sink received.
+#[derive(Clone, Debug)]
+pub struct Received {
+    /// `POST`, `GET`.
+    pub method: String,
+    /// The request target, e.g. `/hooks/abc?x=1`.
+    pub path: String,
+    /// Header names in lower case.
+    pub headers: BTreeMap<String, String>,
+    /// The raw body.
+    pub body: Vec<u8>,
+}
+
+impl Received {
+    /// The body as text (lossy UTF-8).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// A header by lower-case name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+}
+
+struct Shared {
+    received: Mutex<Vec<Received>>,
+    arrived: Condvar,
+    status: AtomicU16,
+    /// Answer with this body (e.g. a GitHub statuses list) to GETs.
+    get_body: Mutex<String>,
+    stop: AtomicBool,
+}
+
+/// A recording HTTP endpoint on a free loopback port.
+pub struct WebhookSink {
+    shared: Arc<Shared>,
+    addr: std::net::SocketAddr,
+}
+
+impl WebhookSink {
+    /// Starts the sink; it answers `200` until [`WebhookSink::set_status`] says otherwise.
+    pub fn start() -> WebhookSink {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let addr = listener.local_addr().expect("local address");
+        let shared = Arc::new(Shared {
+            received: Mutex::new(Vec::new()),
+            arrived: Condvar::new(),
+            status: AtomicU16::new(200),
+            get_body: Mutex::new("[]".into()),
+            stop: AtomicBool::new(false),
+        });
+        let accept = shared.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if accept.stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                let shared = accept.clone();
+                std::thread::spawn(move || serve(stream, &shared));
+            }
+        });
+        WebhookSink { shared, addr }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The status every later request is answered with.
+    pub fn set_status(&self, status: u16) {
+        self.shared.status.store(status, Ordering::SeqCst);
+    }
+
+    /// The body GET requests are answered with.
+    pub fn set_get_body(&self, body: &str) {
+        if let Ok(mut b) = self.shared.get_body.lock() {
+            *b = body.to_string();
+        }
+    }
+
+    /// Every request so far.
+    pub fn received(&self) -> Vec<Received> {
+        self.shared
+            .received
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
+    }
+
+    /// Waits until at least `n` requests arrived (readiness, not timing: the bound only turns
+    /// a hang into a failure) and returns them all.
+    pub fn wait_for(&self, n: usize, within: Duration) -> Vec<Received> {
+        let deadline = Instant::now() + within;
+        let mut received = match self.shared.received.lock() {
+            Ok(r) => r,
+            Err(p) => p.into_inner(),
+        };
+        while received.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "the sink received {} requests, expected {n}: {:#?}",
+                received.len(),
+                *received
+            );
+            received = match self.shared.arrived.wait_timeout(received, left) {
+                Ok((r, _)) => r,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        received.clone()
+    }
+}
+
+impl Drop for WebhookSink {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so its thread ends.
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+fn serve(stream: TcpStream, shared: &Shared) {
+    let Ok(write) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(stream);
+    let mut write = write;
+    // Keep-alive: one connection may carry many requests.
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let mut parts = line.split_whitespace();
+        let method = parts.next().unwrap_or_default().to_string();
+        let path = parts.next().unwrap_or_default().to_string();
+        let mut headers = BTreeMap::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+            }
+        }
+        let len: usize = headers
+            .get("content-length")
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let status = shared.status.load(Ordering::SeqCst);
+        let answer = if method == "GET" {
+            shared
+                .get_body
+                .lock()
+                .map(|b| b.clone())
+                .unwrap_or_default()
+        } else {
+            "{\"ok\":true}".to_string()
+        };
+        let close = headers
+            .get("connection")
+            .is_some_and(|c| c.eq_ignore_ascii_case("close"));
+        if let Ok(mut received) = shared.received.lock() {
+            received.push(Received {
+                method,
+                path,
+                headers,
+                body,
+            });
+            shared.arrived.notify_all();
+        }
+        let response = format!(
+            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
+            answer.len()
+        );
+        if write.write_all(response.as_bytes()).is_err() || close {
+            return;
+        }
+    }
+}
