@@ -32,6 +32,9 @@ enum CreateWhat {
     /// Create or update a source.
     #[command(subcommand)]
     Source(source::SourceTarget),
+    /// Create or update a Secret for Flux's sources, providers and receivers.
+    #[command(subcommand)]
+    Secret(secret::SecretTarget),
 }
 
 #[derive(Args, Debug)]
@@ -102,6 +105,7 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
     match &args.what {
         CreateWhat::Helmrelease(hr) => helmrelease(&args.kube, hr).await,
         CreateWhat::Source(what) => source::run(&args.kube, what).await,
+        CreateWhat::Secret(what) => secret::run(&args.kube, what).await,
     }
 }
 
@@ -312,6 +316,7 @@ async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<Exi
     fluxobj::exit_code(result, "the HelmRelease stays applied")
 }
 
+pub(crate) mod secret;
 mod source;
 
 #[cfg(test)]

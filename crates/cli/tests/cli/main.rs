@@ -13,6 +13,7 @@ mod bootstrap_bad_input;
 mod build_diff;
 mod build_substitute;
 mod controller;
+mod create_secret;
 mod day2;
 mod day2_controllers;
 mod demo;
