@@ -1,5 +1,6 @@
 //! The `HelmChart` reconciler: one pass over one object. Finds the source (a HelmRepository's
-//! stored index, or a GitRepository's artifact downloaded and unpacked), builds the chart with
+//! stored index, a `type: oci` HelmRepository's registry, or a GitRepository's artifact
+//! downloaded and unpacked), builds the chart with
 //! `ferroflux-helmsource` on a blocking thread (a cached chart of the same name and version is
 //! kept unless the generation changed), stores `<chart>-<version>.tgz`, and writes Flux's
 //! status, finalizer and events.
@@ -7,6 +8,10 @@
 //! Revision rules (Flux's): the artifact's revision is the chart's version; with
 //! `reconcileStrategy: Revision` a Git source adds `+<first 12 hex of the commit>`; values files
 //! add the object's generation (`+<generation>`, or `.<generation>` after a commit).
+//!
+//! `spec.verify` (cosign/notation, OCI charts only) is refused with source-controller's
+//! `VerificationError` on `SourceVerified` and Ready, and the artifact withdrawn from status:
+//! ferroflux does not check signatures, and an unverified chart must not be installed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,11 +22,12 @@ use crate::finalizer;
 use crate::gitrepository::Reconciled;
 use crate::helmrepository::{FIELD_MANAGER, Options, access_for, timeout_of, to_artifact};
 use crate::metrics::Metrics;
-use crate::sourceloop;
+use crate::ocirepository::{SOURCE_VERIFIED, oci_reason, verification_unsupported};
+use crate::sourceloop::{self, secret_data};
 use crate::step::{self, Failure};
 use ferroflux_api::conditions::{self, Conditions, reason};
 use ferroflux_api::helmchart::{HelmChartSourceKind, ReconcileStrategy};
-use ferroflux_api::helmrepository::HelmRepositoryType;
+use ferroflux_api::helmrepository::{HelmRepositoryProvider, HelmRepositoryType};
 use ferroflux_api::{
     GitRepository, HelmChart, HelmChartStatus, HelmRepository, RECONCILE_REQUESTED_AT, Revision,
 };
@@ -71,6 +77,12 @@ impl ChartFailure {
             condition: Some(condition),
         }
     }
+    fn verification(failure: Failure) -> Self {
+        ChartFailure {
+            failure,
+            condition: Some(SOURCE_VERIFIED),
+        }
+    }
     fn waiting(message: String, interval: Duration) -> Self {
         // The source's watch brings the chart back when the artifact appears; this bounds the
         // wait if that event is missed.
@@ -114,7 +126,10 @@ pub fn apply_result(
                 .delete(conditions::STALLED)
                 .delete(conditions::RECONCILING)
                 .delete(conditions::STORAGE_OPERATION_FAILED);
-            status.observed_source_artifact_revision = Some(built.source_revision.clone());
+            conds.delete(SOURCE_VERIFIED);
+            // An OCI repository has no artifact, so no revision to observe (as Flux).
+            status.observed_source_artifact_revision =
+                (!built.source_revision.is_empty()).then(|| built.source_revision.clone());
             let stored = built.stored.as_ref()?;
             status.artifact = Some(to_artifact(stored, &built.build.version, now));
             status.url = Some(stored.stable_url.clone());
@@ -131,6 +146,21 @@ pub fn apply_result(
                 .mark_unknown(conditions::READY, failure.reason, &failure.message)
                 .mark_reconciling(reason::PROGRESSING, &failure.message);
             None
+        }
+        Err(ChartFailure {
+            failure,
+            condition: Some(SOURCE_VERIFIED),
+        }) => {
+            conds.mark_false(SOURCE_VERIFIED, failure.reason, &failure.message);
+            failure.mark(&mut conds);
+            // An unverified chart is not served: HelmReleases wait instead of installing it.
+            status.artifact = None;
+            status.url = None;
+            Some((
+                "Warning".into(),
+                failure.reason.to_string(),
+                failure.message.clone(),
+            ))
         }
         Err(ChartFailure {
             failure,
@@ -243,14 +273,8 @@ async fn build(
                 ))
             })?;
             if repo.repository_type() == HelmRepositoryType::Oci {
-                return Err(ChartFailure::build(Failure::stalled(
-                    ferroflux_helmsource::reason::CHART_PULL_ERROR,
-                    format!(
-                        "chart pull error: OCI Helm repositories are not supported yet (HelmRepository '{}' is of type oci)",
-                        source.name
-                    ),
-                    interval,
-                )));
+                return build_oci(client, settings, obj, &repo, ns, has_values_files, interval)
+                    .await;
             }
             let Some(artifact) = repo
                 .status
@@ -346,6 +370,145 @@ async fn build(
             interval,
         ))),
     }
+}
+
+/// A chart of a `type: oci` HelmRepository: `spec.verify` refused (ferroflux cannot check
+/// signatures), then pulled from `<url>/<chart>` with the repository's credentials and TLS.
+/// There is no source artifact: the source revision is empty.
+async fn build_oci(
+    client: &kube::Client,
+    settings: &Options,
+    obj: &HelmChart,
+    repo: &HelmRepository,
+    ns: &str,
+    has_values_files: bool,
+    interval: Duration,
+) -> Result<(Build, String), ChartFailure> {
+    if let Some(v) = &obj.spec.verify {
+        let provider = match v.provider {
+            ferroflux_api::helmchart::VerificationProvider::Cosign => "cosign",
+            ferroflux_api::helmchart::VerificationProvider::Notation => "notation",
+        };
+        return Err(ChartFailure::verification(Failure::stalled(
+            oci_reason::VERIFICATION_ERROR,
+            verification_unsupported(provider, v.secret_ref.is_none()),
+            interval,
+        )));
+    }
+    let provider = repo
+        .spec
+        .provider
+        .unwrap_or(HelmRepositoryProvider::Generic);
+    if provider != HelmRepositoryProvider::Generic {
+        return Err(ChartFailure::fetch(Failure::stalled(
+            ferroflux_helmsource::reason::AUTHENTICATION_FAILED,
+            format!(
+                "not supported yet: provider '{}' of HelmRepository '{}' (only 'generic', with secretRef)",
+                serde_json::to_value(provider)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+                repo.metadata.name.as_deref().unwrap_or_default()
+            ),
+            interval,
+        )));
+    }
+    let opts = oci_client_options(client, repo, ns).await.map_err(|m| {
+        ChartFailure::fetch(Failure::retry(
+            ferroflux_helmsource::reason::AUTHENTICATION_FAILED,
+            m,
+            interval,
+        ))
+    })?;
+    let metadata = version_metadata(
+        obj.reconcile_strategy(),
+        HelmChartSourceKind::HelmRepository,
+        "",
+        has_values_files,
+        obj.metadata.generation,
+    );
+    let build_opts = build_options(obj, metadata, settings);
+    let url = repo.spec.url.clone();
+    let chart = obj.spec.chart.clone();
+    let range = obj.version_range().to_string();
+    let timeout = timeout_of(repo);
+    let task = tokio::task::spawn_blocking(move || {
+        let repository = ferroflux_helmsource::oci::OciRepository::new(&url, opts)?;
+        ferroflux_helmsource::oci::build_from_oci(&repository, &chart, &range, &build_opts)
+            .map(|b| b.build)
+    });
+    let build = run_with_timeout(task, timeout, interval)
+        .await
+        .map_err(|mut f| {
+            // Refused credentials are a fetch failure in Flux, not a build failure.
+            if f.failure.reason == ferroflux_helmsource::reason::AUTHENTICATION_FAILED
+                || f.failure.reason == ferroflux_helmsource::reason::URL_INVALID
+            {
+                f.condition = Some(conditions::FETCH_FAILED);
+            }
+            f
+        })?;
+    Ok((build, String::new()))
+}
+
+/// The registry client settings of a `type: oci` HelmRepository: `secretRef` (a
+/// `kubernetes.io/dockerconfigjson` Secret, or `username`/`password`), `certSecretRef`
+/// (`ca.crt`, `tls.crt`, `tls.key`), `insecure` and `timeout`. Messages name the Secret, never
+/// its content.
+pub(crate) async fn oci_client_options(
+    client: &kube::Client,
+    repo: &HelmRepository,
+    ns: &str,
+) -> Result<ferroflux_oci::ClientOptions, String> {
+    let mut opts = ferroflux_oci::ClientOptions {
+        insecure: repo.spec.insecure.unwrap_or(false),
+        timeout: timeout_of(repo),
+        ..Default::default()
+    };
+    if let Some(r) = &repo.spec.secret_ref {
+        let data = secret_data(client, ns, &r.name).await?;
+        let name = format!("{ns}/{}", r.name);
+        opts.auth = if let Some(json) = data.get(".dockerconfigjson") {
+            let registry = repo
+                .spec
+                .url
+                .trim_start_matches("oci://")
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            ferroflux_oci::DockerConfig::parse(json)
+                .map_err(|e| format!("invalid '{name}' secret data: {e}"))?
+                .for_registry(&registry)
+        } else {
+            match (data.get("username"), data.get("password")) {
+                (Some(u), Some(p)) => ferroflux_oci::Auth::Basic {
+                    username: String::from_utf8_lossy(u).into_owned(),
+                    password: String::from_utf8_lossy(p).into_owned(),
+                },
+                _ => {
+                    return Err(format!(
+                        "invalid '{name}' secret data: required fields 'username' and 'password' (or '.dockerconfigjson')"
+                    ));
+                }
+            }
+        };
+    }
+    if let Some(r) = &repo.spec.cert_secret_ref {
+        let data = secret_data(client, ns, &r.name).await?;
+        opts.ca_pem = data.get("ca.crt").cloned();
+        match (data.get("tls.crt"), data.get("tls.key")) {
+            (Some(c), Some(k)) => opts.client_cert = Some((c.clone(), k.clone())),
+            (None, None) => {}
+            _ => {
+                return Err(format!(
+                    "invalid '{ns}/{}' secret data: 'tls.crt' and 'tls.key' go together",
+                    r.name
+                ));
+            }
+        }
+    }
+    Ok(opts)
 }
 
 async fn run_with_timeout(
@@ -467,6 +630,11 @@ pub async fn reconcile(
     let mut value = serde_json::json!({ "status": status });
     if status.observed_values_files.is_none() {
         value["status"]["observedValuesFiles"] = serde_json::Value::Null;
+    }
+    // A merge patch keeps what it does not name: a withdrawn artifact is nulled.
+    if status.artifact.is_none() {
+        value["status"]["artifact"] = serde_json::Value::Null;
+        value["status"]["url"] = serde_json::Value::Null;
     }
     api.patch_status(
         name,

@@ -62,6 +62,25 @@ pub mod oci_reason {
     pub const URL_INVALID: &str = "URLInvalid";
     /// The spec asks for something ferroflux does not do.
     pub const UNSUPPORTED: &str = "UnsupportedFeature";
+    /// Signature verification failed (or, here, cannot be done): Flux's `VerificationError`.
+    pub const VERIFICATION_ERROR: &str = "VerificationError";
+}
+
+/// The condition source-controller sets on the outcome of `spec.verify`.
+pub const SOURCE_VERIFIED: &str = "SourceVerified";
+
+/// The message of a `spec.verify` ferroflux cannot honour, in source-controller's words
+/// ("failed to verify the signature using provider 'cosign keyless': ..."): nothing of the
+/// source is stored or served, since an unverified artifact must not be applied.
+pub fn verification_unsupported(provider: &str, keyless: bool) -> String {
+    let provider = if keyless && provider == "cosign" {
+        "cosign keyless"
+    } else {
+        provider
+    };
+    format!(
+        "failed to verify the signature using provider '{provider}': signature verification is not supported yet by ferroflux; no artifact is served from this source while spec.verify is set"
+    )
 }
 
 /// A failure of the API server or the storage (the pass is retried by the loop).

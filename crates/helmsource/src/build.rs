@@ -117,7 +117,12 @@ fn cached_metadata(path: &Path) -> Option<(String, String)> {
 }
 
 /// The cached chart's build, when it is the one asked for and no rebuild is forced.
-fn reuse_cached(name: &str, version: &str, opts: &BuildOptions, packaged: bool) -> Option<Build> {
+pub(crate) fn reuse_cached(
+    name: &str,
+    version: &str,
+    opts: &BuildOptions,
+    packaged: bool,
+) -> Option<Build> {
     if opts.force {
         return None;
     }
@@ -233,18 +238,33 @@ pub fn build_from_repository(
             "failed to download chart for remote reference: {e}"
         ))
     })?;
+    finish_remote(&cv.name, "the index", version, data, opts)
+}
+
+/// The rest of a remote build once the chart archive is downloaded: checked, and packaged
+/// again when values files or version metadata ask for it. `origin` names where the expected
+/// chart name came from, for the message when the archive holds another chart.
+pub(crate) fn finish_remote(
+    name: &str,
+    origin: &str,
+    version: String,
+    data: Vec<u8>,
+    opts: &BuildOptions,
+) -> Result<Build> {
+    let values_files = opts.effective_values_files();
+    let requires_packaging = !values_files.is_empty() || opts.version_metadata.is_some();
     let files = ferroflux_helm::archive_files(&data)
         .map_err(|e| Error::chart_pull(format!("failed to load downloaded chart: {e}")))?;
     let chart = load_checked(files.clone()).map_err(Error::chart_pull)?;
-    if chart.metadata.name != cv.name {
+    if chart.metadata.name != name {
         return Err(Error::chart_pull(format!(
-            "the downloaded chart is named '{}', the index says '{}'",
-            chart.metadata.name, cv.name
+            "the downloaded chart is named '{}', {origin} says '{name}'",
+            chart.metadata.name
         )));
     }
     if !requires_packaging {
         return Ok(Build {
-            name: cv.name.clone(),
+            name: name.to_string(),
             version,
             archive: Some(data),
             packaged: false,
@@ -266,9 +286,9 @@ pub fn build_from_repository(
         }
     }
     set_version(&mut files, &version)?;
-    let archive = package(&cv.name, &files)?;
+    let archive = package(name, &files)?;
     Ok(Build {
-        name: cv.name.clone(),
+        name: name.to_string(),
         version,
         archive: Some(archive),
         packaged: true,

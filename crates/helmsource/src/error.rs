@@ -105,6 +105,14 @@ impl Error {
         }
     }
 
+    pub(crate) fn authentication(detail: impl Into<String>) -> Self {
+        Error::Build {
+            reason: reason::AUTHENTICATION_FAILED,
+            summary: "failed to authenticate with the Helm repository",
+            detail: detail.into(),
+        }
+    }
+
     pub(crate) fn metadata_patch(detail: impl Into<String>) -> Self {
         Error::Build {
             reason: reason::METADATA_PATCH_ERROR,

@@ -9,7 +9,9 @@
 //! added from `file://` paths inside the artifact or from chart repositories), merging
 //! `valuesFiles` into the packaged `values.yaml`, the version's build metadata
 //! (`reconcileStrategy: Revision`, values files), and storing the artifacts
-//! (`helmrepository/<ns>/<name>/index-<hex>.yaml`, `helmchart/<ns>/<name>/<chart>-<version>.tgz`).
+//! (`helmrepository/<ns>/<name>/index-<hex>.yaml`, `helmchart/<ns>/<name>/<chart>-<version>.tgz`);
+//! charts of OCI registries (`type: oci`: tags as versions, Helm's media types) through
+//! `ferroflux-oci`, and pushing a packaged chart as `helm push` does.
 //!
 //! A crate of its own rather than a module of crates/source: crates/source is the Git source
 //! (gix and its transports), this one needs the chart loader of crates/helm; neither should
@@ -17,13 +19,14 @@
 //! root, one artifact server) and its HTTP client library (ureq on rustls + ring).
 //!
 //! Must not touch: Kubernetes (no client, no status writing — crates/controller reads the
-//! objects and secrets and maps [`Error`] onto conditions), OCI registries (not supported yet),
-//! or anything outside the storage root and the directories it is given.
+//! objects and secrets and maps [`Error`] onto conditions), the OCI protocol itself
+//! (crates/oci's), or anything outside the storage root and the directories it is given.
 
 mod build;
 mod error;
 mod http;
 pub mod index;
+pub mod oci;
 pub mod store;
 
 pub use build::{

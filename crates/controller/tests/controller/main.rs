@@ -7,6 +7,7 @@ mod harness;
 
 mod events;
 mod gitrepository;
+mod helmoci;
 mod helmrelease;
 mod helmsources;
 mod kustomization_apply;
