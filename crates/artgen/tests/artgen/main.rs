@@ -1,0 +1,289 @@
+//! The copy rules against source-watcher's documented `cp` semantics, on real trees.
+
+use ferroflux_api::artifactgenerator::{CopyOperation, CopyStrategy};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn write(root: &Path, rel: &str, data: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, data).unwrap();
+}
+
+fn op(from: &str, to: &str) -> CopyOperation {
+    CopyOperation {
+        from: from.into(),
+        to: to.into(),
+        ..Default::default()
+    }
+}
+
+/// All files of a tree as `path => content`.
+fn tree(root: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    walk(root, root, &mut out);
+    out
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    sources: BTreeMap<String, PathBuf>,
+    staging: PathBuf,
+}
+
+/// A monorepo laid out like Flux's kustomize-helm example, and an OCI chart source.
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    write(
+        &repo,
+        "apps/base/podinfo/kustomization.yaml",
+        "resources: [release.yaml]\n",
+    );
+    write(
+        &repo,
+        "apps/base/podinfo/release.yaml",
+        "kind: HelmRelease\n",
+    );
+    write(&repo, "apps/base/README.md", "docs\n");
+    write(
+        &repo,
+        "apps/staging/kustomization.yaml",
+        "resources: [../base/podinfo]\n",
+    );
+    write(
+        &repo,
+        "apps/staging/values.yaml",
+        "image:\n  tag: '2.0'\nports: [8080]\n",
+    );
+    write(&repo, "apps/staging/testdata/t.yaml", "test\n");
+    write(
+        &repo,
+        "infrastructure/configs/issuer.yaml",
+        "kind: ClusterIssuer\n",
+    );
+    write(&repo, "config.yaml", "a: 1\n");
+    let chart = dir.path().join("chart");
+    write(&chart, "podinfo/Chart.yaml", "name: podinfo\n");
+    write(
+        &chart,
+        "podinfo/values.yaml",
+        "image:\n  tag: '1.0'\n  repo: podinfo\nports: [80]\n",
+    );
+    let staging = dir.path().join("staging");
+    std::fs::create_dir(&staging).unwrap();
+    let sources = BTreeMap::from([("repo".to_string(), repo), ("chart".to_string(), chart)]);
+    Fixture {
+        _dir: dir,
+        sources,
+        staging,
+    }
+}
+
+fn run(f: &Fixture, ops: &[CopyOperation]) -> Result<BTreeMap<String, String>, String> {
+    ferroflux_artgen::apply_all(ops, &f.sources, &f.staging).map_err(|e| e.to_string())?;
+    Ok(tree(&f.staging))
+}
+
+#[test]
+fn the_examples_decomposition_strips_the_selected_directory() {
+    let f = fixture();
+    let got = run(
+        &f,
+        &[
+            op("@repo/apps/base/**", "@artifact/base/"),
+            op("@repo/apps/staging/**", "@artifact/staging/"),
+        ],
+    )
+    .unwrap();
+    let names: Vec<&str> = got.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "base/README.md",
+            "base/podinfo/kustomization.yaml",
+            "base/podinfo/release.yaml",
+            "staging/kustomization.yaml",
+            "staging/testdata/t.yaml",
+            "staging/values.yaml"
+        ]
+    );
+}
+
+#[test]
+fn paths_copy_like_cp() {
+    let f = fixture();
+    let got = run(
+        &f,
+        &[
+            // A directory without a glob is copied as a subdirectory.
+            op("@repo/infrastructure/configs", "@artifact/infra"),
+            // A file to a directory keeps its name; to a path takes that name.
+            op("@repo/config.yaml", "@artifact/cfg/"),
+            op("@repo/config.yaml", "@artifact/renamed.yaml"),
+            // A file to an existing directory goes inside it.
+            op("@repo/config.yaml", "@artifact/infra"),
+            // A single-level glob keeps each match's path.
+            op("@repo/apps/staging/*.yaml", "@artifact/flat/"),
+        ],
+    )
+    .unwrap();
+    let names: Vec<&str> = got.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "cfg/config.yaml",
+            "flat/apps/staging/kustomization.yaml",
+            "flat/apps/staging/values.yaml",
+            "infra/config.yaml",
+            "infra/configs/issuer.yaml",
+            "renamed.yaml"
+        ]
+    );
+}
+
+#[test]
+fn the_whole_source_and_later_operations_overwrite() {
+    let f = fixture();
+    let got = run(
+        &f,
+        &[
+            op("@chart/", "@artifact/"),
+            op("@repo/config.yaml", "@artifact/podinfo/values.yaml"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(got["podinfo/Chart.yaml"], "name: podinfo\n");
+    assert_eq!(got["podinfo/values.yaml"], "a: 1\n");
+}
+
+#[test]
+fn merge_deep_merges_values_as_helm_does() {
+    let f = fixture();
+    let mut merge = op(
+        "@repo/apps/staging/values.yaml",
+        "@artifact/podinfo/values.yaml",
+    );
+    merge.strategy = Some(CopyStrategy::Merge);
+    let got = run(&f, &[op("@chart/**", "@artifact/"), merge]).unwrap();
+    let v: serde_json::Value = serde_saphyr::from_str(&got["podinfo/values.yaml"]).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"image": {"repo": "podinfo", "tag": "2.0"}, "ports": [8080]})
+    );
+}
+
+#[test]
+fn excludes_match_names_at_any_depth_and_paths_from_the_selection() {
+    let f = fixture();
+    let mut o = op("@repo/apps/**", "@artifact/");
+    o.exclude = Some(vec!["*.md".into(), "staging/testdata/**".into()]);
+    let got = run(&f, &[o]).unwrap();
+    assert!(!got.contains_key("base/README.md"), "{got:?}");
+    assert!(!got.keys().any(|k| k.contains("testdata")), "{got:?}");
+    assert!(got.contains_key("staging/values.yaml"));
+}
+
+#[test]
+fn extract_unpacks_tarballs_found_by_a_recursive_glob() {
+    let f = fixture();
+    // A chart packaged as `helm package` would, inside the Git source.
+    let mut tgz = Vec::new();
+    {
+        let gz = flate2::write::GzEncoder::new(&mut tgz, flate2::Compression::fast());
+        let mut b = tar::Builder::new(gz);
+        let data = b"name: packed\n";
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, "packed/Chart.yaml", &data[..])
+            .unwrap();
+        b.into_inner().unwrap().finish().unwrap();
+    }
+    std::fs::create_dir_all(f.sources["repo"].join("releases/v1")).unwrap();
+    std::fs::write(f.sources["repo"].join("releases/v1/packed-1.0.0.tgz"), &tgz).unwrap();
+    let mut o = op("@repo/releases/**/*.tgz", "@artifact/charts/");
+    o.strategy = Some(CopyStrategy::Extract);
+    let got = run(&f, &[o]).unwrap();
+    assert_eq!(got["charts/packed/Chart.yaml"], "name: packed\n");
+    let mut not_tar = op("@repo/config.yaml", "@artifact/");
+    not_tar.strategy = Some(CopyStrategy::Extract);
+    let err = run(&f, &[not_tar]).unwrap_err();
+    assert!(
+        err.contains("extract strategy requires tarball file (.tar.gz or .tgz), got 'config.yaml'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_rules_name_the_operation_and_the_cause() {
+    let f = fixture();
+    let cases = [
+        (
+            op("@repo/nothing/*.yaml", "@artifact/"),
+            "failed to apply copy operation from '@repo/nothing/*.yaml' to '@artifact/': no files match pattern 'nothing/*.yaml' in source 'repo'",
+        ),
+        (
+            op("@missing/config.yaml", "@artifact/"),
+            "failed to apply copy operation from '@missing/config.yaml' to '@artifact/': source alias 'missing' not found",
+        ),
+        (
+            op("@repo/absent.yaml", "@artifact/"),
+            "source 'absent.yaml' does not exist",
+        ),
+        (
+            op("@repo/[", "@artifact/"),
+            "invalid glob pattern '[': syntax error in pattern",
+        ),
+        (
+            op("@repo/config.yaml", "@artifact/../../escape.yaml"),
+            "destination '../../escape.yaml' leaves its root",
+        ),
+        (
+            op("@repo/../chart/podinfo/Chart.yaml", "@artifact/"),
+            "source '../chart/podinfo/Chart.yaml' leaves its root",
+        ),
+    ];
+    for (o, want) in cases {
+        let err = run(&f, &[o]).unwrap_err();
+        assert!(err.contains(want), "{err}\nwanted: {want}");
+    }
+    let mut all_out = op("@repo/apps/base/*", "@artifact/");
+    all_out.exclude = Some(vec!["**".into()]);
+    let err = run(&f, &[all_out]).unwrap_err();
+    assert!(err.contains("were excluded"), "{err}");
+    assert!(!f.staging.parent().unwrap().join("escape.yaml").exists());
+}
+
+#[test]
+fn the_content_hash_follows_content_not_time() {
+    let f = fixture();
+    run(&f, &[op("@repo/apps/**", "@artifact/")]).unwrap();
+    let a = ferroflux_artgen::content_hash(&f.staging, "apps").unwrap();
+    assert_eq!(
+        a,
+        ferroflux_artgen::content_hash(&f.staging, "apps").unwrap()
+    );
+    std::fs::write(f.staging.join("staging/values.yaml"), "changed\n").unwrap();
+    assert_ne!(
+        a,
+        ferroflux_artgen::content_hash(&f.staging, "apps").unwrap()
+    );
+    let mut one = Vec::new();
+    let mut two = Vec::new();
+    ferroflux_artgen::pack(&f.staging, &mut one).unwrap();
+    ferroflux_artgen::pack(&f.staging, &mut two).unwrap();
+    assert_eq!(one, two, "packing is reproducible");
+}
