@@ -2,9 +2,12 @@
 //! (`examples/fleet-infra`, compiled into the binary) becomes a Git repository; two local
 //! clusters start with their controllers; each is bootstrapped onto its own folder with the same
 //! commands a user types; then a change is promoted from staging to production by commits.
+//! podinfo is a HelmRelease whose chart lives in the fleet repository itself (a HelmChart built
+//! from the GitRepository's artifact), so the demo needs no network; the promotion moves each
+//! environment's overlay from chart version 6.7.1 to 6.8.0.
 //!
 //! The user-facing steps run this very binary as a child process (`bootstrap git`,
-//! `get kustomizations`, `fleet status`), so the demo shows exactly what those commands print.
+//! `get kustomizations`, `get helmreleases`, `fleet status`), so the demo shows exactly what those commands print.
 
 use crate::cluster::Cluster;
 use crate::cmd::dev::start_controllers;
@@ -12,7 +15,7 @@ use crate::fluxobj::request_reconcile;
 use anyhow::{Context as _, Result, anyhow, bail};
 use clap::Args;
 use ferroflux_api::conditions::{READY, find_condition};
-use ferroflux_api::{GitRepository, Kustomization};
+use ferroflux_api::{GitRepository, HelmRelease, Kustomization};
 use ferroflux_bootstrap::Git;
 use ferroflux_controller::manager::Manager;
 use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
@@ -62,6 +65,46 @@ pub const FLEET_INFRA: &[(&str, &str)] = &[
     (
         "apps/staging/kustomization.yaml",
         include_str!("../../../../examples/fleet-infra/apps/staging/kustomization.yaml"),
+    ),
+    (
+        "charts/podinfo/6.7.1/Chart.yaml",
+        include_str!("../../../../examples/fleet-infra/charts/podinfo/6.7.1/Chart.yaml"),
+    ),
+    (
+        "charts/podinfo/6.7.1/templates/deployment.yaml",
+        include_str!(
+            "../../../../examples/fleet-infra/charts/podinfo/6.7.1/templates/deployment.yaml"
+        ),
+    ),
+    (
+        "charts/podinfo/6.7.1/templates/service.yaml",
+        include_str!(
+            "../../../../examples/fleet-infra/charts/podinfo/6.7.1/templates/service.yaml"
+        ),
+    ),
+    (
+        "charts/podinfo/6.7.1/values.yaml",
+        include_str!("../../../../examples/fleet-infra/charts/podinfo/6.7.1/values.yaml"),
+    ),
+    (
+        "charts/podinfo/6.8.0/Chart.yaml",
+        include_str!("../../../../examples/fleet-infra/charts/podinfo/6.8.0/Chart.yaml"),
+    ),
+    (
+        "charts/podinfo/6.8.0/templates/deployment.yaml",
+        include_str!(
+            "../../../../examples/fleet-infra/charts/podinfo/6.8.0/templates/deployment.yaml"
+        ),
+    ),
+    (
+        "charts/podinfo/6.8.0/templates/service.yaml",
+        include_str!(
+            "../../../../examples/fleet-infra/charts/podinfo/6.8.0/templates/service.yaml"
+        ),
+    ),
+    (
+        "charts/podinfo/6.8.0/values.yaml",
+        include_str!("../../../../examples/fleet-infra/charts/podinfo/6.8.0/values.yaml"),
     ),
     (
         "clusters/production/apps.yaml",
@@ -253,12 +296,24 @@ async fn run_steps(
                 name,
             ],
         )?;
+        ferroflux(
+            exe,
+            &[
+                "get",
+                "helmreleases",
+                "--all-namespaces",
+                "--kubeconfig",
+                &kc,
+                "--context",
+                name,
+            ],
+        )?;
     }
     let kc = kubeconfig.display().to_string();
     ferroflux(exe, &["fleet", "status", "--kubeconfig", &kc])?;
 
     heading(&format!(
-        "5. Promotion: podinfo {OLD_TAG} -> {NEW_TAG} in apps/staging, then apps/production"
+        "5. Promotion: podinfo's chart {OLD_TAG} -> {NEW_TAG} in apps/staging, then apps/production"
     ));
     // The bootstraps pushed their flux-system folders: start from the remote's history.
     git(checkout, &["pull", "-q", "--ff-only", "origin", "main"]).await?;
@@ -267,7 +322,11 @@ async fn run_steps(
         bump_tag(checkout, &file)?;
         git(
             checkout,
-            &["commit", "-qam", &format!("apps/{env}: podinfo {NEW_TAG}")],
+            &[
+                "commit",
+                "-qam",
+                &format!("apps/{env}: podinfo chart {NEW_TAG}"),
+            ],
         )
         .await?;
         git(checkout, &["push", "-q", "origin", "main"]).await?;
@@ -280,11 +339,13 @@ async fn run_steps(
             wait_ready(name, &cluster.client, &["apps"], &head, step_timeout).await?;
         }
         for (i, name) in CLUSTERS.iter().enumerate() {
-            let image = podinfo_image(&fleet.clients[i].client).await?;
+            let client = &fleet.clients[i].client;
+            let chart = podinfo_chart(client).await?;
+            let image = podinfo_image(client).await?;
             let expected = if i <= step { NEW_TAG } else { OLD_TAG };
-            println!("{name:<11} podinfo runs {image}");
-            if !image.ends_with(&format!(":{expected}")) {
-                bail!("{name} runs {image}, expected tag {expected}");
+            println!("{name:<11} podinfo chart {chart} runs {image}");
+            if chart != format!("podinfo@{expected}") || !image.ends_with(&format!(":{expected}")) {
+                bail!("{name} has chart {chart} running {image}, expected version {expected}");
             }
         }
     }
@@ -361,14 +422,19 @@ async fn create_repository(remote: &Path, checkout: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Moves an overlay's HelmRelease from the chart of version `OLD_TAG` to `NEW_TAG` (both are
+/// in the repository, under `charts/podinfo/<version>`).
 fn bump_tag(checkout: &Path, file: &str) -> Result<()> {
     let path = checkout.join(file);
     let text = std::fs::read_to_string(&path)?;
-    let old = format!("newTag: {OLD_TAG}");
+    let old = format!("./charts/podinfo/{OLD_TAG}");
     if !text.contains(&old) {
-        bail!("{file} does not pin podinfo {OLD_TAG}");
+        bail!("{file} does not pin podinfo's chart {OLD_TAG}");
     }
-    std::fs::write(&path, text.replace(&old, &format!("newTag: {NEW_TAG}")))?;
+    std::fs::write(
+        &path,
+        text.replace(&old, &format!("./charts/podinfo/{NEW_TAG}")),
+    )?;
     Ok(())
 }
 
@@ -429,6 +495,30 @@ async fn wait_ready(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// `chart@version` of the HelmRelease podinfo/podinfo's current release, from its status
+/// history, once it is Ready for its generation.
+async fn podinfo_chart(client: &kube::Client) -> Result<String> {
+    let releases: Api<HelmRelease> = Api::namespaced(client.clone(), "podinfo");
+    let hr = releases
+        .get("podinfo")
+        .await
+        .context("reading HelmRelease podinfo/podinfo")?;
+    let status = hr.status.clone().unwrap_or_default();
+    let ready = status
+        .conditions
+        .as_deref()
+        .and_then(|c| find_condition(c, READY))
+        .is_some_and(|c| c.status == "True");
+    if !ready || status.observed_generation != hr.metadata.generation {
+        bail!("HelmRelease podinfo/podinfo is not Ready for its generation");
+    }
+    status
+        .history
+        .and_then(|h| h.into_iter().next())
+        .map(|s| format!("{}@{}", s.chart_name, s.chart_version))
+        .ok_or_else(|| anyhow!("HelmRelease podinfo/podinfo has no release in its history"))
 }
 
 async fn podinfo_image(client: &kube::Client) -> Result<String> {
