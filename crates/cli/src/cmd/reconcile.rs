@@ -1,9 +1,11 @@
-//! `ferroflux reconcile kustomization NAME [--with-source]`, `reconcile helmrelease NAME [--force]
-//! [--reset]` and `reconcile source git|helm|chart|oci NAME`:
+//! `ferroflux reconcile kustomization NAME [--with-source]`, `reconcile helmrelease NAME
+//! [--with-source] [--force] [--reset]` and `reconcile source git|helm|chart|oci NAME`:
 //! ask the controller for an immediate reconciliation (`reconcile.fluxcd.io/requestedAt`), wait
 //! with a spinner until the controller has handled a request (`status.lastHandledReconcileAt`
 //! changed from its value before ours, as flux decides it) and the object is ready, then print
-//! the revision, in flux's words.
+//! the revision, in flux's words. A HelmRelease's source, as flux reconciles it with
+//! `--with-source`, is its HelmChart (the template's `<namespace>-<name>` in the source's
+//! namespace, or `chartRef`'s), itself reconciled with its own source first.
 //!
 //! One deliberate difference: a settled `Ready=False` (no `Reconciling` condition) ends the
 //! wait at once with the controller's message, where flux's kstatus reads it as "in progress"
@@ -54,6 +56,9 @@ enum Target {
         /// Reset the failure counters, so an exhausted remediation tries again.
         #[arg(long)]
         reset: bool,
+        /// Reconcile the HelmRelease's chart source (and its source) first.
+        #[arg(long)]
+        with_source: bool,
     },
 }
 
@@ -84,8 +89,19 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
                 let repo: GitRepository = fluxobj::get_object(&cluster, ns, name).await?;
                 reconcile_one(&cluster, ns, &repo, deadline).await
             }
-            Target::Helmrelease { name, force, reset } => {
+            Target::Helmrelease {
+                name,
+                force,
+                reset,
+                with_source,
+            } => {
                 let hr: HelmRelease = fluxobj::get_object(&cluster, ns, name).await?;
+                if hr.suspended() {
+                    bail!("resource is suspended");
+                }
+                if *with_source {
+                    reconcile_release_source(&cluster, ns, &hr, deadline).await?;
+                }
                 let mut also = Vec::new();
                 if *force {
                     also.push(FORCE_REQUESTED_AT);
@@ -104,30 +120,7 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
                 reconcile_one(&cluster, ns, &repo, deadline).await
             }
             Target::Source(SourceTarget::Chart { name, with_source }) => {
-                use ferroflux_api::helmchart::HelmChartSourceKind;
-                let chart: HelmChart = fluxobj::get_object(&cluster, ns, name).await?;
-                if chart.suspended() {
-                    bail!("resource is suspended");
-                }
-                if *with_source {
-                    let source = &chart.spec.source_ref;
-                    match source.kind {
-                        HelmChartSourceKind::HelmRepository => {
-                            let repo: HelmRepository =
-                                fluxobj::get_object(&cluster, ns, &source.name).await?;
-                            reconcile_one(&cluster, ns, &repo, deadline).await?;
-                        }
-                        HelmChartSourceKind::GitRepository => {
-                            let repo: GitRepository =
-                                fluxobj::get_object(&cluster, ns, &source.name).await?;
-                            reconcile_one(&cluster, ns, &repo, deadline).await?;
-                        }
-                        HelmChartSourceKind::Bucket => {
-                            bail!("cannot reconcile source of kind Bucket")
-                        }
-                    }
-                }
-                reconcile_one(&cluster, ns, &chart, deadline).await
+                reconcile_chart(&cluster, ns, name, *with_source, deadline).await
             }
             Target::Kustomization { name, with_source } => {
                 let ks: Kustomization = fluxobj::get_object(&cluster, ns, name).await?;
@@ -160,6 +153,78 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
         result,
         "the reconcile request stays on the object and the controller still handles it",
     )
+}
+
+/// A HelmChart, after its source when `with_source`.
+async fn reconcile_chart(
+    cluster: &Cluster,
+    ns: &str,
+    name: &str,
+    with_source: bool,
+    deadline: tokio::time::Instant,
+) -> anyhow::Result<()> {
+    use ferroflux_api::helmchart::HelmChartSourceKind;
+    let chart: HelmChart = fluxobj::get_object(cluster, ns, name).await?;
+    if chart.suspended() {
+        bail!("resource is suspended");
+    }
+    if with_source {
+        let source = &chart.spec.source_ref;
+        match source.kind {
+            HelmChartSourceKind::HelmRepository => {
+                let repo: HelmRepository = fluxobj::get_object(cluster, ns, &source.name).await?;
+                reconcile_one(cluster, ns, &repo, deadline).await?;
+            }
+            HelmChartSourceKind::GitRepository => {
+                let repo: GitRepository = fluxobj::get_object(cluster, ns, &source.name).await?;
+                reconcile_one(cluster, ns, &repo, deadline).await?;
+            }
+            HelmChartSourceKind::Bucket => {
+                bail!("cannot reconcile source of kind Bucket")
+            }
+        }
+    }
+    reconcile_one(cluster, ns, &chart, deadline).await
+}
+
+/// flux's source of a HelmRelease: the HelmChart its template owns (reconciled with its own
+/// source), or what `chartRef` names — a HelmChart (with its source) or an OCIRepository.
+async fn reconcile_release_source(
+    cluster: &Cluster,
+    ns: &str,
+    hr: &HelmRelease,
+    deadline: tokio::time::Instant,
+) -> anyhow::Result<()> {
+    use ferroflux_api::helmrelease::ChartRefKind;
+    if let Some(chart_ref) = &hr.spec.chart_ref {
+        let ref_ns = chart_ref
+            .namespace
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(ns);
+        return match chart_ref.kind {
+            ChartRefKind::HelmChart => {
+                reconcile_chart(cluster, ref_ns, &chart_ref.name, true, deadline).await
+            }
+            ChartRefKind::OCIRepository => {
+                let repo: OCIRepository =
+                    fluxobj::get_object(cluster, ref_ns, &chart_ref.name).await?;
+                reconcile_one(cluster, ref_ns, &repo, deadline).await
+            }
+            other => bail!("cannot reconcile source of kind {}", other.as_str()),
+        };
+    }
+    let Some(template) = &hr.spec.chart else {
+        bail!("HelmRelease has neither chart nor chartRef");
+    };
+    let chart_ns = template
+        .spec
+        .source_ref
+        .namespace
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(ns);
+    reconcile_chart(cluster, chart_ns, &hr.helm_chart_name(), true, deadline).await
 }
 
 async fn reconcile_one<K: FluxObject>(

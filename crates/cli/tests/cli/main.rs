@@ -22,6 +22,7 @@ mod envsubst;
 mod fleet_status;
 mod get_bad_input;
 mod helmrelease;
+mod helmrelease_controllers;
 mod helmsources;
 mod install;
 mod kustomize_bad_input;
