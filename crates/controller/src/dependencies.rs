@@ -1,48 +1,77 @@
-//! `spec.dependsOn`: when a Kustomization may proceed, and dependency cycles.
+//! `spec.dependsOn`, shared by the Kustomization and HelmRelease reconcilers: the readiness
+//! rule both controllers of Flux apply to a dependency (over any [`FluxObject`]), the
+//! Kustomization's extra revision rule, and dependency cycles.
 
-use ferroflux_api::Kustomization;
 use ferroflux_api::conditions::{READY, is_true};
+use ferroflux_api::kustomization::DependencyReference;
+use ferroflux_api::{FluxObject, Kustomization};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// `namespace/name` of a Kustomization, as Flux prints dependency names.
+/// `namespace/name` of an object, as Flux prints dependency names.
 pub fn key(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
 }
 
-/// The keys of the Kustomizations `ks` depends on (namespace defaulted to its own).
-pub fn dependency_keys(ks: &Kustomization) -> Vec<String> {
-    let own_ns = ks.metadata.namespace.as_deref().unwrap_or("default");
-    ks.spec
-        .depends_on
-        .iter()
+/// The keys of the objects `deps` names (namespace defaulted to `own_ns`).
+pub fn keys(deps: Option<&[DependencyReference]>, own_ns: &str) -> Vec<String> {
+    deps.into_iter()
         .flatten()
         .map(|d| key(d.namespace.as_deref().unwrap_or(own_ns), &d.name))
         .collect()
 }
 
-/// Checks Flux's readiness rules for every dependency of `ks`: it exists, its
-/// `observedGeneration` matches its generation, it is `Ready=True` and, when it follows the same
-/// source, it has applied `source_revision`. The error reads like Flux's.
+/// The keys of the Kustomizations `ks` depends on (namespace defaulted to its own).
+pub fn dependency_keys(ks: &Kustomization) -> Vec<String> {
+    let own_ns = ks.metadata.namespace.as_deref().unwrap_or("default");
+    keys(ks.spec.depends_on.as_deref(), own_ns)
+}
+
+/// Flux's readiness of a dependency, the same in kustomize- and helm-controller: it has
+/// conditions, has observed its generation and is `Ready=True`.
+pub fn is_ready<K: FluxObject>(dep: &K) -> bool {
+    let conditions = dep.conditions();
+    !conditions.is_empty()
+        && dep.meta().generation == dep.observed_generation()
+        && is_true(conditions, READY)
+}
+
+/// Checks every dependency in `deps` (namespace defaulted to `own_ns`): `lookup` finds it
+/// (else `missing(key, name)` is the error), it [`is_ready`], and `also` accepts it. The error
+/// reads like Flux's: "dependency 'ns/name' is not ready".
+pub fn check_ready<K: FluxObject>(
+    deps: Option<&[DependencyReference]>,
+    own_ns: &str,
+    lookup: impl Fn(&str, &str) -> Option<K>,
+    missing: impl Fn(&str, &str) -> String,
+    also: impl Fn(&str, &K) -> Result<(), String>,
+) -> Result<(), String> {
+    for d in deps.into_iter().flatten() {
+        let ns = d.namespace.as_deref().unwrap_or(own_ns);
+        let name = key(ns, &d.name);
+        let Some(dep) = lookup(ns, &d.name) else {
+            return Err(missing(&name, &d.name));
+        };
+        if !is_ready(&dep) {
+            return Err(format!("dependency '{name}' is not ready"));
+        }
+        also(&name, &dep)?;
+    }
+    Ok(())
+}
+
+/// Checks Flux's readiness rules for every dependency of `ks` ([`check_ready`]) and
+/// kustomize-controller's own: a dependency that follows the same source has applied
+/// `source_revision`. The error reads like Flux's.
 pub fn check_dependencies(
     ks: &Kustomization,
     lookup: impl Fn(&str, &str) -> Option<Kustomization>,
     source_revision: &str,
 ) -> Result<(), String> {
     let own_ns = ks.metadata.namespace.as_deref().unwrap_or("default");
-    for d in ks.spec.depends_on.iter().flatten() {
-        let ns = d.namespace.as_deref().unwrap_or(own_ns);
-        let name = key(ns, &d.name);
-        let Some(dep) = lookup(ns, &d.name) else {
-            return Err(format!("dependency '{name}' not found"));
-        };
+    let missing = |name: &str, _: &str| format!("dependency '{name}' not found");
+    let same_revision = |name: &str, dep: &Kustomization| {
         let status = dep.status.clone().unwrap_or_default();
-        let conditions = status.conditions.unwrap_or_default();
-        if conditions.is_empty() || dep.metadata.generation != status.observed_generation {
-            return Err(format!("dependency '{name}' is not ready"));
-        }
-        if !is_true(&conditions, READY) {
-            return Err(format!("dependency '{name}' is not ready"));
-        }
+        let ns = name.split_once('/').map_or(own_ns, |(ns, _)| ns);
         let dep_ns = dep.metadata.namespace.as_deref().unwrap_or(ns);
         let same_source = dep.spec.source_ref.kind == ks.spec.source_ref.kind
             && dep.spec.source_ref.name == ks.spec.source_ref.name
@@ -51,8 +80,15 @@ pub fn check_dependencies(
         if same_source && status.last_applied_revision.as_deref() != Some(source_revision) {
             return Err(format!("dependency '{name}' revision is not up to date"));
         }
-    }
-    Ok(())
+        Ok(())
+    };
+    check_ready(
+        ks.spec.depends_on.as_deref(),
+        own_ns,
+        lookup,
+        missing,
+        same_revision,
+    )
 }
 
 /// The dependency cycle `start` is part of, if any, as `a -> b -> a`. `graph` maps each

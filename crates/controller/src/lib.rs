@@ -20,6 +20,7 @@
 //! how Kubernetes clients are built and retried (`ferroflux-kubeclient`).
 
 pub mod artifact;
+pub mod dependencies;
 pub mod events;
 pub mod finalizer;
 pub mod gitrepository;

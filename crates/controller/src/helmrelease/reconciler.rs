@@ -19,6 +19,7 @@ use super::state::{
 };
 use super::values;
 use crate::artifact;
+use crate::dependencies;
 use crate::events::Recorder;
 use crate::finalizer;
 use crate::metrics::{HELM_CONTROLLER, Metrics, Outcome};
@@ -89,6 +90,8 @@ impl Default for Options {
 /// What every reconcile shares.
 pub struct Context {
     client: kube::Client,
+    /// The controller's cache of HelmReleases (dependencies are read from it).
+    store: Store<HelmRelease>,
     config: kube::Config,
     /// Helm actions on the controller's own cluster as itself.
     local: Arc<Actions>,
@@ -151,6 +154,7 @@ pub fn controller(
         )),
         engine,
         client,
+        store: store.clone(),
         config,
         options,
         metrics,
@@ -229,12 +233,7 @@ fn reconcile_trigger(hr: &HelmRelease) -> Option<u64> {
 
 fn dependency_keys(hr: &HelmRelease) -> Vec<String> {
     let own = hr.namespace().unwrap_or_else(|| "default".into());
-    hr.spec
-        .depends_on
-        .iter()
-        .flatten()
-        .map(|d| format!("{}/{}", d.namespace.as_deref().unwrap_or(&own), d.name))
-        .collect()
+    dependencies::keys(hr.spec.depends_on.as_deref(), &own)
 }
 
 fn error_policy(_hr: Arc<HelmRelease>, _error: &ReconcileError, _ctx: Arc<Context>) -> Action {
@@ -400,15 +399,11 @@ async fn fail(
     obj: &mut HelmRelease,
     failure: &Failure,
 ) -> Result<(Action, Outcome), ReconcileError> {
-    let generation = obj.metadata.generation;
-    let status = obj.status.get_or_insert_with(Default::default);
-    failure.mark(&mut Conditions::of(
-        &mut status.conditions,
-        generation,
-        Timestamp::now(),
-    ));
+    failure.mark(&mut conditions(obj));
     if failure.stalled {
-        status.observed_generation = generation;
+        obj.status
+            .get_or_insert_with(Default::default)
+            .observed_generation = obj.metadata.generation;
     }
     write_status(api, obj).await?;
     step::log_failure(
@@ -447,7 +442,7 @@ async fn prerequisites(
     requests: &Requests,
 ) -> Result<Prepared, Failure> {
     let retry = Duration::from_secs(10);
-    dependencies(obj, ctx).await?;
+    dependencies(obj, ctx)?;
     chart_template(obj, ctx).await?;
     let artifact = source(obj, ctx).await?;
     let values = compose_values(obj, ctx, retry).await?;
@@ -487,34 +482,28 @@ async fn prerequisites(
 }
 
 /// helm-controller's `checkDependencies`: every `dependsOn` HelmRelease exists, has
-/// reconciled its generation and is Ready.
-async fn dependencies(hr: &HelmRelease, ctx: &Context) -> Result<(), Failure> {
-    let requeue = ctx.options.requeue_dependency;
-    for key in dependency_keys(hr) {
-        let Some((ns, name)) = key.split_once('/') else {
-            continue;
-        };
-        let api: Api<HelmRelease> = Api::namespaced(ctx.client.clone(), ns);
-        let not_ready =
-            |message: String| Failure::retry(reason::DEPENDENCY_NOT_READY, message, requeue);
-        let dep = api
-            .get_opt(name)
-            .await
-            .map_err(|e| not_ready(format!("unable to get '{key}' dependency: {e}")))?
-            .ok_or_else(|| {
-                not_ready(format!(
-                    "unable to get '{key}' dependency: helmreleases.helm.toolkit.fluxcd.io \"{name}\" not found"
-                ))
-            })?;
-        let status = dep.status.clone().unwrap_or_default();
-        let conditions = status.conditions.unwrap_or_default();
-        if dep.metadata.generation != status.observed_generation
-            || !ferroflux_api::conditions::is_true(&conditions, READY)
-        {
-            return Err(not_ready(format!("dependency '{key}' is not ready")));
-        }
-    }
-    Ok(())
+/// reconciled its generation and is Ready (the readiness rule the Kustomization's shares).
+/// Read from the controller's cache, as helm-controller's client reads, so it costs no request.
+fn dependencies(hr: &HelmRelease, ctx: &Context) -> Result<(), Failure> {
+    let own = hr.namespace().unwrap_or_else(|| "default".into());
+    let lookup = |ns: &str, name: &str| {
+        ctx.store
+            .get(&ObjectRef::new(name).within(ns))
+            .map(|h| h.as_ref().clone())
+    };
+    let missing = |key: &str, name: &str| {
+        format!(
+            "unable to get '{key}' dependency: helmreleases.helm.toolkit.fluxcd.io \"{name}\" not found"
+        )
+    };
+    dependencies::check_ready(
+        hr.spec.depends_on.as_deref(),
+        &own,
+        lookup,
+        missing,
+        |_, _| Ok(()),
+    )
+    .or_fail(reason::DEPENDENCY_NOT_READY, ctx.options.requeue_dependency)
 }
 
 /// The owned HelmChart: applied from `spec.chart`, or deleted when the release moved to
@@ -646,12 +635,10 @@ async fn target_actions(
 /// when its objects differ in the cluster; with `mode: enabled` the drifted objects are applied
 /// again. A failure to look is logged and left for the next reconcile.
 async fn detect_drift(obj: &mut HelmRelease, ctx: &Context, prepared: &Prepared, rel: &Release) {
-    let generation = obj.metadata.generation;
     let settings = obj.spec.drift_detection.clone().unwrap_or_default();
     let mode = settings.mode.unwrap_or_default();
     if mode == DriftDetectionMode::Disabled {
-        let status = obj.status.get_or_insert_with(Default::default);
-        Conditions::of(&mut status.conditions, generation, Timestamp::now()).delete(DRIFTED);
+        conditions(obj).delete(DRIFTED);
         return;
     }
     let objects = match prepared.actions.objects(rel).await {
@@ -675,8 +662,7 @@ async fn detect_drift(obj: &mut HelmRelease, ctx: &Context, prepared: &Prepared,
     }
     let release = full_release_name(&latest(obj));
     if drifted.is_empty() {
-        let status = obj.status.get_or_insert_with(Default::default);
-        Conditions::of(&mut status.conditions, generation, Timestamp::now()).mark_false(
+        conditions(obj).mark_false(
             DRIFTED,
             hr_reason::NO_DRIFT_DETECTED,
             "No drift detected against the cluster state",
@@ -696,12 +682,7 @@ async fn detect_drift(obj: &mut HelmRelease, ctx: &Context, prepared: &Prepared,
     )
     .await;
     {
-        let status = obj.status.get_or_insert_with(Default::default);
-        Conditions::of(&mut status.conditions, generation, Timestamp::now()).mark_true(
-            DRIFTED,
-            hr_reason::DRIFT_DETECTED,
-            &message,
-        );
+        conditions(obj).mark_true(DRIFTED, hr_reason::DRIFT_DETECTED, &message);
     }
     if mode != DriftDetectionMode::Enabled {
         return;
@@ -718,8 +699,7 @@ async fn detect_drift(obj: &mut HelmRelease, ctx: &Context, prepared: &Prepared,
                 changes.changes_message()
             );
             publish(ctx, obj, EventType::Normal, "DriftCorrected", note).await;
-            let status = obj.status.get_or_insert_with(Default::default);
-            Conditions::of(&mut status.conditions, generation, Timestamp::now()).mark_false(
+            conditions(obj).mark_false(
                 DRIFTED,
                 hr_reason::NO_DRIFT_DETECTED,
                 "No drift detected against the cluster state",
@@ -787,10 +767,8 @@ async fn release(
         let last = match storage.last(&prepared.target.name).await {
             Ok(last) => last,
             Err(e) => {
-                let generation = obj.metadata.generation;
-                let status = obj.status.get_or_insert_with(Default::default);
                 let message = format!("Could not determine release state: {e}");
-                Conditions::of(&mut status.conditions, generation, Timestamp::now())
+                conditions(obj)
                     .mark_false(READY, "StateError", &message)
                     .mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message);
                 publish(ctx, obj, EventType::Warning, "StateError", message).await;
@@ -813,7 +791,6 @@ async fn release(
             obj.status.get_or_insert_with(Default::default).history = None;
         }
         let next = state::action_for_state(obj, &state, force);
-        let generation = obj.metadata.generation;
         match &next {
             Next::Done => {
                 in_sync(obj);
@@ -821,9 +798,7 @@ async fn release(
                     detect_drift(obj, ctx, &prepared, rel).await;
                 }
                 summarize(obj);
-                let status = obj.status.get_or_insert_with(Default::default);
-                Conditions::of(&mut status.conditions, generation, Timestamp::now())
-                    .delete(RECONCILING);
+                conditions(obj).delete(RECONCILING);
                 return Ok(Ended::Ready(ready_message(obj)));
             }
             Next::Stall(message) => {
@@ -832,8 +807,7 @@ async fn release(
                 summarize(obj);
                 let ready_false =
                     find_condition(c_conditions(obj), READY).is_some_and(|r| r.status == "False");
-                let status = obj.status.get_or_insert_with(Default::default);
-                let mut c = Conditions::of(&mut status.conditions, generation, Timestamp::now());
+                let mut c = conditions(obj);
                 c.mark_stalled(hr_reason::RETRIES_EXCEEDED, message);
                 if !ready_false {
                     c.mark_false(READY, hr_reason::RETRIES_EXCEEDED, message);
@@ -854,8 +828,7 @@ async fn release(
             format_duration(timeout)
         );
         {
-            let status = obj.status.get_or_insert_with(Default::default);
-            let mut c = Conditions::of(&mut status.conditions, generation, Timestamp::now());
+            let mut c = conditions(obj);
             c.mark_reconciling(reason::PROGRESSING, &message);
             if kind == Kind::Release {
                 c.mark_unknown(READY, reason::PROGRESSING, &message);
@@ -878,6 +851,19 @@ async fn release(
     }
 }
 
+/// The conditions of `obj`'s status (created when missing), stamped with its generation and
+/// the time now: how every step below records its outcome.
+fn conditions(obj: &mut HelmRelease) -> Conditions<'_> {
+    conditions_at(obj, Timestamp::now())
+}
+
+/// [`conditions`] stamped with `now` (one time for the conditions of one action's outcome).
+fn conditions_at(obj: &mut HelmRelease, now: Timestamp) -> Conditions<'_> {
+    let generation = obj.metadata.generation;
+    let status = obj.status.get_or_insert_with(Default::default);
+    Conditions::of(&mut status.conditions, generation, now)
+}
+
 fn c_conditions(hr: &HelmRelease) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition] {
     hr.status
         .as_ref()
@@ -887,14 +873,12 @@ fn c_conditions(hr: &HelmRelease) -> &[k8s_openapi::apimachinery::pkg::apis::met
 
 /// Before running an action a second time in one attempt: retry later.
 fn stop_before_repeat(obj: &mut HelmRelease) -> Ended {
-    let generation = obj.metadata.generation;
     let action = obj
         .status
         .as_ref()
         .and_then(|s| s.last_attempted_release_action);
     if let Some(interval) = action.and_then(|a| state::retry_on_failure(obj, a)) {
-        let status = obj.status.get_or_insert_with(Default::default);
-        Conditions::of(&mut status.conditions, generation, Timestamp::now()).mark_reconciling(
+        conditions(obj).mark_reconciling(
             reason::PROGRESSING_WITH_RETRY,
             &format!("retrying after {interval}"),
         );
@@ -903,9 +887,7 @@ fn stop_before_repeat(obj: &mut HelmRelease) -> Ended {
     }
     summarize(obj);
     let message = ready_message(obj);
-    let status = obj.status.get_or_insert_with(Default::default);
-    Conditions::of(&mut status.conditions, generation, Timestamp::now())
-        .mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message);
+    conditions(obj).mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message);
     Ended::Retry {
         after: Duration::from_secs(1),
     }
@@ -913,7 +895,6 @@ fn stop_before_repeat(obj: &mut HelmRelease) -> Ended {
 
 /// After a remediation: try again while retries remain, else Stalled.
 fn stop_after_remediation(obj: &mut HelmRelease) -> Ended {
-    let generation = obj.metadata.generation;
     summarize(obj);
     let remediation = Remediation::active(obj);
     let exhausted = remediation
@@ -925,17 +906,13 @@ fn stop_after_remediation(obj: &mut HelmRelease) -> Ended {
     });
     if !exhausted || uninstall_after_upgrade {
         let message = ready_message(obj);
-        let status = obj.status.get_or_insert_with(Default::default);
-        Conditions::of(&mut status.conditions, generation, Timestamp::now())
-            .mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message);
+        conditions(obj).mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message);
         return Ended::Retry {
             after: Duration::from_secs(1),
         };
     }
     let message = state::stall_message(obj);
-    let status = obj.status.get_or_insert_with(Default::default);
-    Conditions::of(&mut status.conditions, generation, Timestamp::now())
-        .mark_stalled(hr_reason::RETRIES_EXCEEDED, &message);
+    conditions(obj).mark_stalled(hr_reason::RETRIES_EXCEEDED, &message);
     Ended::Stalled
 }
 
@@ -947,7 +924,6 @@ async fn run_action(
     next: &Next,
     timeout: Duration,
 ) -> Result<(), Ended> {
-    let generation = obj.metadata.generation;
     let now = Timestamp::now();
     let chart = &prepared.chart;
     let chart_label = format!("{}@{}", chart.metadata.name, chart.metadata.version);
@@ -969,13 +945,12 @@ async fn run_action(
             } else {
                 ReleaseAction::Upgrade
             };
-            {
-                let status = obj.status.get_or_insert_with(Default::default);
-                Conditions::of(&mut status.conditions, generation, now)
-                    .delete(TEST_SUCCESS)
-                    .delete(REMEDIATED);
-                status.last_attempted_release_action = Some(action);
-            }
+            conditions_at(obj, now)
+                .delete(TEST_SUCCESS)
+                .delete(REMEDIATED);
+            obj.status
+                .get_or_insert_with(Default::default)
+                .last_attempted_release_action = Some(action);
             let started = Instant::now();
             let result = match action {
                 ReleaseAction::Install => {
@@ -1035,8 +1010,7 @@ async fn run_action(
                         versioned_chart_name(&snapshot)
                     );
                     let test_enabled = obj.spec.test.as_ref().and_then(|t| t.enable) == Some(true);
-                    let status = obj.status.get_or_insert_with(Default::default);
-                    let mut c = Conditions::of(&mut status.conditions, generation, now);
+                    let mut c = conditions_at(obj, now);
                     c.mark_true(RELEASED, reason, &message);
                     if test_enabled {
                         c.mark_unknown(
@@ -1066,8 +1040,7 @@ async fn run_action(
                     let recorded = e.release().cloned();
                     let status = obj.status.get_or_insert_with(Default::default);
                     status.failures = Some(status.failures.unwrap_or(0) + 1);
-                    Conditions::of(&mut status.conditions, generation, now)
-                        .mark_false(RELEASED, reason, &message);
+                    conditions_at(obj, now).mark_false(RELEASED, reason, &message);
                     publish(ctx, obj, EventType::Warning, reason, message).await;
                     match recorded {
                         Some(rel) => {
@@ -1081,8 +1054,7 @@ async fn run_action(
                             // action): the previous release stands; retry with backoff.
                             summarize(obj);
                             let message = ready_message(obj);
-                            let status = obj.status.get_or_insert_with(Default::default);
-                            Conditions::of(&mut status.conditions, generation, now)
+                            conditions_at(obj, now)
                                 .mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message);
                             Err(Ended::Retry {
                                 after: Duration::from_secs(30),
@@ -1136,8 +1108,7 @@ async fn run_action(
                         full_release_name(&snapshot),
                         versioned_chart_name(&snapshot)
                     );
-                    let status = obj.status.get_or_insert_with(Default::default);
-                    Conditions::of(&mut status.conditions, generation, now).mark_true(
+                    conditions_at(obj, now).mark_true(
                         TEST_SUCCESS,
                         hr_reason::TEST_SUCCEEDED,
                         &message,
@@ -1162,7 +1133,7 @@ async fn run_action(
                     let ignore = test.ignore_failures.unwrap_or(false);
                     let status = obj.status.get_or_insert_with(Default::default);
                     status.failures = Some(status.failures.unwrap_or(0) + 1);
-                    Conditions::of(&mut status.conditions, generation, now).mark_false(
+                    conditions_at(obj, now).mark_false(
                         TEST_SUCCESS,
                         hr_reason::TEST_FAILED,
                         &message,
@@ -1219,8 +1190,7 @@ async fn run_action(
                         full_release_name(&target_snapshot),
                         versioned_chart_name(&target_snapshot)
                     );
-                    let status = obj.status.get_or_insert_with(Default::default);
-                    Conditions::of(&mut status.conditions, generation, now).mark_true(
+                    conditions_at(obj, now).mark_true(
                         REMEDIATED,
                         hr_reason::ROLLBACK_SUCCEEDED,
                         &message,
@@ -1245,8 +1215,7 @@ async fn run_action(
                         versioned_chart_name(&failed),
                         e.to_string().trim()
                     );
-                    let status = obj.status.get_or_insert_with(Default::default);
-                    Conditions::of(&mut status.conditions, generation, now).mark_false(
+                    conditions_at(obj, now).mark_false(
                         REMEDIATED,
                         hr_reason::ROLLBACK_FAILED,
                         &message,
@@ -1283,8 +1252,7 @@ async fn run_action(
                         full_release_name(&failed),
                         versioned_chart_name(&failed)
                     );
-                    let status = obj.status.get_or_insert_with(Default::default);
-                    Conditions::of(&mut status.conditions, generation, now).mark_true(
+                    conditions_at(obj, now).mark_true(
                         REMEDIATED,
                         hr_reason::UNINSTALL_SUCCEEDED,
                         &message,
@@ -1305,8 +1273,7 @@ async fn run_action(
                         versioned_chart_name(&failed),
                         e.to_string().trim()
                     );
-                    let status = obj.status.get_or_insert_with(Default::default);
-                    Conditions::of(&mut status.conditions, generation, now).mark_false(
+                    conditions_at(obj, now).mark_false(
                         REMEDIATED,
                         hr_reason::UNINSTALL_FAILED,
                         &message,
@@ -1342,8 +1309,7 @@ async fn run_action(
                 Ok(None) => Ok(()),
                 Err(e) => {
                     let message = format!("Unlock of Helm release {} failed: {e}", target.name);
-                    let status = obj.status.get_or_insert_with(Default::default);
-                    Conditions::of(&mut status.conditions, generation, now)
+                    conditions_at(obj, now)
                         .mark_false(RELEASED, "PendingRelease", &message)
                         .mark_false(READY, "PendingRelease", &message)
                         .mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message);

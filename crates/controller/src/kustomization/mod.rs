@@ -2,7 +2,6 @@
 
 pub mod build;
 pub mod decrypt;
-pub mod dependencies;
 pub mod generate;
 pub mod postbuild;
 pub mod reconciler;

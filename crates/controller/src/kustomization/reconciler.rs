@@ -9,8 +9,8 @@
 //! prunes. Deletion is `finalize`.
 
 use super::build;
-use super::dependencies::{check_dependencies, dependency_keys, find_cycle, key};
 use crate::artifact;
+use crate::dependencies::{check_dependencies, dependency_keys, find_cycle, key};
 use crate::events::Recorder;
 use crate::finalizer;
 use crate::metrics::{KUSTOMIZE_CONTROLLER, Metrics, Outcome};
