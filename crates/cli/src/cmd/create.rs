@@ -318,6 +318,7 @@ async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<Exi
 
 pub(crate) mod secret;
 mod source;
+mod source_git;
 
 #[cfg(test)]
 mod tests;

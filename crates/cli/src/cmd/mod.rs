@@ -33,6 +33,8 @@ pub mod suspend;
 pub mod tree;
 pub mod uninstall;
 
+// Parsed once per process: the size difference between the commands' flag sets costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum Command {
     /// Print the version of this binary.

@@ -14,6 +14,7 @@ mod build_diff;
 mod build_substitute;
 mod controller;
 mod create_secret;
+mod create_source_git;
 mod day2;
 mod day2_controllers;
 mod demo;

@@ -357,12 +357,30 @@ fn secret(
     data: Map<String, Value>,
     annotations: Option<Map<String, Value>>,
 ) -> anyhow::Result<Value> {
-    let name = name_of(common)?;
+    let labels = parse_labels(&common.labels)?;
+    Ok(secret_object(
+        name_of(common)?,
+        ns,
+        labels,
+        secret_type,
+        data,
+        annotations,
+    ))
+}
+
+/// [`secret`] from its parts.
+pub(crate) fn secret_object(
+    name: &str,
+    ns: &str,
+    labels: Map<String, Value>,
+    secret_type: Option<&str>,
+    data: Map<String, Value>,
+    annotations: Option<Map<String, Value>>,
+) -> Value {
     let mut metadata = Map::new();
     if let Some(a) = annotations {
         metadata.insert("annotations".into(), Value::Object(sorted(a)));
     }
-    let labels = parse_labels(&common.labels)?;
     if !labels.is_empty() {
         metadata.insert("labels".into(), Value::Object(sorted(labels)));
     }
@@ -376,7 +394,7 @@ fn secret(
     if let Some(t) = secret_type {
         object.insert("type".into(), json!(t));
     }
-    Ok(Value::Object(object))
+    Value::Object(object)
 }
 
 fn sorted(map: Map<String, Value>) -> Map<String, Value> {
@@ -405,68 +423,118 @@ fn non_empty(v: &Option<String>) -> Option<&str> {
 fn git(a: &GitArgs, ns: &str) -> anyhow::Result<Made> {
     name_of(&a.common)?;
     let url = non_empty(&a.url).ok_or_else(|| anyhow!("url is required"))?;
-    let scheme = url.split_once("://").map(|(s, _)| s).unwrap_or("");
-    let mut data = Map::new();
-    let mut deploy_key = None;
-    match scheme {
-        "ssh" => {
-            let host = ssh_host(url)?;
-            let (private, public) = match non_empty(&a.private_key_file) {
-                Some(path) => {
-                    let private = std::fs::read_to_string(path).map_err(|e| {
-                        anyhow!(
-                            "failed to open private key file: open {path}: {}",
-                            io_text(&e)
-                        )
-                    })?;
-                    let public = public_key_of(&private, Path::new(path))?;
-                    (private, public)
-                }
-                None => generate_key_pair(a)?,
-            };
-            let known_hosts = scan_host_key(&host)?;
-            data.insert("identity".into(), json!(private));
-            data.insert("identity.pub".into(), json!(public));
-            data.insert("known_hosts".into(), json!(known_hosts));
-            if let Some(p) = non_empty(&a.password) {
-                data.insert("password".into(), json!(p));
-            }
-            deploy_key = Some(public);
+    let credentials = GitCredentials {
+        url,
+        username: non_empty(&a.username),
+        password: non_empty(&a.password),
+        bearer_token: non_empty(&a.bearer_token),
+        ca_file: non_empty(&a.ca_crt_file),
+        private_key_file: non_empty(&a.private_key_file),
+        key_algorithm: &a.ssh_key_algorithm,
+        rsa_bits: &a.ssh_rsa_bits,
+        ecdsa_curve: &a.ssh_ecdsa_curve,
+    };
+    if matches!(credentials.scheme(), "http" | "https") {
+        let user_and_password = credentials.username.is_some() && credentials.password.is_some();
+        if !user_and_password && credentials.bearer_token.is_none() {
+            bail!("for Git over HTTP/S the username and password, or a bearer token is required");
         }
-        "http" | "https" => {
-            let user = non_empty(&a.username);
-            let password = non_empty(&a.password);
-            let token = non_empty(&a.bearer_token);
-            if (user.is_none() || password.is_none()) && token.is_none() {
-                bail!(
-                    "for Git over HTTP/S the username and password, or a bearer token is required"
-                );
-            }
-            if user.is_some() && password.is_some() && token.is_some() {
-                bail!("user credentials and bearer token cannot be used together");
-            }
-            if let (Some(u), Some(p)) = (user, password) {
-                data.insert("username".into(), json!(u));
-                data.insert("password".into(), json!(p));
-            }
-            if let Some(t) = token {
-                data.insert("bearerToken".into(), json!(t));
-            }
-            if let Some(path) = non_empty(&a.ca_crt_file) {
-                data.insert(
-                    "ca.crt".into(),
-                    json!(read_text(path, "unable to read TLS CA file")?),
-                );
-            }
+        if user_and_password && credentials.bearer_token.is_some() {
+            bail!("user credentials and bearer token cannot be used together");
         }
-        other => bail!("git URL scheme '{other}' not supported, can be: ssh, http and https"),
     }
+    let made = credentials.secret_data()?;
     Ok(Made {
-        secret: secret(&a.common, ns, None, data, None)?,
+        secret: secret(&a.common, ns, None, made.data, None)?,
         what: "git",
         blank_line_after: true,
-        deploy_key,
+        deploy_key: made.public_key,
     })
+}
+
+/// What a Git Secret is made from: `create secret git`'s flags, or `create source git`'s.
+pub(crate) struct GitCredentials<'a> {
+    pub url: &'a str,
+    pub username: Option<&'a str>,
+    pub password: Option<&'a str>,
+    pub bearer_token: Option<&'a str>,
+    pub ca_file: Option<&'a str>,
+    pub private_key_file: Option<&'a str>,
+    pub key_algorithm: &'a str,
+    pub rsa_bits: &'a str,
+    pub ecdsa_curve: &'a str,
+}
+
+/// A Git Secret's data, with the SSH public key and host key it holds (SSH only).
+pub(crate) struct GitSecretData {
+    pub data: Map<String, Value>,
+    pub public_key: Option<String>,
+    pub known_hosts: Option<String>,
+}
+
+impl GitCredentials<'_> {
+    pub fn scheme(&self) -> &str {
+        self.url.split_once("://").map(|(s, _)| s).unwrap_or("")
+    }
+
+    /// The data as flux's `sourcesecret.GenerateGit` writes it: SSH keys and the server's host
+    /// key for `ssh://` (a key pair made when no key file is given), basic auth, a bearer token
+    /// and a CA for HTTP(S).
+    pub fn secret_data(&self) -> anyhow::Result<GitSecretData> {
+        let mut data = Map::new();
+        let mut public_key = None;
+        let mut known_hosts = None;
+        match self.scheme() {
+            "ssh" => {
+                let host = ssh_host(self.url)?;
+                let (private, public) = match self.private_key_file {
+                    Some(path) => {
+                        let private = std::fs::read_to_string(path).map_err(|e| {
+                            anyhow!(
+                                "failed to open private key file: open {path}: {}",
+                                io_text(&e)
+                            )
+                        })?;
+                        let public = public_key_of(&private, Path::new(path))?;
+                        (private, public)
+                    }
+                    None => generate_key_pair(self.key_algorithm, self.rsa_bits, self.ecdsa_curve)?,
+                };
+                let host_key = scan_host_key(&host)?;
+                data.insert("identity".into(), json!(private));
+                data.insert("identity.pub".into(), json!(public));
+                data.insert("known_hosts".into(), json!(host_key));
+                if let Some(p) = self.password {
+                    data.insert("password".into(), json!(p));
+                }
+                public_key = Some(public);
+                known_hosts = Some(host_key);
+            }
+            "http" | "https" => {
+                if let (Some(u), Some(p)) = (self.username, self.password) {
+                    data.insert("username".into(), json!(u));
+                    data.insert("password".into(), json!(p));
+                }
+                if let Some(t) = self.bearer_token {
+                    data.insert("bearerToken".into(), json!(t));
+                }
+                if let Some(path) = self.ca_file {
+                    data.insert(
+                        "ca.crt".into(),
+                        json!(read_text(path, "unable to read TLS CA file")?),
+                    );
+                }
+            }
+            other => {
+                bail!("git URL scheme '{other}' not supported, can be: ssh, http and https")
+            }
+        }
+        Ok(GitSecretData {
+            data,
+            public_key,
+            known_hosts,
+        })
+    }
 }
 
 /// `host[:port]` of an `ssh://[user@]host[:port]/path` URL.
@@ -547,19 +615,23 @@ fn ssh_string(raw: &[u8], at: usize) -> Option<(&[u8], usize)> {
 }
 
 /// A new key pair made by ssh-keygen with the `--ssh-*` flags.
-fn generate_key_pair(a: &GitArgs) -> anyhow::Result<(String, String)> {
-    let (kind, bits) = match a.ssh_key_algorithm.as_str() {
+fn generate_key_pair(
+    algorithm: &str,
+    rsa_bits: &str,
+    ecdsa_curve: &str,
+) -> anyhow::Result<(String, String)> {
+    let (kind, bits) = match algorithm {
         "rsa" => {
-            let bits: u32 = a.ssh_rsa_bits.parse::<u32>().ok().filter(|b| (1024..=8192).contains(b) && *b % 8 == 0).ok_or_else(|| {
+            let bits: u32 = rsa_bits.parse::<u32>().ok().filter(|b| (1024..=8192).contains(b) && *b % 8 == 0).ok_or_else(|| {
                 anyhow!(
                     "invalid argument \"{}\" for \"--ssh-rsa-bits\" flag: RSA key bit size must be a multiple of 8",
-                    a.ssh_rsa_bits
+                    rsa_bits
                 )
             })?;
             ("rsa", Some(bits.to_string()))
         }
         "ecdsa" => {
-            let bits = match a.ssh_ecdsa_curve.as_str() {
+            let bits = match ecdsa_curve {
                 "p256" => "256",
                 "p384" => "384",
                 "p521" => "521",

@@ -19,10 +19,14 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 /// `create source <kind>`.
+// Parsed once per process: the size difference between the flag sets costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum SourceTarget {
     /// A HelmRepository source.
     Helm(HelmArgs),
+    /// A GitRepository source.
+    Git(super::source_git::GitArgs),
 }
 
 /// `create source helm`'s flags.
@@ -94,7 +98,10 @@ fn export(repo: &HelmRepository) -> anyhow::Result<String> {
 
 /// Runs `create source <kind>`.
 pub async fn run(kube: &KubeArgs, what: &SourceTarget) -> anyhow::Result<ExitCode> {
-    let SourceTarget::Helm(helm) = what;
+    let helm = match what {
+        SourceTarget::Helm(helm) => helm,
+        SourceTarget::Git(git) => return super::source_git::run(kube, git).await,
+    };
     let repo = helm_repository(helm, &kube.namespace)?;
     if helm.export {
         print!("{}", export(&repo)?);
@@ -143,7 +150,9 @@ mod tests {
 
     fn exported(args: &[&str]) -> String {
         let cli = Cli::try_parse_from(args).unwrap();
-        let SourceTarget::Helm(helm) = &cli.what;
+        let SourceTarget::Helm(helm) = &cli.what else {
+            panic!("not a helm source")
+        };
         export(&helm_repository(helm, "flux-system").unwrap()).unwrap()
     }
 
