@@ -35,6 +35,8 @@ enum CreateWhat {
     /// Create or update a Secret for Flux's sources, providers and receivers.
     #[command(subcommand)]
     Secret(secret::SecretTarget),
+    /// Create or update a tenant: namespaces, a service account and role bindings.
+    Tenant(tenant::TenantArgs),
 }
 
 #[derive(Args, Debug)]
@@ -106,6 +108,7 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
         CreateWhat::Helmrelease(hr) => helmrelease(&args.kube, hr).await,
         CreateWhat::Source(what) => source::run(&args.kube, what).await,
         CreateWhat::Secret(what) => secret::run(&args.kube, what).await,
+        CreateWhat::Tenant(what) => tenant::run(&args.kube, what).await,
     }
 }
 
@@ -319,6 +322,7 @@ async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<Exi
 pub(crate) mod secret;
 mod source;
 mod source_git;
+mod tenant;
 
 #[cfg(test)]
 mod tests;

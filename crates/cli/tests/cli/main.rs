@@ -15,6 +15,7 @@ mod build_substitute;
 mod controller;
 mod create_secret;
 mod create_source_git;
+mod create_tenant;
 mod day2;
 mod day2_controllers;
 mod demo;
