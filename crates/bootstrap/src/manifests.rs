@@ -194,6 +194,7 @@ pub fn components(opts: &InstallOptions) -> Result<Vec<Value>, ManifestError> {
             {"apiGroups": ["source.toolkit.fluxcd.io"], "resources": ["*"], "verbs": ["*"]},
             {"apiGroups": ["kustomize.toolkit.fluxcd.io"], "resources": ["*"], "verbs": ["*"]},
             {"apiGroups": ["source.extensions.fluxcd.io"], "resources": ["*"], "verbs": ["*"]},
+            {"apiGroups": ["notification.toolkit.fluxcd.io"], "resources": ["*"], "verbs": ["*"]},
             {"apiGroups": [""], "resources": ["namespaces", "secrets", "configmaps", "serviceaccounts"],
              "verbs": ["get", "list", "watch"]},
             {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},

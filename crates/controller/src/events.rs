@@ -5,7 +5,8 @@
 //! reconcile with another change set would only bump the count of the first one's Event and
 //! `events` would keep showing the old change set.
 
-use std::collections::HashMap;
+use crate::notification::{Notifier, flux_event};
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -46,6 +47,8 @@ pub struct Recorder {
     client: kube::Client,
     reporter: Reporter,
     published: Mutex<HashMap<Key, Published>>,
+    /// Where every event also goes as Flux's event JSON (the notification dispatcher).
+    notifier: Option<Notifier>,
 }
 
 fn type_name(t: EventType) -> &'static str {
@@ -62,11 +65,73 @@ impl Recorder {
             client,
             reporter,
             published: Mutex::new(HashMap::new()),
+            notifier: None,
         }
     }
 
-    /// Creates the Event, or counts a repeat of an identical one published within the window.
+    /// Also posts every event to the notification dispatcher, as Flux's controllers post to
+    /// notification-controller.
+    pub fn notifying(mut self, notifier: Option<Notifier>) -> Recorder {
+        self.notifier = notifier;
+        self
+    }
+
+    /// Posts a notification without a Kubernetes Event: Flux's commit status updates
+    /// (`<group>/commit_status: update`) go to commit-status providers only.
+    pub async fn notify_only(
+        &self,
+        event: &Event,
+        regarding: &ObjectReference,
+        metadata: BTreeMap<String, String>,
+    ) {
+        if let Some(notifier) = &self.notifier {
+            notifier
+                .post(flux_event(
+                    &self.reporter.controller,
+                    event.type_,
+                    &event.reason,
+                    event.note.as_deref().unwrap_or_default(),
+                    regarding,
+                    metadata,
+                ))
+                .await;
+        }
+    }
+
+    /// [`Recorder::publish`] with metadata for the notification (full keys, e.g.
+    /// `kustomize.toolkit.fluxcd.io/revision`); the Kubernetes Event does not carry it.
+    pub async fn publish_with(
+        &self,
+        event: &Event,
+        regarding: &ObjectReference,
+        metadata: BTreeMap<String, String>,
+    ) -> Result<(), kube::Error> {
+        if let Some(notifier) = &self.notifier {
+            notifier
+                .post(flux_event(
+                    &self.reporter.controller,
+                    event.type_,
+                    &event.reason,
+                    event.note.as_deref().unwrap_or_default(),
+                    regarding,
+                    metadata,
+                ))
+                .await;
+        }
+        self.publish_event(event, regarding).await
+    }
+
+    /// Creates the Event, or counts a repeat of an identical one published within the window;
+    /// and posts it to the notifier, if any.
     pub async fn publish(
+        &self,
+        event: &Event,
+        regarding: &ObjectReference,
+    ) -> Result<(), kube::Error> {
+        self.publish_with(event, regarding, BTreeMap::new()).await
+    }
+
+    async fn publish_event(
         &self,
         event: &Event,
         regarding: &ObjectReference,

@@ -345,7 +345,7 @@ pub fn controller(
         instance: None,
     };
     let context = Arc::new(LoopContext {
-        recorder: Recorder::new(client.clone(), reporter),
+        recorder: Recorder::new(client.clone(), reporter).notifying(metrics.notifier()),
         client,
         settings,
         metrics,

@@ -7,7 +7,9 @@
 //! kustomize's or the API server's: fetching and unpacking artifacts, generating a
 //! `kustomization.yaml` where a path has none, the spec-level overrides and post-build
 //! substitution; and the process around them (`manager`): the artifact server, metrics, probes
-//! and leader election. Building, applying and fetching Git are delegated to the crates that own
+//! and leader election; and notifications (`notification`): the dispatcher that sends every
+//! controller's events to the Alerts' Providers, the `--events-addr` endpoint and the Receivers'
+//! webhook server. Building, applying and fetching Git are delegated to the crates that own
 //! them.
 //!
 //! Every reconciler is written as Flux's named steps over what `step` provides (a typed result or
@@ -31,6 +33,7 @@ pub mod kustomization;
 pub mod leader;
 pub mod manager;
 pub mod metrics;
+pub mod notification;
 pub mod ocirepository;
 mod sourceloop;
 pub mod step;

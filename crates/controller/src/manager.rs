@@ -48,6 +48,15 @@ pub struct ManagerConfig {
     pub source_concurrency: u16,
     /// The HelmRelease controller's settings.
     pub helmrelease: crate::helmrelease::reconciler::Options,
+    /// `--cluster-name`: stamped on every event (`event.toolkit.fluxcd.io/cluster`), alert,
+    /// commit status context and metric (`cluster` label).
+    pub cluster_name: Option<String>,
+    /// `--events-addr`: where Flux's event JSON is accepted over HTTP, if anywhere.
+    pub events_addr: Option<SocketAddr>,
+    /// `--receiver-addr`: where Receivers' webhooks (`/hook/<digest>`) are served, if anywhere.
+    pub receiver_addr: Option<SocketAddr>,
+    /// The notification dispatcher's rate limit, retries and queues.
+    pub notification: crate::notification::dispatch::Options,
 }
 
 impl ManagerConfig {
@@ -73,6 +82,10 @@ impl ManagerConfig {
                 requeue_dependency: Duration::from_secs(1),
                 ..Default::default()
             },
+            cluster_name: None,
+            events_addr: None,
+            receiver_addr: None,
+            notification: Default::default(),
         }
     }
 }
@@ -120,6 +133,9 @@ pub struct Manager {
     storage_url: String,
     metrics_url: Option<String>,
     health_url: Option<String>,
+    events_url: Option<String>,
+    receiver_url: Option<String>,
+    dispatcher: JoinHandle<()>,
 }
 
 /// How long a stopping manager waits for reconciles and connections to finish.
@@ -164,8 +180,40 @@ impl Manager {
         let files = ferroflux_source::router(config.storage_path.clone());
         servers.push(serve(listener, files, shutdown_rx.clone()));
 
+        let (notifier, events) =
+            crate::notification::Notifier::channel(config.cluster_name.clone());
+        let dispatcher = crate::notification::dispatch::spawn(
+            client.clone(),
+            events,
+            config.notification.clone(),
+        );
+        let mut events_url = None;
+        let mut receiver_url = None;
+        for (what, addr) in [
+            ("the events endpoint", config.events_addr),
+            ("the webhook receiver", config.receiver_addr),
+        ] {
+            let Some(addr) = addr else { continue };
+            let listener = bind(what, addr).await?;
+            let local = listener.local_addr().map_err(|source| ManagerError::Bind {
+                what,
+                addr,
+                source,
+            })?;
+            let router = if config.events_addr == Some(addr) && events_url.is_none() {
+                events_url = Some(format!("http://{local}"));
+                crate::notification::server::events_router(notifier.clone())
+            } else {
+                receiver_url = Some(format!("http://{local}"));
+                crate::notification::receiver::router(client.clone())
+            };
+            servers.push(serve(listener, router, shutdown_rx.clone()));
+        }
         let state = Arc::new(State {
-            metrics: Arc::new(Metrics::new()),
+            metrics: Arc::new(Metrics::for_cluster(
+                config.cluster_name.as_deref(),
+                Some(notifier),
+            )),
             ready: AtomicBool::new(false),
             leader: AtomicBool::new(config.leader_election.is_none()),
         });
@@ -219,7 +267,21 @@ impl Manager {
             storage_url,
             metrics_url,
             health_url,
+            events_url,
+            receiver_url,
+            dispatcher,
         })
+    }
+
+    /// The base URL of the events endpoint, when `events_addr` was set.
+    pub fn events_url(&self) -> Option<&str> {
+        self.events_url.as_deref()
+    }
+
+    /// The base URL of the webhook receiver (`<url>/hook/<digest>`), when `receiver_addr` was
+    /// set.
+    pub fn receiver_url(&self) -> Option<&str> {
+        self.receiver_url.as_deref()
     }
 
     /// The base URL of the artifact server, as written into `status.artifact.url`.
@@ -266,6 +328,7 @@ impl Manager {
     pub async fn shutdown(mut self) -> Result<(), ManagerError> {
         let _ = self.shutdown.send(true);
         let result = self.wait().await;
+        self.dispatcher.abort();
         for mut server in self.servers.drain(..) {
             // Open keep-alive connections would hold a graceful close forever.
             if tokio::time::timeout(SHUTDOWN_GRACE, &mut server)
@@ -399,6 +462,8 @@ async fn run_controllers(
         state.metrics.clone(),
         fired(stop_rx.clone()),
     );
+    let receiver_task =
+        crate::notification::receiver::controller(client.clone(), fired(stop_rx.clone()));
     let (repo_store, git_task) = gitrepository::controller(
         client.clone(),
         gitrepository::Options {
@@ -409,9 +474,16 @@ async fn run_controllers(
         state.metrics.clone(),
         fired(stop_rx),
     );
-    // The source controllers (Git, Helm and OCI) run and stop together.
+    // The source controllers (Git, Helm and OCI) and the Receivers' status loop run and stop
+    // together.
     let repo_task = async move {
-        futures::join!(git_task, helmrepo_task, helmchart_task, oci_task);
+        futures::join!(
+            git_task,
+            helmrepo_task,
+            helmchart_task,
+            oci_task,
+            receiver_task
+        );
     };
     state.metrics.watch_kustomizations(ks_store);
     state.metrics.watch_repositories(repo_store);

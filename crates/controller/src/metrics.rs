@@ -70,6 +70,9 @@ pub struct Metrics {
     info: Family<InfoLabels, Gauge>,
     suspended: Family<ObjectLabels, Gauge>,
     caches: Mutex<Caches>,
+    /// The notification channel of this manager: the per-manager handle every controller
+    /// already receives carries it to their Recorders.
+    notifier: Option<crate::notification::Notifier>,
 }
 
 #[derive(Default)]
@@ -106,7 +109,25 @@ impl Default for Metrics {
 impl Metrics {
     /// Every metric at zero, registered in a registry of their own.
     pub fn new() -> Self {
-        let mut registry = Registry::default();
+        Metrics::for_cluster(None, None)
+    }
+
+    /// Metrics whose every series carries `cluster="<name>"` when the cluster's name is known,
+    /// and whose controllers post their events to `notifier`.
+    pub fn for_cluster(
+        cluster: Option<&str>,
+        notifier: Option<crate::notification::Notifier>,
+    ) -> Self {
+        let mut registry = match cluster.filter(|c| !c.is_empty()) {
+            Some(c) => Registry::with_labels(
+                [(
+                    std::borrow::Cow::Borrowed("cluster"),
+                    std::borrow::Cow::Owned(c.to_string()),
+                )]
+                .into_iter(),
+            ),
+            None => Registry::default(),
+        };
         let durations = Family::<ObjectLabels, Histogram>::new_with_constructor(|| {
             // 10 ms to ~5.5 min: a no-op poll up to a large apply that waits for health.
             Histogram::new(exponential_buckets(0.01, 2.0, 16))
@@ -170,6 +191,7 @@ impl Metrics {
             info,
             suspended,
             caches: Mutex::new(Caches::default()),
+            notifier,
         }
     }
 
@@ -397,6 +419,11 @@ impl Metrics {
                 namespace: o.namespace.clone(),
             })
             .set(i64::from(o.suspended));
+    }
+
+    /// The notification channel the controllers' Recorders post to.
+    pub fn notifier(&self) -> Option<crate::notification::Notifier> {
+        self.notifier.clone()
     }
 
     /// The Prometheus text exposition of every metric, per-object gauges freshly computed.

@@ -58,7 +58,7 @@ where
     };
     let context = Arc::new(LoopContext {
         reconcile,
-        recorder: Recorder::new(client, reporter),
+        recorder: Recorder::new(client, reporter).notifying(metrics.notifier()),
         metrics,
         controller: controller_name,
     });

@@ -146,7 +146,8 @@ pub fn controller(
                 controller: FIELD_MANAGER.into(),
                 instance: None,
             },
-        ),
+        )
+        .notifying(metrics.notifier()),
         local: Arc::new(Actions::with_engine(
             client.clone(),
             FIELD_MANAGER,

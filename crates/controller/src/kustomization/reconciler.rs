@@ -152,7 +152,7 @@ pub fn controller(
         instance: None,
     };
     let context = Arc::new(Context {
-        recorder: Recorder::new(client.clone(), reporter),
+        recorder: Recorder::new(client.clone(), reporter).notifying(metrics.notifier()),
         local: new_applier(client.clone(), &options),
         client,
         config,
@@ -377,18 +377,41 @@ async fn reconcile_object(
             let summary = step::change_summary(&applied.changes);
             step::log_success(KIND, &ns, &name, &applied.revision, &summary);
             let note = succeed(&ks, &api, status, &applied, started, interval).await?;
-            publish(
+            let revision = Some(applied.revision.clone());
+            publish_at(
                 &ctx,
                 &ks,
-                EventType::Normal,
-                reason::RECONCILIATION_SUCCEEDED,
+                (EventType::Normal, reason::RECONCILIATION_SUCCEEDED),
                 note,
+                revision.clone(),
             )
             .await;
+            // As kustomize-controller does: a commit status update for every successful
+            // reconcile, which only commit-status providers act on.
+            let mut metadata = revision_metadata(revision);
+            metadata.insert(
+                "kustomize.toolkit.fluxcd.io/commit_status".to_string(),
+                "update".to_string(),
+            );
+            let finished = Event {
+                type_: EventType::Normal,
+                reason: reason::RECONCILIATION_SUCCEEDED.into(),
+                note: Some(format!(
+                    "Reconciliation finished in {}, next run in {}",
+                    ferroflux_api::duration::format_duration(started.elapsed()),
+                    ferroflux_api::duration::format_duration(interval)
+                )),
+                action: "Reconcile".into(),
+                secondary: None,
+            };
+            ctx.recorder
+                .notify_only(&finished, &ks.object_ref(&()), metadata)
+                .await;
             Ok((Action::requeue(interval), Outcome::Success))
         }
         Err(failure) => {
             step::log_failure(KIND, &ns, &name, &failure);
+            let revision = status.last_attempted_revision.clone();
             fail(&ks, &api, status, &failure).await?;
             // Waiting on a dependency is expected, not a warning.
             let type_ = if failure.reason == reason::DEPENDENCY_NOT_READY {
@@ -396,7 +419,14 @@ async fn reconcile_object(
             } else {
                 EventType::Warning
             };
-            publish(&ctx, &ks, type_, failure.reason, failure.message).await;
+            publish_at(
+                &ctx,
+                &ks,
+                (type_, failure.reason),
+                failure.message,
+                revision,
+            )
+            .await;
             Ok((Action::requeue(failure.requeue), Outcome::Requeue))
         }
     }
@@ -743,6 +773,26 @@ async fn write_status(
 }
 
 async fn publish(ctx: &Context, ks: &Kustomization, type_: EventType, reason: &str, note: String) {
+    publish_at(ctx, ks, (type_, reason), note, None).await;
+}
+
+fn revision_metadata(revision: Option<String>) -> std::collections::BTreeMap<String, String> {
+    revision
+        .map(|r| ("kustomize.toolkit.fluxcd.io/revision".to_string(), r))
+        .into_iter()
+        .collect()
+}
+
+/// An event about the revision a reconcile ended on: its notification carries
+/// `kustomize.toolkit.fluxcd.io/revision`.
+async fn publish_at(
+    ctx: &Context,
+    ks: &Kustomization,
+    (type_, reason): (EventType, &str),
+    note: String,
+    revision: Option<String>,
+) {
+    let metadata = revision_metadata(revision);
     let mut note = note;
     if note.len() > 1024 {
         let mut end = 1000;
@@ -758,7 +808,11 @@ async fn publish(ctx: &Context, ks: &Kustomization, type_: EventType, reason: &s
         action: "Reconcile".into(),
         secondary: None,
     };
-    if let Err(e) = ctx.recorder.publish(&event, &ks.object_ref(&())).await {
+    if let Err(e) = ctx
+        .recorder
+        .publish_with(&event, &ks.object_ref(&()), metadata)
+        .await
+    {
         tracing::debug!(error = %e, "failed to publish event");
     }
 }

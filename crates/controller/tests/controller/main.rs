@@ -17,4 +17,5 @@ mod kustomization_faults;
 mod kustomization_lifecycle;
 mod kustomization_targets;
 mod manager;
+mod notifications;
 mod ocirepository;

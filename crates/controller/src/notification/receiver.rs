@@ -1,0 +1,338 @@
+//! Receivers: the status loop that reads each Receiver's token and publishes its webhook path
+//! (`status.webhookPath`, `Ready`), and the webhook server that serves `/hook/<digest>`:
+//! the Receiver whose path it is verifies the call by its type (`ferroflux-notification`), and a
+//! valid call annotates every resource it names with `reconcile.fluxcd.io/requestedAt`, so the
+//! controllers reconcile them at once. Answers: 200 done, 401 bad or missing signature or token
+//! (nothing annotated; the log names the Receiver, never the token), 404 unknown path, 413 body
+//! over 3 MiB, 503 suspended or not ready, 400 payload or event refused, 500 an annotation
+//! failed.
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use ferroflux_api::conditions::{Conditions, READY};
+use ferroflux_api::notification::{Receiver, ReceiverStatus, ReceiverType, webhook_path};
+use ferroflux_api::{RECONCILE_REQUESTED_AT, duration::parse_duration};
+use ferroflux_notification::receiver::{MAX_BODY_BYTES, verify};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+const STATUS_MANAGER: &str = "notification-controller";
+
+/// Why a Receiver's token could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TokenError(String);
+
+/// The token of a Receiver, from its Secret's `token` key.
+pub async fn token(client: &kube::Client, receiver: &Receiver) -> Result<String, TokenError> {
+    let ns = receiver.namespace().unwrap_or_default();
+    let Some(reference) = &receiver.spec.secret_ref else {
+        return Err(TokenError("spec.secretRef is required".into()));
+    };
+    let name = &reference.name;
+    let secret = Api::<Secret>::namespaced(client.clone(), &ns)
+        .get(name)
+        .await
+        .map_err(|e| match e {
+            kube::Error::Api(s) if s.code == 404 => TokenError(format!(
+                "unable to read token from secret '{ns}/{name}': secret not found"
+            )),
+            e => TokenError(format!(
+                "unable to read token from secret '{ns}/{name}': {e}"
+            )),
+        })?;
+    let token = secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get("token"))
+        .ok_or_else(|| {
+            TokenError(format!(
+                "invalid '{ns}/{name}' secret data: required field 'token'"
+            ))
+        })?;
+    Ok(String::from_utf8_lossy(&token.0).to_string())
+}
+
+/// The Receiver status loop: `status.webhookPath` and `Ready`, again every `spec.interval`.
+pub fn controller(
+    client: kube::Client,
+    shutdown: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
+) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    let api = Api::<Receiver>::all(client.clone());
+    let task = Controller::new(api, watcher::Config::default())
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, Arc::new(client))
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, controller = "receiver", "reconcile error");
+            }
+        });
+    Box::pin(task)
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+struct ReconcileError(#[from] kube::Error);
+
+fn error_policy(_: Arc<Receiver>, _: &ReconcileError, _: Arc<kube::Client>) -> Action {
+    Action::requeue(Duration::from_secs(10))
+}
+
+async fn reconcile(
+    receiver: Arc<Receiver>,
+    client: Arc<kube::Client>,
+) -> Result<Action, ReconcileError> {
+    let ns = receiver.namespace().unwrap_or_default();
+    let name = receiver.name_any();
+    let interval = receiver
+        .spec
+        .interval
+        .as_deref()
+        .and_then(|i| parse_duration(i).ok())
+        .unwrap_or(Duration::from_secs(600));
+    let mut status = receiver.status.clone().unwrap_or_default();
+    let previous = status.clone();
+    let generation = receiver.metadata.generation;
+    if let Some(requested) = receiver.annotations().get(RECONCILE_REQUESTED_AT) {
+        status.last_handled_reconcile_at = Some(requested.clone());
+    }
+    let outcome = match receiver.spec.r#type {
+        ReceiverType::GenericOidc | ReceiverType::Gcr | ReceiverType::Nexus => Err((
+            "UnsupportedType",
+            format!(
+                "receiver type '{}' is not supported by ferroflux",
+                receiver.spec.r#type.as_str()
+            ),
+        )),
+        _ => token(&client, &receiver)
+            .await
+            .map_err(|e| ("TokenNotFound", e.to_string())),
+    };
+    {
+        let mut conditions = Conditions::of(&mut status.conditions, generation, Timestamp::now());
+        match &outcome {
+            Ok(token) => {
+                let path = webhook_path(token, &name, &ns);
+                conditions.mark_true(
+                    READY,
+                    "Succeeded",
+                    &format!("Receiver initialized for path: {path}"),
+                );
+                status.webhook_path = Some(path);
+            }
+            Err((reason, message)) => {
+                conditions.mark_false(READY, reason, message);
+            }
+        }
+    }
+    status.observed_generation = generation;
+    if !same_status(&status, &previous) {
+        let api = Api::<Receiver>::namespaced((*client).clone(), &ns);
+        let params = PatchParams {
+            field_manager: Some(STATUS_MANAGER.into()),
+            ..Default::default()
+        };
+        api.patch_status(&name, &params, &Patch::Merge(json!({"status": status})))
+            .await?;
+    }
+    Ok(Action::requeue(interval))
+}
+
+/// Equal but for condition timestamps (a re-read of the same token changes nothing).
+fn same_status(a: &ReceiverStatus, b: &ReceiverStatus) -> bool {
+    let strip = |s: &ReceiverStatus| {
+        let mut s = s.clone();
+        for c in s.conditions.iter_mut().flatten() {
+            c.last_transition_time =
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::UNIX_EPOCH);
+        }
+        s
+    };
+    strip(a) == strip(b)
+}
+
+/// The webhook server's router: `POST /hook/<digest>`.
+pub fn router(client: kube::Client) -> axum::Router {
+    axum::Router::new()
+        .route("/hook/{digest}", axum::routing::post(handle))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(client)
+}
+
+async fn handle(
+    State(client): State<kube::Client>,
+    Path(digest): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, String) {
+    let path = format!("/hook/{digest}");
+    tracing::info!(digest = %digest, "handling request");
+    let receivers = match Api::<Receiver>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(list) => list.items,
+        Err(e) => {
+            tracing::error!(error = %e, "unable to list receivers");
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "unable to list receivers\n".into(),
+            );
+        }
+    };
+    let Some(receiver) = receivers
+        .into_iter()
+        .find(|r| r.status.as_ref().and_then(|s| s.webhook_path.as_deref()) == Some(&path))
+    else {
+        return (StatusCode::NOT_FOUND, "receiver not found\n".into());
+    };
+    let ns = receiver.namespace().unwrap_or_default();
+    let name = receiver.name_any();
+    let ready = receiver
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .is_some_and(|c| ferroflux_api::conditions::is_true(c, READY));
+    if receiver.spec.suspend.unwrap_or(false) || !ready {
+        let why = if receiver.spec.suspend.unwrap_or(false) {
+            "receiver is suspended"
+        } else {
+            "receiver is not ready"
+        };
+        tracing::error!(receiver = %name, namespace = %ns, "unable to process request: {why}");
+        return (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n"));
+    }
+    let token = match token(&client, &receiver).await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!(receiver = %name, namespace = %ns, error = %e, "unable to validate payload");
+            return (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n"));
+        }
+    };
+    // A path computed from an older token is not this Receiver's any more.
+    if webhook_path(&token, &name, &ns) != path {
+        return (StatusCode::NOT_FOUND, "receiver not found\n".into());
+    }
+    let lower: BTreeMap<String, String> = headers
+        .iter()
+        .filter_map(|(k, v)| {
+            Some((
+                k.as_str().to_ascii_lowercase(),
+                v.to_str().ok()?.to_string(),
+            ))
+        })
+        .collect();
+    let events = receiver.spec.events.clone().unwrap_or_default();
+    let verified = match verify(receiver.spec.r#type, &token, &events, &lower, &body) {
+        Ok(v) => v,
+        Err(rejected) => {
+            tracing::warn!(receiver = %name, namespace = %ns, status = rejected.status,
+                error = %rejected.message, "unable to validate payload");
+            let status = StatusCode::from_u16(rejected.status).unwrap_or(StatusCode::BAD_REQUEST);
+            return (status, format!("{}\n", rejected.message));
+        }
+    };
+    if verified.ping {
+        tracing::info!(receiver = %name, namespace = %ns, "answered GitHub ping");
+        return (StatusCode::OK, "pong\n".into());
+    }
+    if let Some(event) = &verified.event {
+        tracing::info!(receiver = %name, namespace = %ns, event = %event, "handling event");
+    }
+    let mut failed = Vec::new();
+    for resource in &receiver.spec.resources {
+        if let Err(e) = request_reconciliation(&client, &ns, resource).await {
+            tracing::error!(receiver = %name, namespace = %ns, error = %e, "unable to request reconciliation");
+            failed.push(e);
+        }
+    }
+    if failed.is_empty() {
+        (StatusCode::OK, String::new())
+    } else {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("{}\n", failed.join("\n")),
+        )
+    }
+}
+
+/// Annotates the resource (or every resource with the labels, for `*`).
+async fn request_reconciliation(
+    client: &kube::Client,
+    receiver_ns: &str,
+    resource: &ferroflux_api::notification::ReceiverResource,
+) -> Result<(), String> {
+    let kind = resource.kind;
+    let api_version = resource
+        .api_version
+        .clone()
+        .unwrap_or_else(|| kind.default_api_version().to_string());
+    let (group, version) = api_version
+        .split_once('/')
+        .map_or((String::new(), api_version.clone()), |(g, v)| {
+            (g.to_string(), v.to_string())
+        });
+    let ar = ApiResource {
+        group,
+        version,
+        api_version: api_version.clone(),
+        kind: kind.as_str().into(),
+        plural: kind.plural().into(),
+    };
+    let ns = resource.namespace.as_deref().unwrap_or(receiver_ns);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    let names: Vec<String> = if resource.name == "*" {
+        let Some(labels) = &resource.match_labels else {
+            return Err("matchLabels field not set when using wildcard '*' as name".into());
+        };
+        let selector = labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let list = api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| {
+                format!("failed listing resources in namespace {ns:?} by matching labels {selector:?}: {e}")
+            })?;
+        if list.items.is_empty() {
+            tracing::warn!(
+                "no {:?} resources found with matching labels {selector:?} in {ns:?} namespace",
+                kind.as_str()
+            );
+        }
+        list.items.iter().map(|o| o.name_any()).collect()
+    } else {
+        vec![resource.name.clone()]
+    };
+    let now = Timestamp::now().to_string();
+    for name in names {
+        let patch = json!({"metadata": {"annotations": {RECONCILE_REQUESTED_AT: now}}});
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| match e {
+                kube::Error::Api(s) if s.code == 404 => {
+                    format!("unable to read {} '{ns}/{name}': not found", kind.as_str())
+                }
+                e => format!(
+                    "failed to annotate resource: '{}/{name}.{ns}': {e}",
+                    kind.as_str()
+                ),
+            })?;
+        tracing::info!("resource '{}/{name}.{ns}' annotated", kind.as_str());
+    }
+    Ok(())
+}

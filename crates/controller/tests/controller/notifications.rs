@@ -1,0 +1,520 @@
+//! Notifications on a devcluster: a failing Kustomization alerts a local "Slack" with the
+//! cluster's name while a provider that is down is retried and reported on its Alert and a
+//! provider Secret missing its key is named; Flux's event JSON posted to `--events-addr` reaches
+//! a generic provider; a Receiver call after a push to a real Git repository re-applies the
+//! Kustomization without waiting for the interval, and bad calls are refused.
+
+use ferroflux_api::notification::Receiver;
+use ferroflux_api::{GitRepository, Kustomization};
+use ferroflux_controller::manager::{Manager, ManagerConfig, install_crds};
+use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
+use ferroflux_notification::payload::hmac_sha256_hex;
+use ferroflux_notification::send::Retry;
+use ferroflux_testkit::{WebhookSink, eventually, git};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+async fn cluster(name: &str) -> (RunningCluster, kube::Client, kube::Config) {
+    let cluster = DevCluster::start(Config::memory(name)).await.unwrap();
+    let client = cluster.client().await.unwrap();
+    install_crds(&client).await.unwrap();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns = serde_json::from_value(json!({"metadata": {"name": "flux-system"}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let config = cluster.kube_config().await.unwrap();
+    (cluster, client, config)
+}
+
+/// Creates any object from JSON in flux-system.
+async fn create(client: &kube::Client, object: Value) {
+    let api_version = object["apiVersion"].as_str().unwrap().to_string();
+    let kind = object["kind"].as_str().unwrap().to_string();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+    let plural = match kind.as_str() {
+        "Secret" => "secrets".to_string(),
+        k => format!("{}s", k.to_lowercase()),
+    };
+    let ar = kube::api::ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: api_version.clone(),
+        kind,
+        plural,
+    };
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), "flux-system", &ar);
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(object).unwrap(),
+    )
+    .await
+    .unwrap();
+}
+
+/// A plain HTTP/1.0 POST; the status and body of the answer.
+async fn http_post(url: &str, headers: &[(&str, String)], body: &[u8]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let url = url.strip_prefix("http://").unwrap();
+    let (host, path) = url.split_once('/').unwrap_or((url, ""));
+    let mut stream = tokio::net::TcpStream::connect(host).await.unwrap();
+    let mut request = format!(
+        "POST /{path} HTTP/1.0\r\nHost: {host}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    // A server may answer 413 before reading the whole body.
+    let _ = stream.write_all(body).await;
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response).await;
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let code = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (code, body)
+}
+
+async fn wait_for(
+    sink: &std::sync::Arc<WebhookSink>,
+    n: usize,
+) -> Vec<ferroflux_testkit::Received> {
+    let sink = sink.clone();
+    tokio::task::spawn_blocking(move || sink.wait_for(n, Duration::from_secs(60)))
+        .await
+        .unwrap()
+}
+
+/// The notes of the Events about the Alert `name`.
+async fn alert_events(client: &kube::Client, name: &str) -> Vec<String> {
+    let events: Api<Event> = Api::namespaced(client.clone(), "flux-system");
+    events
+        .list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| {
+            e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Alert")
+                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+        })
+        .map(|e| {
+            format!(
+                "{} {}",
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_kustomization_alerts_slack_with_the_cluster_name() {
+    let (_cluster, client, config) = cluster("alerts").await;
+    let slack = std::sync::Arc::new(WebhookSink::start());
+    let down = closed_port();
+    for object in [
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+               "metadata": {"name": "slack", "namespace": "flux-system"},
+               "spec": {"type": "slack", "channel": "ops", "address": format!("{}/services/T/B/X", slack.url())}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+               "metadata": {"name": "on-call", "namespace": "flux-system"},
+               "spec": {"providerRef": {"name": "slack"}, "eventSeverity": "error",
+                        "eventSources": [{"kind": "Kustomization", "name": "*"}],
+                        "eventMetadata": {"env": "prod"}}}),
+        // A provider whose address is down, and one whose Secret lacks the key its type needs.
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+               "metadata": {"name": "down", "namespace": "flux-system"},
+               "spec": {"type": "generic", "address": format!("http://127.0.0.1:{down}/hook")}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+               "metadata": {"name": "to-down", "namespace": "flux-system"},
+               "spec": {"providerRef": {"name": "down"},
+                        "eventSources": [{"kind": "Kustomization", "name": "apps"}]}}),
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "hmac", "namespace": "flux-system"},
+               "stringData": {"address": slack.url()}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+               "metadata": {"name": "signed", "namespace": "flux-system"},
+               "spec": {"type": "generic-hmac", "secretRef": {"name": "hmac"}}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+               "metadata": {"name": "to-signed", "namespace": "flux-system"},
+               "spec": {"providerRef": {"name": "signed"},
+                        "eventSources": [{"kind": "Kustomization", "name": "apps"}]}}),
+    ] {
+        create(&client, object).await;
+    }
+
+    let work = tempfile::tempdir().unwrap();
+    let repo = work.path().join("fleet");
+    std::fs::create_dir_all(repo.join("apps")).unwrap();
+    // Not a Kubernetes object: the build fails.
+    std::fs::write(repo.join("apps/broken.yaml"), "kind: [not, an, object\n").unwrap();
+    git(work.path(), &["init", "-q", "-b", "main", "fleet"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "broken"]);
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+
+    let mut settings = ManagerConfig::local(work.path().join("storage"));
+    settings.cluster_name = Some("production".into());
+    settings.notification.retry = Retry {
+        attempts: 3,
+        first: Duration::from_millis(10),
+        max: Duration::from_millis(20),
+    };
+    let manager = Manager::start(client.clone(), config, settings)
+        .await
+        .unwrap();
+    let repos: Api<GitRepository> = Api::namespaced(client.clone(), "flux-system");
+    let gr = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+        "metadata": {"name": "fleet", "namespace": "flux-system"},
+        "spec": {"url": format!("file://{}", repo.display()), "interval": "1h",
+                 "ref": {"branch": "main"}},
+    }))
+    .unwrap();
+    repos.create(&PostParams::default(), &gr).await.unwrap();
+    eventually("the source's artifact", || async {
+        repos.get("fleet").await.ok()?.status?.artifact
+    })
+    .await;
+    let kss: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
+    let ks = crate::harness::kustomization("apps", "fleet", json!({"path": "./apps"}));
+    kss.create(&PostParams::default(), &ks).await.unwrap();
+
+    wait_for(&slack, 1).await;
+    let revision = format!("main@sha1:{head}");
+    let alert = eventually("an alert about the broken commit", || async {
+        slack
+            .received()
+            .into_iter()
+            .find(|r| r.text().contains(&revision))
+    })
+    .await;
+    assert_eq!(alert.path, "/services/T/B/X");
+    let payload: Value = serde_json::from_slice(&alert.body).unwrap();
+    assert_eq!(payload["channel"], "ops");
+    assert_eq!(payload["username"], "kustomize-controller");
+    let attachment = &payload["attachments"][0];
+    assert_eq!(
+        attachment["author_name"],
+        "[production] kustomization/apps.flux-system"
+    );
+    assert_eq!(attachment["color"], "danger");
+    let fallback = attachment["fallback"].as_str().unwrap();
+    assert!(
+        fallback.starts_with("[production] kustomization/apps.flux-system: "),
+        "{fallback}"
+    );
+    let fields: Vec<(String, String)> = attachment["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["title"].as_str().unwrap().to_string(),
+                f["value"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        fields.contains(&("cluster".into(), "production".into())),
+        "{fields:?}"
+    );
+    assert!(
+        fields.contains(&("env".into(), "prod".into())),
+        "{fields:?}"
+    );
+    assert!(
+        fields.contains(&("revision".into(), format!("main@sha1:{head}"))),
+        "{fields:?}"
+    );
+
+    // The provider that is down: tried three times, then an Event on its Alert. Slack got its
+    // alert all the same (above).
+    let notes = eventually("the dispatch failure on the Alert", || async {
+        let notes = alert_events(&client, "to-down").await;
+        (!notes.is_empty()).then_some(notes)
+    })
+    .await;
+    assert!(
+        notes[0].starts_with(&format!(
+            "NotificationDispatchFailed failed to send notification for Kustomization/flux-system/apps: failed to execute request to http://127.0.0.1:{down} after 3 attempt(s)"
+        )),
+        "{notes:?}"
+    );
+    let notes = eventually("the missing key on the Alert", || async {
+        let notes = alert_events(&client, "to-signed").await;
+        (!notes.is_empty()).then_some(notes)
+    })
+    .await;
+    assert_eq!(
+        notes[0],
+        "NotificationDispatchFailed failed to dispatch notification for Kustomization/flux-system/apps: failed to initialize notifier for provider 'signed': secret 'flux-system/hmac' has no 'token' key, which provider type 'generic-hmac' needs"
+    );
+    manager.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn flux_event_json_posted_to_the_events_address_reaches_a_provider() {
+    let (_cluster, client, config) = cluster("events-addr").await;
+    let sink = std::sync::Arc::new(WebhookSink::start());
+    for object in [
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+               "metadata": {"name": "generic", "namespace": "flux-system"},
+               "spec": {"type": "generic", "address": sink.url()}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+               "metadata": {"name": "all", "namespace": "flux-system"},
+               "spec": {"providerRef": {"name": "generic"},
+                        "eventSources": [{"kind": "HelmRelease", "name": "*"}]}}),
+    ] {
+        create(&client, object).await;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let mut settings = ManagerConfig::local(work.path().join("storage"));
+    settings.cluster_name = Some("staging".into());
+    settings.events_addr = Some(([127, 0, 0, 1], 0).into());
+    let manager = Manager::start(client.clone(), config, settings)
+        .await
+        .unwrap();
+    let url = manager.events_url().unwrap().to_string();
+    // What Flux's helm-controller posts.
+    let event = json!({
+        "involvedObject": {"kind": "HelmRelease", "namespace": "flux-system", "name": "podinfo",
+                           "apiVersion": "helm.toolkit.fluxcd.io/v2"},
+        "severity": "info", "timestamp": "2026-12-01T10:00:00Z",
+        "message": "Helm install succeeded", "reason": "InstallSucceeded",
+        "metadata": {"helm.toolkit.fluxcd.io/revision": "6.5.0",
+                     "helm.toolkit.fluxcd.io/token": "abc", "other.io/dropped": "x"},
+        "reportingController": "helm-controller"
+    });
+    let body = serde_json::to_vec(&event).unwrap();
+    let (status, _) = http_post(&format!("{url}/"), &[], &body).await;
+    assert_eq!(status, 202);
+    let got = wait_for(&sink, 1).await;
+    let sent: Value = serde_json::from_slice(&got[0].body).unwrap();
+    assert_eq!(sent["message"], "Helm install succeeded");
+    assert_eq!(
+        sent["metadata"],
+        json!({"cluster": "staging", "revision": "6.5.0"})
+    );
+    // The same event again within the rate limit interval is not sent twice; another is.
+    assert_eq!(http_post(&format!("{url}/"), &[], &body).await.0, 202);
+    let mut other = event.clone();
+    other["message"] = json!("Helm upgrade succeeded");
+    let other = serde_json::to_vec(&other).unwrap();
+    assert_eq!(http_post(&format!("{url}/"), &[], &other).await.0, 202);
+    let got = wait_for(&sink, 2).await;
+    let second: Value = serde_json::from_slice(&got[1].body).unwrap();
+    assert_eq!(second["message"], "Helm upgrade succeeded");
+    assert_eq!(sink.received().len(), 2);
+    // Bad input.
+    let (status, text) = http_post(&format!("{url}/"), &[], b"{not json").await;
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.starts_with("decoding the request body failed: "),
+        "{text}"
+    );
+    let huge = vec![b' '; 4 * 1024 * 1024];
+    assert_eq!(http_post(&format!("{url}/"), &[], &huge).await.0, 413);
+    manager.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_receiver_call_after_a_push_reapplies_at_once() {
+    let (_cluster, client, config) = cluster("receiver").await;
+    let work = tempfile::tempdir().unwrap();
+    let repo = work.path().join("fleet");
+    std::fs::create_dir_all(repo.join("apps")).unwrap();
+    let manifest = |color: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\ndata:\n  color: {color}\n"
+        )
+    };
+    std::fs::write(repo.join("apps/settings.yaml"), manifest("blue")).unwrap();
+    git(work.path(), &["init", "-q", "-b", "main", "fleet"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "one"]);
+
+    let token = "webhook-token-123";
+    for object in [
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "webhook-token", "namespace": "flux-system"},
+               "stringData": {"token": token}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1", "kind": "Receiver",
+               "metadata": {"name": "github", "namespace": "flux-system"},
+               "spec": {"type": "github", "events": ["push"],
+                        "secretRef": {"name": "webhook-token"},
+                        "resources": [{"kind": "GitRepository", "name": "fleet"}]}}),
+    ] {
+        create(&client, object).await;
+    }
+    let mut settings = ManagerConfig::local(work.path().join("storage"));
+    settings.receiver_addr = Some(([127, 0, 0, 1], 0).into());
+    let manager = Manager::start(client.clone(), config, settings)
+        .await
+        .unwrap();
+    let base = manager.receiver_url().unwrap().to_string();
+    let receivers: Api<Receiver> = Api::namespaced(client.clone(), "flux-system");
+    let path = eventually("the Receiver's webhook path", || async {
+        receivers.get("github").await.ok()?.status?.webhook_path
+    })
+    .await;
+    assert_eq!(
+        path,
+        ferroflux_api::notification::webhook_path(token, "github", "flux-system")
+    );
+    let ready = receivers.get("github").await.unwrap().status.unwrap();
+    let cond = &ready.conditions.unwrap()[0];
+    assert_eq!(
+        (cond.type_.as_str(), cond.status.as_str()),
+        ("Ready", "True")
+    );
+    assert_eq!(
+        cond.message,
+        format!("Receiver initialized for path: {path}")
+    );
+
+    let repos: Api<GitRepository> = Api::namespaced(client.clone(), "flux-system");
+    let gr = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+        "metadata": {"name": "fleet", "namespace": "flux-system"},
+        "spec": {"url": format!("file://{}", repo.display()), "interval": "1h",
+                 "ref": {"branch": "main"}},
+    }))
+    .unwrap();
+    repos.create(&PostParams::default(), &gr).await.unwrap();
+    let kss: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
+    let ks =
+        crate::harness::kustomization("apps", "fleet", json!({"path": "./apps", "interval": "1h"}));
+    kss.create(&PostParams::default(), &ks).await.unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    eventually("the first commit applied", || async {
+        let cm = configmaps.get_opt("settings").await.ok().flatten()?;
+        (cm.data?.get("color").map(String::as_str) == Some("blue")).then_some(())
+    })
+    .await;
+
+    // The push.
+    std::fs::write(repo.join("apps/settings.yaml"), manifest("green")).unwrap();
+    git(&repo, &["commit", "-qam", "two"]);
+    let body = br#"{"ref":"refs/heads/main"}"#;
+    let url = format!("{base}{path}");
+    let annotated = || async {
+        repos
+            .get("fleet")
+            .await
+            .unwrap()
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get("reconcile.fluxcd.io/requestedAt")
+            .cloned()
+    };
+
+    // Bad calls first: nothing is annotated.
+    let bad = [
+        (vec![("X-GitHub-Event", "push".to_string())], 401),
+        (
+            vec![
+                ("X-GitHub-Event", "push".to_string()),
+                (
+                    "X-Hub-Signature-256",
+                    format!("sha256={}", hmac_sha256_hex(b"wrong", body)),
+                ),
+            ],
+            401,
+        ),
+        (
+            vec![
+                ("X-GitHub-Event", "release".to_string()),
+                (
+                    "X-Hub-Signature-256",
+                    format!("sha256={}", hmac_sha256_hex(token.as_bytes(), body)),
+                ),
+            ],
+            400,
+        ),
+    ];
+    for (headers, want) in bad {
+        let (status, text) = http_post(&url, &headers, body).await;
+        assert_eq!(status, want, "{text}");
+        assert!(!text.contains(token), "{text}");
+    }
+    let (status, text) = http_post(&url, &[("X-GitHub-Event", "push".to_string())], body).await;
+    assert_eq!(
+        text,
+        "the GitHub signature header is invalid: missing X-Hub-Signature-256\n"
+    );
+    assert_eq!(status, 401);
+    assert_eq!(
+        http_post(&format!("{base}/hook/0000"), &[], body).await.0,
+        404
+    );
+    let huge = vec![b' '; 4 * 1024 * 1024];
+    assert_eq!(http_post(&url, &[], &huge).await.0, 413);
+    // A ping is answered and reconciles nothing.
+    let ping = br#"{"zen":"Design for failure."}"#;
+    let (status, text) = http_post(
+        &url,
+        &[
+            ("X-GitHub-Event", "ping".to_string()),
+            (
+                "X-Hub-Signature-256",
+                format!("sha256={}", hmac_sha256_hex(token.as_bytes(), ping)),
+            ),
+        ],
+        ping,
+    )
+    .await;
+    assert_eq!((status, text.as_str()), (200, "pong\n"));
+    assert_eq!(
+        annotated().await,
+        None,
+        "nothing annotated by bad calls or a ping"
+    );
+
+    let started = Instant::now();
+    let (status, text) = http_post(
+        &url,
+        &[
+            ("X-GitHub-Event", "push".to_string()),
+            (
+                "X-Hub-Signature-256",
+                format!("sha256={}", hmac_sha256_hex(token.as_bytes(), body)),
+            ),
+        ],
+        body,
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert!(annotated().await.is_some());
+    eventually("the pushed commit applied", || async {
+        let cm = configmaps.get_opt("settings").await.ok().flatten()?;
+        (cm.data?.get("color").map(String::as_str) == Some("green")).then_some(())
+    })
+    .await;
+    eprintln!("receiver call to re-applied: {:?}", started.elapsed());
+    manager.shutdown().await.unwrap();
+}
