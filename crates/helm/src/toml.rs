@@ -4,12 +4,24 @@
 //! function's text, as Helm's `toToml` returns `err.Error()`.
 //!
 //! `fromToml` (BurntSushi/toml's decoder into `map[string]interface{}`) reads with the `toml`
-//! crate: integers become `int64`, floats `float64`, tables maps, arrays lists, as in Helm. Two
-//! known differences: a date-time is its TOML text (a string), where Go holds a `time.Time`;
-//! and the text of a syntax error, under the `Error` key, is the `toml` crate's, not
-//! BurntSushi's.
+//! crate: integers become `int64`, floats `float64`, tables maps, arrays lists, as in Helm.
+//! Date-times become `time.Time` as BurntSushi's decoder makes them: an offset date-time in
+//! `Local` (or UTC for `Z`, or a fixed zone for another offset), and the local kinds at offset 0
+//! in zones named `datetime-local`, `date-local` and `time-local` (a time alone on January 1 of
+//! year 0); `toToml` writes those back in their TOML form. One known difference: the text of a
+//! syntax error, under the `Error` key, is the `toml` crate's, not BurntSushi's.
 
 use ferroflux_gotemplate::Value;
+use ferroflux_sprig::GoTime;
+use ferroflux_sprig::gotime::{self, Time};
+
+/// BurntSushi's zones for TOML's local date-time kinds, with the layout each is read and
+/// written with (Go's reference-time layouts).
+const LOCAL_KINDS: [(&str, &str); 3] = [
+    ("datetime-local", "2006-01-02T15:04:05.999999999"),
+    ("date-local", "2006-01-02"),
+    ("time-local", "15:04:05.999999999"),
+];
 
 /// The TOML text of `v` (a map), or BurntSushi's error text.
 pub fn to_toml(v: &Value) -> String {
@@ -44,7 +56,7 @@ fn from_toml_value(v: toml::Value) -> Value {
         toml::Value::Integer(i) => Value::Int64(i),
         toml::Value::Float(f) => Value::Float(f),
         toml::Value::Boolean(b) => Value::Bool(b),
-        toml::Value::Datetime(d) => Value::from(d.to_string()),
+        toml::Value::Datetime(d) => from_toml_datetime(&d),
         toml::Value::Array(items) => Value::list(items.into_iter().map(from_toml_value).collect()),
         toml::Value::Table(t) => {
             let m = ferroflux_gotemplate::Map::new();
@@ -53,6 +65,39 @@ fn from_toml_value(v: toml::Value) -> Value {
             }
             Value::Map(m)
         }
+    }
+}
+
+/// A TOML date-time as the `time.Time` BurntSushi's decoder gives (its text if the `toml`
+/// crate ever hands over one Go's layouts cannot read, which a parsed document cannot hold).
+fn from_toml_datetime(d: &toml::value::Datetime) -> Value {
+    let text = d.to_string();
+    let local = match (&d.date, &d.time) {
+        _ if d.offset.is_some() => None,
+        (Some(_), Some(_)) => Some(LOCAL_KINDS[0]),
+        (Some(_), None) => Some(LOCAL_KINDS[1]),
+        _ => Some(LOCAL_KINDS[2]),
+    };
+    let (layout, location) = match local {
+        None => ("2006-01-02T15:04:05.999999999Z07:00", "Local"),
+        // A wall clock at offset 0, then named as BurntSushi names its zone.
+        Some((_, layout)) => (layout, "UTC"),
+    };
+    let parsed = gotime::load_location(location)
+        .and_then(|(name, tz)| gotime::parse_in_location(layout, &text, &name, &tz))
+        .map(|t| match local {
+            Some((zone, _)) => t.in_fixed_zone(zone, 0),
+            None => t,
+        });
+    parsed.map_or_else(|_| Value::from(text), GoTime::value)
+}
+
+/// The TOML text of a `time.Time`: the local kinds in their own form, others as RFC 3339 with
+/// nanoseconds (BurntSushi's encoder).
+fn toml_time(t: &Time) -> String {
+    match LOCAL_KINDS.iter().find(|(zone, _)| t.location == *zone) {
+        Some((_, layout)) => t.utc().format(layout),
+        None => t.format("2006-01-02T15:04:05.999999999Z07:00"),
     }
 }
 
@@ -121,9 +166,10 @@ fn scalar(v: &Value) -> Result<String, String> {
             format!("[{}]", parts?.join(", "))
         }
         Value::Map(_) => return Err("toml: cannot encode a map inside an array".into()),
-        Value::Object(o) => match o.as_value() {
-            Some(inner) => scalar(&inner)?,
-            None => quote(&o.format()),
+        Value::Object(o) => match (GoTime::from_value(v), o.as_value()) {
+            (Some(t), _) => toml_time(&t),
+            (None, Some(inner)) => scalar(&inner)?,
+            (None, None) => quote(&o.format()),
         },
     })
 }

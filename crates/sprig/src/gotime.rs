@@ -233,6 +233,18 @@ impl Time {
         }
     }
 
+    /// `t.In(time.FixedZone(name, offset))`: the same instant in a zone of a fixed offset
+    /// (seconds east of UTC) printed under `name` (BurntSushi's TOML decoder puts local
+    /// date-times in such zones, named `datetime-local`, `date-local` and `time-local`).
+    pub fn in_fixed_zone(&self, name: &str, offset: i32) -> Self {
+        let tz = TimeZone::fixed(
+            jiff::tz::Offset::from_seconds(offset).unwrap_or(jiff::tz::Offset::UTC),
+        );
+        let mut t = self.in_zone(name.to_string(), tz);
+        t.fixed_name = Some(name.to_string());
+        t
+    }
+
     /// `t.Add(d)` for a duration in nanoseconds.
     pub fn add(&self, d: i64) -> Self {
         let total = self.nanos as i64 + d.rem_euclid(NANOS);
