@@ -11,8 +11,10 @@
 //! (`copy`), under `ocirepository/<ns>/<name>/<digest>.tar.gz`, served by the artifact server.
 //! The manifest's annotations become `status.artifact.metadata`. A failure leaves the last
 //! artifact in storage and in status (consumers keep using it), with Ready=False and the reason.
-//! Cloud providers, `verify`, `proxySecretRef` and `serviceAccountName` answer "not supported
-//! yet" (Stalled).
+//! Cloud providers, `proxySecretRef` and `serviceAccountName` answer "not supported yet"
+//! (Stalled). `verify` (cosign/notation) is refused with source-controller's `VerificationError`
+//! on `SourceVerified` and Ready, Stalled, and the artifact withdrawn from status: ferroflux
+//! cannot check signatures, and nothing unverified may be applied.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -200,8 +202,8 @@ pub fn validate(obj: &OCIRepository) -> Result<Reference, FetchError> {
             ferroflux_api::ocirepository::VerificationProvider::Notation => "notation",
         };
         return Err(FetchError::stalled(
-            oci_reason::UNSUPPORTED,
-            format!("not supported yet: verify with {p}"),
+            oci_reason::VERIFICATION_ERROR,
+            verification_unsupported(p, v.secret_ref.is_none()),
         ));
     }
     if spec.proxy_secret_ref.is_some() {
@@ -392,7 +394,8 @@ pub fn apply_result(
                 .delete(conditions::FETCH_FAILED)
                 .delete(conditions::STALLED)
                 .delete(conditions::RECONCILING)
-                .delete(conditions::STORAGE_OPERATION_FAILED);
+                .delete(conditions::STORAGE_OPERATION_FAILED)
+                .delete(SOURCE_VERIFIED);
             event = match fetched {
                 Fetched::Stored { .. } => Some((
                     "Normal".to_string(),
@@ -407,6 +410,23 @@ pub fn apply_result(
             status.observed_ignore = obj.spec.ignore.clone();
             status.observed_layer_selector = obj.spec.layer_selector.clone();
             status.url = Some(obj.spec.url.clone());
+        }
+        Err(e) if e.reason == oci_reason::VERIFICATION_ERROR => {
+            // As source-controller: SourceVerified=False. And since nothing here can verify,
+            // no artifact is served: consumers wait rather than apply unverified content.
+            conds
+                .mark_false(SOURCE_VERIFIED, e.reason, &e.message)
+                .mark_false(conditions::READY, e.reason, &e.message)
+                .mark_stalled(e.reason, &e.message)
+                .delete(conditions::RECONCILING)
+                .delete(conditions::FETCH_FAILED)
+                .delete(conditions::ARTIFACT_IN_STORAGE);
+            status.artifact = None;
+            event = Some((
+                "Warning".to_string(),
+                e.reason.to_string(),
+                e.message.clone(),
+            ));
         }
         Err(e) => {
             let failed_type = if e.reason == ferroflux_source::reason::STORAGE_OPERATION_FAILED {
@@ -627,7 +647,11 @@ pub async fn reconcile(
     {
         status.last_handled_reconcile_at = Some(requested.clone());
     }
-    let patch = serde_json::json!({ "status": status });
+    let mut patch = serde_json::json!({ "status": status });
+    // A merge patch keeps what it does not name: a withdrawn artifact is nulled.
+    if status.artifact.is_none() {
+        patch["status"]["artifact"] = serde_json::Value::Null;
+    }
     api.patch_status(
         name,
         &PatchParams::apply(FIELD_MANAGER),

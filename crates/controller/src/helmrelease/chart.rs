@@ -1,10 +1,12 @@
 //! Where a HelmRelease's chart comes from: the HelmChart its `spec.chart` template becomes
 //! (helm-controller's `HelmChartTemplate`: named `<namespace>-<name>`, in the source's namespace,
-//! with the owner labels, applied server-side), or the HelmChart `spec.chartRef` names; and
-//! whether that source is ready, with Flux's messages.
+//! with the owner labels, applied server-side), or the HelmChart or OCIRepository
+//! `spec.chartRef` names; whether that source is ready, with Flux's messages; and, for an
+//! OCIRepository, helm-controller's chart version rule (`<version>+<first 12 hex of the
+//! digest>`, the tag checked against the chart's version).
 //!
-//! HelmCharts are read and written as plain JSON (`DynamicObject`): this module needs their
-//! `status.artifact` and conditions only, and stays independent of the HelmChart type's owner.
+//! Sources are read and written as plain JSON (`DynamicObject`): this module needs their
+//! `status.artifact` and conditions only, and stays independent of the source types' owners.
 
 use ferroflux_api::conditions::{READY, STALLED};
 use ferroflux_api::helmrelease::{ChartRefKind, HelmChartTemplate};
@@ -30,6 +32,68 @@ pub fn helm_chart_resource() -> ApiResource {
     }
 }
 
+/// `source.toolkit.fluxcd.io/v1` OCIRepository, for the dynamic API.
+pub fn oci_repository_resource() -> ApiResource {
+    ApiResource {
+        group: "source.toolkit.fluxcd.io".into(),
+        version: "v1".into(),
+        api_version: "source.toolkit.fluxcd.io/v1".into(),
+        kind: "OCIRepository".into(),
+        plural: "ocirepositories".into(),
+    }
+}
+
+/// The source a release reads its chart from: its API resource, namespace and name (the
+/// HelmChart of [`chart_location`], or an OCIRepository `chartRef`).
+pub fn source_location(hr: &HelmRelease) -> Result<(ApiResource, String, String), String> {
+    if hr.spec.chart.is_none()
+        && let Some(r) = &hr.spec.chart_ref
+        && r.kind == ChartRefKind::OCIRepository
+    {
+        let ns = r
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| hr.namespace().unwrap_or_else(|| "default".into()));
+        return Ok((oci_repository_resource(), ns, r.name.clone()));
+    }
+    let (ns, name) = chart_location(hr)?;
+    Ok((helm_chart_resource(), ns, name))
+}
+
+/// helm-controller's `mutateChartWithSourceRevision` for an OCIRepository's artifact revision
+/// (`<tag>@sha256:<hex>` or `sha256:<hex>`): the chart version with the digest's first 12 hex
+/// as build metadata, and the digest (`status.lastAttemptedRevisionDigest`). A semver tag must
+/// be the chart's version.
+pub fn version_with_digest(version: &str, revision: &str) -> Result<(String, String), String> {
+    let parsed = ferroflux_semver::Version::parse_loose(version)
+        .map_err(|_| format!("invalid chart version {version}"))?;
+    // As helm-controller: a semver tag is checked and its digest recorded; any other revision
+    // (a digest, or a tag such as `latest@sha256:...`) is recorded whole.
+    let semver_tag = revision.split_once('@').and_then(|(tag, digest)| {
+        ferroflux_semver::Version::parse_loose(&tag.replace('_', "+"))
+            .ok()
+            .map(|v| (tag, v, digest))
+    });
+    let digest = match semver_tag {
+        Some((tag, tag_version, digest)) => {
+            if tag_version.compare(&parsed) != std::cmp::Ordering::Equal {
+                return Err(format!(
+                    "artifact revision {tag} does not match chart version {version}"
+                ));
+            }
+            digest
+        }
+        None => revision,
+    };
+    let hex = match digest.split_once(':') {
+        Some((_, hex)) if hex.len() >= 12 => &hex[..12],
+        _ => return Err(format!("invalid artifact revision {revision}")),
+    };
+    let core = version.split_once('+').map_or(version, |(core, _)| core);
+    Ok((format!("{core}+{hex}"), digest.to_string()))
+}
+
 /// `(namespace, name)` of the HelmChart a release reads its chart from: the template's
 /// (`<ns>-<name>` in the source's namespace) or `chartRef`'s. `Err` for a `chartRef` kind that
 /// is not supported yet.
@@ -53,8 +117,12 @@ pub fn chart_location(hr: &HelmRelease) -> Result<(String, String), String> {
                 .unwrap_or(own_ns),
             r.name.clone(),
         )),
+        Some(r) if r.kind == ChartRefKind::OCIRepository => Err(format!(
+            "chartRef of kind OCIRepository '{}' names no HelmChart",
+            r.name
+        )),
         Some(r) => Err(format!(
-            "chartRef of kind {} is not supported yet: only HelmChart chartRefs and chart templates are",
+            "chartRef of kind {} is not supported yet: only HelmChart and OCIRepository chartRefs and chart templates are",
             r.kind.as_str()
         )),
         None => Err("either chart or chartRef must be set".into()),
@@ -144,24 +212,28 @@ pub async fn delete(client: &kube::Client, helm_chart: &str) -> Result<bool, Str
     }
 }
 
-/// A HelmChart as read back: its artifact when it is ready, else Flux's "not ready" message.
+/// A source (HelmChart or OCIRepository, `resource`) as read back.
 pub async fn get_source(
     client: &kube::Client,
+    resource: &ApiResource,
     namespace: &str,
     name: &str,
 ) -> Result<Option<DynamicObject>, kube::Error> {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), namespace, &helm_chart_resource());
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, resource);
     api.get_opt(name).await
 }
 
-/// helm-controller's `isSourceReady`: the source has reconciled its current generation, is not
+/// helm-controller's `isSourceReady`: the source (HelmChart or OCIRepository) has reconciled its current generation, is not
 /// stalled and has an artifact. The artifact, or the message Flux writes (`HelmChart
 /// 'apps/apps-podinfo' is not ready: does not have an artifact`).
 pub fn ready_artifact(source: &DynamicObject) -> Result<Artifact, String> {
     let namespace = source.namespace().unwrap_or_default();
     let name = source.name_any();
-    let not_ready = |why: &str| format!("HelmChart '{namespace}/{name}' is not ready: {why}");
+    let kind = source
+        .types
+        .as_ref()
+        .map_or("HelmChart", |t| t.kind.as_str());
+    let not_ready = |why: &str| format!("{kind} '{namespace}/{name}' is not ready: {why}");
     let status = source.data.get("status").cloned().unwrap_or(Value::Null);
     let conditions: Vec<Value> = status
         .get("conditions")

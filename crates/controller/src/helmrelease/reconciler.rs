@@ -136,6 +136,9 @@ pub fn controller(
     let controller = Controller::for_stream(triggers, store.clone())
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
     let by_chart = store.clone();
+    let by_oci = store.clone();
+    let ocis = Api::<DynamicObject>::all_with(client.clone(), &chart::oci_repository_resource());
+    let oci_revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
     let revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
     let by_dependency = store.clone();
     let engine = Arc::new(ferroflux_helm::Engine::new());
@@ -187,6 +190,42 @@ pub fn controller(
                         chart::chart_location(hr)
                             .map(|(ns, name)| format!("{ns}/{name}") == key)
                             .unwrap_or(false)
+                    })
+                    .map(|hr| ObjectRef::from_obj(hr.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        // An OCIRepository with a new artifact reconciles the HelmReleases whose chartRef
+        // names it.
+        .watches_with(
+            ocis,
+            chart::oci_repository_resource(),
+            watcher::Config::default(),
+            move |repo| {
+                let key = format!(
+                    "{}/{}",
+                    repo.namespace().unwrap_or_default(),
+                    repo.name_any()
+                );
+                let revision = repo
+                    .data
+                    .pointer("/status/artifact/revision")
+                    .and_then(Value::as_str)
+                    .map(String::from);
+                let changed = match oci_revisions.lock() {
+                    Ok(mut seen) => seen.insert(key.clone(), revision.clone()) != Some(revision),
+                    Err(_) => true,
+                };
+                if !changed {
+                    return Vec::new();
+                }
+                by_oci
+                    .state()
+                    .iter()
+                    .filter(|hr| {
+                        chart::source_location(hr).is_ok_and(|(r, ns, name)| {
+                            r.kind == "OCIRepository" && format!("{ns}/{name}") == key
+                        })
                     })
                     .map(|hr| ObjectRef::from_obj(hr.as_ref()))
                     .collect::<Vec<_>>()
@@ -447,7 +486,8 @@ async fn prerequisites(
     chart_template(obj, ctx).await?;
     let artifact = source(obj, ctx).await?;
     let values = compose_values(obj, ctx, retry).await?;
-    let chart = load_chart(&artifact, ctx, retry).await?;
+    let mut chart = load_chart(&artifact, ctx, retry).await?;
+    let oci_digest = oci_chart_version(obj, &mut chart, &artifact.revision, retry)?;
     let (actions, client) = target_actions(obj, ctx, retry).await?;
     let config_digest = values::digest(&values);
     let version = chart.metadata.version.clone();
@@ -469,6 +509,7 @@ async fn prerequisites(
     }
     status.last_attempted_generation = generation;
     status.last_attempted_revision = Some(version);
+    status.last_attempted_revision_digest = oci_digest;
     status.last_attempted_config_digest = Some(config_digest.clone());
     status.last_attempted_values_checksum = None;
     status.last_release_revision = None;
@@ -480,6 +521,30 @@ async fn prerequisites(
         client,
         target,
     })
+}
+
+/// A chart from an OCIRepository `chartRef` gets the artifact digest as build metadata of its
+/// version (helm-controller's rule, so a moved tag is a new chart version); returns the digest
+/// for `status.lastAttemptedRevisionDigest`. Other sources leave the chart as it is.
+fn oci_chart_version(
+    hr: &HelmRelease,
+    chart: &mut Arc<ferroflux_helm::Chart>,
+    revision: &str,
+    retry: Duration,
+) -> Result<Option<String>, Failure> {
+    let from_oci = hr.spec.chart.is_none()
+        && hr
+            .spec
+            .chart_ref
+            .as_ref()
+            .is_some_and(|r| r.kind == ferroflux_api::helmrelease::ChartRefKind::OCIRepository);
+    if !from_oci {
+        return Ok(None);
+    }
+    let (version, digest) = chart::version_with_digest(&chart.metadata.version, revision)
+        .map_err(|m| Failure::retry("ChartMutateError", m, retry))?;
+    Arc::make_mut(chart).metadata.version = version;
+    Ok(Some(digest))
 }
 
 /// helm-controller's `checkDependencies`: every `dependsOn` HelmRelease exists, has
@@ -536,9 +601,9 @@ async fn chart_template(obj: &mut HelmRelease, ctx: &Context) -> Result<(), Fail
 /// The HelmChart's artifact, once it is ready for its generation.
 async fn source(hr: &HelmRelease, ctx: &Context) -> Result<ferroflux_api::Artifact, Failure> {
     let requeue = ctx.options.requeue_dependency;
-    let (ns, name) = chart::chart_location(hr)
+    let (resource, ns, name) = chart::source_location(hr)
         .map_err(|e| Failure::stalled(hr_reason::ARTIFACT_FAILED, e, Duration::from_secs(300)))?;
-    let source = chart::get_source(&ctx.client, &ns, &name)
+    let source = chart::get_source(&ctx.client, &resource, &ns, &name)
         .await
         .map_err(|e| {
             Failure::retry(
@@ -551,7 +616,8 @@ async fn source(hr: &HelmRelease, ctx: &Context) -> Result<ferroflux_api::Artifa
             Failure::retry(
                 hr_reason::ARTIFACT_FAILED,
                 format!(
-                    "could not get Source object: helmcharts.source.toolkit.fluxcd.io \"{name}\" not found"
+                    "could not get Source object: {}.source.toolkit.fluxcd.io \"{name}\" not found",
+                    resource.plural
                 ),
                 requeue,
             )
@@ -1402,9 +1468,12 @@ fn record(obj: &mut HelmRelease, rel: &Release, action: Option<ReleaseAction>) {
         let mut snapshot =
             observed.snapshot(action.or_else(|| existing.action.as_deref().and_then(parse_action)));
         snapshot.test_hooks = existing.test_hooks.clone();
+        snapshot.oci_digest = existing.oci_digest.clone();
         *existing = snapshot;
     } else {
-        history.insert(0, observed.snapshot(action));
+        let mut snapshot = observed.snapshot(action);
+        snapshot.oci_digest = status.last_attempted_revision_digest.clone();
+        history.insert(0, snapshot);
     }
     history.sort_by_key(|s| std::cmp::Reverse(s.version));
     history.truncate(MAX_SNAPSHOTS);

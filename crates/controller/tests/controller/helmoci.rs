@@ -316,3 +316,133 @@ async fn charts_from_an_oci_helm_repository() {
         .items;
     assert_eq!(stored.len(), 1, "one Helm storage Secret for web.v1");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_helm_release_from_an_oci_repository_chart_ref() {
+    let reg = Registry::start(RegistryOptions::default());
+    push_charts(&reg, Auth::Anonymous, &["1.2.3", "1.3.0"]);
+    let (cluster, client) = flux_cluster("hrociref").await;
+    let config = cluster.kube_config().await.unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let _manager = Manager::start(
+        client.clone(),
+        config,
+        ManagerConfig::local(work.path().join("storage")),
+    )
+    .await
+    .unwrap();
+    let ocis: Api<ferroflux_api::OCIRepository> = Api::namespaced(client.clone(), "flux-system");
+    let oci: ferroflux_api::OCIRepository = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+        "metadata": {"name": "app", "namespace": "flux-system"},
+        "spec": {"url": format!("oci://{}/charts/app", reg.host()), "interval": "1h",
+            "ref": {"semver": ">=1.0.0"},
+            "layerSelector": {"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
+                "operation": "copy"}}
+    }))
+    .unwrap();
+    ocis.create(&PostParams::default(), &oci).await.unwrap();
+    let (oci, _) = wait_ready(&ocis, "app", "True", "Succeeded").await;
+    let revision = oci.status.unwrap().artifact.unwrap().revision;
+    let digest = revision.strip_prefix("1.3.0@").unwrap().to_string();
+    let hex12 = &digest["sha256:".len().."sha256:".len() + 12];
+
+    let releases: Api<HelmRelease> = Api::namespaced(client.clone(), "flux-system");
+    let hr: HelmRelease = serde_json::from_value(json!({
+        "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+        "metadata": {"name": "web", "namespace": "flux-system"},
+        "spec": {"interval": "10m", "timeout": "30s",
+            "chartRef": {"kind": "OCIRepository", "name": "app"}}
+    }))
+    .unwrap();
+    releases.create(&PostParams::default(), &hr).await.unwrap();
+    let (hr, msg) = wait_ready(&releases, "web", "True", "InstallSucceeded").await;
+    assert_eq!(
+        msg,
+        format!(
+            "Helm install succeeded for release flux-system/web.v1 with chart app@1.3.0+{hex12}"
+        )
+    );
+    let status = hr.status.unwrap();
+    assert_eq!(
+        status.last_attempted_revision.as_deref(),
+        Some(format!("1.3.0+{hex12}").as_str())
+    );
+    assert_eq!(
+        status.last_attempted_revision_digest.as_deref(),
+        Some(digest.as_str())
+    );
+    let latest = &status.history.as_ref().unwrap()[0];
+    assert_eq!(latest.chart_version, format!("1.3.0+{hex12}"));
+    assert_eq!(latest.oci_digest.as_deref(), Some(digest.as_str()));
+
+    // A new version in the registry: the OCIRepository follows it and the release upgrades.
+    push_charts(&reg, Auth::Anonymous, &["1.4.0"]);
+    ocis.patch(
+        "app",
+        &PatchParams::default(),
+        &Patch::Merge(
+            &json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "1"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let (_, msg) = wait_ready(&releases, "web", "True", "UpgradeSucceeded").await;
+    assert!(msg.contains("with chart app@1.4.0+"), "{msg}");
+
+    // verify on the OCIRepository: refused, the artifact withdrawn, the release left as it is.
+    set_spec(
+        &ocis,
+        "app",
+        json!({"verify": {"provider": "notation", "secretRef": {"name": "trust"}}}),
+    )
+    .await;
+    let (oci, msg) = wait_ready(&ocis, "app", "False", "VerificationError").await;
+    assert!(
+        msg.starts_with("failed to verify the signature using provider 'notation': signature verification is not supported yet"),
+        "{msg}"
+    );
+    assert!(oci.status.as_ref().unwrap().artifact.is_none());
+    let verified = oci
+        .conditions()
+        .iter()
+        .find(|c| c.type_ == "SourceVerified")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (verified.status.as_str(), verified.reason.as_str()),
+        ("False", "VerificationError")
+    );
+    releases
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"values": {"replicaCount": 3}}})),
+        )
+        .await
+        .unwrap();
+    // (a source that is not ready leaves observedGeneration as it was, as in helm-controller)
+    let msg = eventually("web waits for its source", || async {
+        let hr = releases.get("web").await.ok()?;
+        let c = hr.conditions().iter().find(|c| c.type_ == "Ready")?.clone();
+        (c.status == "False" && c.reason == "SourceNotReady").then_some(c.message)
+    })
+    .await;
+    assert!(
+        msg.starts_with(
+            "OCIRepository 'flux-system/app' is not ready: failed to verify the signature"
+        ),
+        "{msg}"
+    );
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "flux-system");
+    let stored = secrets
+        .list(&kube::api::ListParams::default().labels("owner=helm,name=web"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(
+        stored.len(),
+        2,
+        "nothing installed from the unverified source"
+    );
+}

@@ -56,7 +56,7 @@ fn a_template_becomes_flux_s_helm_chart() {
 }
 
 #[test]
-fn chart_refs_name_their_helm_chart_and_oci_is_not_supported_yet() {
+fn chart_refs_name_their_helm_chart_or_oci_repository() {
     let hr =
         release(json!({"interval": "1m", "chartRef": {"kind": "HelmChart", "name": "shared"}}));
     assert_eq!(
@@ -64,9 +64,47 @@ fn chart_refs_name_their_helm_chart_and_oci_is_not_supported_yet() {
         ("apps".to_string(), "shared".to_string())
     );
     let hr = release(json!({"interval": "1m", "chartRef": {"kind": "OCIRepository", "name": "p"}}));
+    let (resource, ns, name) = source_location(&hr).unwrap();
+    assert_eq!(
+        (resource.kind.as_str(), ns.as_str(), name.as_str()),
+        ("OCIRepository", "apps", "p")
+    );
+    let hr =
+        release(json!({"interval": "1m", "chartRef": {"kind": "ExternalArtifact", "name": "p"}}));
     assert_eq!(
         chart_location(&hr).unwrap_err(),
-        "chartRef of kind OCIRepository is not supported yet: only HelmChart chartRefs and chart templates are"
+        "chartRef of kind ExternalArtifact is not supported yet: only HelmChart and OCIRepository chartRefs and chart templates are"
+    );
+}
+
+#[test]
+fn oci_revisions_become_build_metadata_as_helm_controller_does() {
+    let hex = "0123456789abcdef".repeat(4);
+    assert_eq!(
+        version_with_digest("6.5.0", &format!("6.5.0@sha256:{hex}")).unwrap(),
+        ("6.5.0+0123456789ab".to_string(), format!("sha256:{hex}"))
+    );
+    assert_eq!(
+        version_with_digest("1.0.0+old", &format!("sha256:{hex}"))
+            .unwrap()
+            .0,
+        "1.0.0+0123456789ab"
+    );
+    // A moving non-semver tag is fine; a semver tag must be the chart's version.
+    assert_eq!(
+        version_with_digest("6.5.0", &format!("latest@sha256:{hex}")).unwrap(),
+        (
+            "6.5.0+0123456789ab".to_string(),
+            format!("latest@sha256:{hex}")
+        )
+    );
+    assert_eq!(
+        version_with_digest("6.5.0", &format!("6.4.0@sha256:{hex}")).unwrap_err(),
+        "artifact revision 6.4.0 does not match chart version 6.5.0"
+    );
+    assert_eq!(
+        version_with_digest("6.5.0", "6.5.0@sha256:abc").unwrap_err(),
+        "invalid artifact revision 6.5.0@sha256:abc"
     );
 }
 
