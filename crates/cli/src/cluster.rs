@@ -130,6 +130,18 @@ impl Cluster {
         Cluster::from_config(kube, config, name)
     }
 
+    /// The cluster of `context` for a command that watches it for as long as it runs: no
+    /// read timeout on the connection (as [`Cluster::connect_watching`]).
+    pub async fn connect_watching_to(
+        kube: &KubeArgs,
+        kubeconfig: &kube::config::Kubeconfig,
+        context: &str,
+    ) -> anyhow::Result<Cluster> {
+        let (mut config, name) = kube.config_for(kubeconfig, Some(context)).await?;
+        config.read_timeout = None;
+        Cluster::from_config(kube, config, name)
+    }
+
     pub async fn connect_to(
         kube: &KubeArgs,
         kubeconfig: &kube::config::Kubeconfig,

@@ -3,22 +3,27 @@
 //! one that does not answer is reported as unreachable and the others still print. The exit
 //! code is 1 when any cluster is failing or unreachable, so the command can gate a promotion.
 //!
-//! It only reads: Kustomizations, HelmReleases and GitRepositories of every namespace, and their
+//! It only reads: Kustomizations, HelmReleases and the sources of every namespace, and their
 //! status. HelmReleases get a table of their own (after the Kustomizations', only when a cluster
-//! has any) and count towards a cluster's status: one failing makes the cluster failing.
+//! has any) and count towards a cluster's status: one failing makes the cluster failing. After
+//! the per-cluster summary comes the fleet's rollup (crates/fleet computes it): one line per
+//! revision of each followed source ("3 of 4 clusters at main@sha1:bbbbbbbb (3 min)"), the
+//! objects counted, and the laggards with the reason each lags. `--watch` keeps the whole view
+//! current from watches: redrawn in place on a terminal; into a pipe each new view follows the
+//! last after a form feed line.
 
 use crate::cluster::{Cluster, KubeArgs, known_context};
-use crate::fluxobj::FluxObject;
 use crate::output::table::flux_table;
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand, ValueEnum};
-use ferroflux_api::conditions::{READY, find_condition};
-use ferroflux_api::kustomization::SourceKind;
-use ferroflux_api::{GitRepository, HelmRelease, Kustomization, short_revision};
-use kube::ResourceExt;
+use ferroflux_api::{
+    GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, OCIRepository,
+    short_revision,
+};
+use ferroflux_fleet::{ClusterReport, Live, Objects, Rollup, Target, rollup};
 use kube::api::{Api, ListParams};
-use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
@@ -31,8 +36,31 @@ pub struct FleetArgs {
 
 #[derive(Subcommand, Debug)]
 enum FleetWhat {
-    /// Kustomizations and HelmReleases of every cluster, and a summary per cluster.
+    /// Kustomizations and HelmReleases of every cluster, a summary per cluster and the fleet's
+    /// rollup.
     Status(StatusArgs),
+    /// What each cluster of a fleet repository would change: its `clusters/<name>/` tree built
+    /// at a revision, compared with the live cluster (server-side dry-run) or another revision.
+    Diff(DiffArgs),
+}
+
+#[derive(Args, Debug)]
+struct DiffArgs {
+    /// A checkout of the fleet repository (default: the current directory's work tree).
+    #[arg(long, default_value = ".")]
+    repo: PathBuf,
+    /// The revision to build (default: the work tree as it is, uncommitted changes included).
+    #[arg(long = "ref")]
+    rev: Option<String>,
+    /// `live` (each cluster's kubeconfig context of the same name, dry-run) or a revision.
+    #[arg(long, default_value = "live")]
+    against: String,
+    /// Only these cluster folders (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    cluster: Vec<String>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
+    output: Output,
 }
 
 #[derive(Args, Debug)]
@@ -44,6 +72,9 @@ struct StatusArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
     output: Output,
+    /// Keep the view current from watches until Ctrl-C.
+    #[arg(short = 'w', long)]
+    watch: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -52,79 +83,31 @@ enum Output {
     Json,
 }
 
-/// One Kustomization as the fleet view reports it.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct KustomizationReport {
-    pub namespace: String,
-    pub name: String,
-    /// `status.lastAppliedRevision`.
-    pub applied_revision: Option<String>,
-    /// `Kind/namespace/name` of the source.
-    pub source: String,
-    /// The revision of the artifact the source controller fetched.
-    pub source_revision: Option<String>,
-    /// The source has a revision this Kustomization has not applied.
-    pub behind: bool,
-    /// `True`, `False` or `Unknown` (`False` when no Ready condition, as flux prints it).
-    pub ready: String,
-    pub suspended: bool,
-    pub message: String,
-}
-
-/// One HelmRelease as the fleet view reports it.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HelmReleaseReport {
-    pub namespace: String,
-    pub name: String,
-    /// The chart version of the newest release (flux's REVISION).
-    pub revision: Option<String>,
-    /// `True`, `False` or `Unknown` (`False` when no Ready condition).
-    pub ready: String,
-    pub suspended: bool,
-    pub message: String,
-}
-
-/// One cluster: reachable with its Kustomizations, or why not.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterReport {
-    pub context: String,
-    pub server: String,
-    /// `ready`, `progressing`, `behind`, `failing`, `unreachable` or `error`.
-    pub status: String,
-    pub error: Option<String>,
-    pub ready: usize,
-    pub failing: usize,
-    pub progressing: usize,
-    pub suspended: usize,
-    pub behind: usize,
-    pub source_revisions: Vec<String>,
-    pub applied_revisions: Vec<String>,
-    pub kustomizations: Vec<KustomizationReport>,
-    /// Present when the cluster has HelmReleases.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub helm_releases: Vec<HelmReleaseReport>,
-}
-
-impl ClusterReport {
-    fn unhealthy(&self) -> bool {
-        matches!(self.status.as_str(), "failing" | "unreachable" | "error")
-    }
-}
-
 pub async fn run(args: FleetArgs) -> anyhow::Result<ExitCode> {
-    let FleetWhat::Status(status) = &args.what;
-    let reports = collect(&args.kube, status).await?;
-    match status.output {
-        Output::Json => {
-            let healthy = !reports.iter().any(ClusterReport::unhealthy);
-            let doc = serde_json::json!({"healthy": healthy, "clusters": reports});
-            println!("{}", serde_json::to_string_pretty(&doc)?);
-        }
-        Output::Table => print!("{}", render(&reports)),
+    let status = match &args.what {
+        FleetWhat::Status(s) => s,
+        FleetWhat::Diff(d) => return diff(&args.kube, d).await,
+    };
+    if status.watch {
+        return watch(&args.kube, status).await;
     }
+    let reports = collect(&args.kube, status).await?;
+    let rolled = rollup(&reports, ferroflux_fleet::rollup::now());
+    match status.output {
+        Output::Json => println!("{}", json(&reports, &rolled)?),
+        Output::Table => print!("{}", render_all(&reports, &rolled)),
+    }
+    verdict(&reports)
+}
+
+fn json(reports: &[ClusterReport], rolled: &Rollup) -> anyhow::Result<String> {
+    let healthy = !reports.iter().any(ClusterReport::unhealthy);
+    let doc = serde_json::json!({"healthy": healthy, "clusters": reports, "rollup": rolled});
+    Ok(serde_json::to_string_pretty(&doc)?)
+}
+
+/// Exit 0 when every cluster is healthy; else the error naming the unhealthy ones.
+fn verdict(reports: &[ClusterReport]) -> anyhow::Result<ExitCode> {
     let bad: Vec<String> = reports
         .iter()
         .filter(|r| r.unhealthy())
@@ -136,26 +119,34 @@ pub async fn run(args: FleetArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn collect(kube: &KubeArgs, args: &StatusArgs) -> anyhow::Result<Vec<ClusterReport>> {
+/// The contexts to ask: `--contexts`, else `--context`, else every context; each checked
+/// before any cluster is asked anything.
+fn selected(
+    kube: &KubeArgs,
+    args: &StatusArgs,
+) -> anyhow::Result<(kube::config::Kubeconfig, Vec<String>)> {
     let kubeconfig = kube.kubeconfig()?;
-    let available: Vec<String> = kubeconfig.contexts.iter().map(|c| c.name.clone()).collect();
     let contexts: Vec<String> = if !args.contexts.is_empty() {
         args.contexts.clone()
     } else if let Some(c) = &kube.context {
         vec![c.clone()]
     } else {
-        available.clone()
+        kubeconfig.contexts.iter().map(|c| c.name.clone()).collect()
     };
     if contexts.is_empty() {
         bail!("the kubeconfig has no contexts");
     }
-    // Every name is checked before any cluster is asked anything.
     for name in &contexts {
         if name.is_empty() {
             bail!("--contexts has an empty name");
         }
         known_context(&kubeconfig, name)?;
     }
+    Ok((kubeconfig, contexts))
+}
+
+async fn collect(kube: &KubeArgs, args: &StatusArgs) -> anyhow::Result<Vec<ClusterReport>> {
+    let (kubeconfig, contexts) = selected(kube, args)?;
     let timeout = kube.timeout;
     let mut tasks = Vec::new();
     for name in contexts {
@@ -164,7 +155,7 @@ async fn collect(kube: &KubeArgs, args: &StatusArgs) -> anyhow::Result<Vec<Clust
         tasks.push(tokio::spawn(async move {
             let cluster = match Cluster::connect_to(&kube, &kubeconfig, Some(&name)).await {
                 Ok(c) => c,
-                Err(e) => return unreachable(&name, "", "error", format!("{e:#}")),
+                Err(e) => return ClusterReport::unreachable(&name, "", "error", format!("{e:#}")),
             };
             // The bound covers the whole cluster, whatever number of requests it takes.
             match tokio::time::timeout(timeout, query(&cluster)).await {
@@ -177,9 +168,9 @@ async fn collect(kube: &KubeArgs, args: &StatusArgs) -> anyhow::Result<Vec<Clust
                         } else {
                             "error"
                         };
-                    unreachable(&name, &cluster.url, status, message)
+                    ClusterReport::unreachable(&name, &cluster.url, status, message)
                 }
-                Err(_) => unreachable(
+                Err(_) => ClusterReport::unreachable(
                     &name,
                     &cluster.url,
                     "unreachable",
@@ -199,179 +190,114 @@ async fn collect(kube: &KubeArgs, args: &StatusArgs) -> anyhow::Result<Vec<Clust
     Ok(reports)
 }
 
-fn unreachable(context: &str, server: &str, status: &str, error: String) -> ClusterReport {
-    ClusterReport {
-        context: context.to_string(),
-        server: server.to_string(),
-        status: status.to_string(),
-        error: Some(error),
-        ready: 0,
-        failing: 0,
-        progressing: 0,
-        suspended: 0,
-        behind: 0,
-        source_revisions: vec![],
-        applied_revisions: vec![],
-        kustomizations: vec![],
-        helm_releases: vec![],
-    }
-}
-
 async fn query(cluster: &Cluster) -> anyhow::Result<ClusterReport> {
-    let ks_api: Api<Kustomization> = Api::all(cluster.client.clone());
-    let git_api: Api<GitRepository> = Api::all(cluster.client.clone());
     let lp = ListParams::default();
-    let hr_api: Api<HelmRelease> = Api::all(cluster.client.clone());
-    let (ks, git, hr) = tokio::join!(
+    let c = &cluster.client;
+    let ks_api: Api<Kustomization> = Api::all(c.clone());
+    let git_api: Api<GitRepository> = Api::all(c.clone());
+    let hr_api: Api<HelmRelease> = Api::all(c.clone());
+    let oci_api: Api<OCIRepository> = Api::all(c.clone());
+    let hrepo_api: Api<HelmRepository> = Api::all(c.clone());
+    let chart_api: Api<HelmChart> = Api::all(c.clone());
+    let (ks, git, hr, oci, hrepo, chart) = tokio::join!(
         cluster.call("listing Kustomization objects", ks_api.list(&lp)),
         cluster.call("listing GitRepository objects", git_api.list(&lp)),
         cluster.call("listing HelmRelease objects", hr_api.list(&lp)),
+        cluster.call("listing OCIRepository objects", oci_api.list(&lp)),
+        cluster.call("listing HelmRepository objects", hrepo_api.list(&lp)),
+        cluster.call("listing HelmChart objects", chart_api.list(&lp)),
     );
-    let ks = ks?.items;
-    // A cluster without the GitRepository or HelmRelease API still has Kustomizations worth
+    // A cluster without the source or HelmRelease APIs still has Kustomizations worth
     // showing.
-    let git = git.map(|l| l.items).unwrap_or_default();
-    let hr = hr.map(|l| l.items).unwrap_or_default();
-    let mut report = summarise(cluster, &ks, &git);
-    add_helm_releases(&mut report, &hr);
-    Ok(report)
-}
-
-/// The HelmReleases of a reachable cluster: listed, and a failing or progressing one makes
-/// the cluster's status so (after Kustomizations, which decide first).
-fn add_helm_releases(report: &mut ClusterReport, releases: &[HelmRelease]) {
-    let mut items: Vec<&HelmRelease> = releases.iter().collect();
-    items.sort_by_key(|h| (h.namespace(), h.name_any()));
-    let (mut failing, mut progressing) = (0, 0);
-    for h in items {
-        let ready = find_condition(h.conditions(), READY);
-        let suspended = h.suspended();
-        if !suspended {
-            match ready.map(|c| c.status.as_str()) {
-                Some("True") => {}
-                Some("False") => failing += 1,
-                _ => progressing += 1,
-            }
-        }
-        let status = h.status.as_ref();
-        report.helm_releases.push(HelmReleaseReport {
-            namespace: h.namespace().unwrap_or_default(),
-            name: h.name_any(),
-            revision: status
-                .and_then(|s| s.history.as_ref())
-                .and_then(|history| history.first())
-                .map(|s| s.chart_version.clone())
-                .or_else(|| status.and_then(|s| s.last_attempted_revision.clone())),
-            ready: ready.map_or("False".to_string(), |c| c.status.clone()),
-            suspended,
-            message: ready.map_or("waiting to be reconciled".to_string(), |c| {
-                c.message.clone()
-            }),
-        });
-    }
-    report.failing += failing;
-    if failing > 0 {
-        report.status = "failing".into();
-    } else if progressing > 0 && report.status != "failing" {
-        report.status = "progressing".into();
-    }
-}
-
-/// The report of one reachable cluster from its objects.
-fn summarise(cluster: &Cluster, ks: &[Kustomization], git: &[GitRepository]) -> ClusterReport {
-    let artifacts: BTreeMap<(String, String), String> = git
-        .iter()
-        .filter_map(|g| {
-            let rev = g.status.as_ref()?.artifact.as_ref()?.revision.clone();
-            Some(((g.namespace().unwrap_or_default(), g.name_any()), rev))
-        })
-        .collect();
-    let mut report = ClusterReport {
-        context: cluster.context.clone(),
-        server: cluster.url.clone(),
-        status: String::new(),
-        error: None,
-        ready: 0,
-        failing: 0,
-        progressing: 0,
-        suspended: 0,
-        behind: 0,
-        source_revisions: vec![],
-        applied_revisions: vec![],
-        kustomizations: vec![],
-        helm_releases: vec![],
+    let objects = Objects {
+        kustomizations: ks?.items,
+        git_repositories: git.map(|l| l.items).unwrap_or_default(),
+        helm_releases: hr.map(|l| l.items).unwrap_or_default(),
+        oci_repositories: oci.map(|l| l.items).unwrap_or_default(),
+        helm_repositories: hrepo.map(|l| l.items).unwrap_or_default(),
+        helm_charts: chart.map(|l| l.items).unwrap_or_default(),
     };
-    let mut sources = BTreeSet::new();
-    let mut applied = BTreeSet::new();
-    let mut items: Vec<&Kustomization> = ks.iter().collect();
-    items.sort_by_key(|k| (k.namespace(), k.name_any()));
-    for k in items {
-        let ns = k.namespace().unwrap_or_default();
-        let src = &k.spec.source_ref;
-        let src_ns = src.namespace.clone().unwrap_or_else(|| ns.clone());
-        let source_revision = if src.kind == SourceKind::GitRepository {
-            artifacts.get(&(src_ns.clone(), src.name.clone())).cloned()
-        } else {
-            None
-        };
-        let applied_revision = k
-            .status
-            .as_ref()
-            .and_then(|s| s.last_applied_revision.clone());
-        let behind = source_revision
-            .as_ref()
-            .is_some_and(|s| applied_revision.as_ref() != Some(s));
-        let conditions = k.conditions();
-        let ready = find_condition(conditions, READY);
-        let ready_status = ready.map_or("False".to_string(), |c| c.status.clone());
-        let message = ready.map_or("waiting to be reconciled".to_string(), |c| {
-            c.message.clone()
+    Ok(ClusterReport::from_objects(
+        &cluster.context,
+        &cluster.url,
+        &objects,
+    ))
+}
+
+/// `--watch`: one watch per kind and cluster (crates/fleet's [`Live`]); the view is drawn
+/// once every cluster has listed or failed (or at --timeout, whichever first), then again on
+/// every change that alters it, until Ctrl-C. The exit code is the last view's.
+async fn watch(kube: &KubeArgs, args: &StatusArgs) -> anyhow::Result<ExitCode> {
+    let (kubeconfig, contexts) = selected(kube, args)?;
+    let mut targets = Vec::new();
+    for name in &contexts {
+        let cluster = Cluster::connect_watching_to(kube, &kubeconfig, name).await?;
+        targets.push(Target {
+            context: cluster.context,
+            server: cluster.url,
+            client: cluster.client,
         });
-        let suspended = k.suspended();
-        if suspended {
-            report.suspended += 1;
-        } else {
-            match ready.map(|c| c.status.as_str()) {
-                Some("True") => report.ready += 1,
-                Some("False") => report.failing += 1,
-                _ => report.progressing += 1,
+    }
+    let live = Live::start(targets);
+    let mut changes = live.subscribe();
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("listening for Ctrl-C")?;
+    let first_by = tokio::time::Instant::now() + kube.timeout;
+    let terminal = std::io::stdout().is_terminal();
+    let mut last = String::new();
+    let mut reports = Vec::new();
+    loop {
+        if live.settled() || tokio::time::Instant::now() >= first_by {
+            reports = live.reports();
+            let rolled = rollup(&reports, ferroflux_fleet::rollup::now());
+            let view = match args.output {
+                Output::Json => format!("{}\n", json(&reports, &rolled)?),
+                Output::Table => render_all(&reports, &rolled),
+            };
+            if view != last {
+                let frame = if terminal {
+                    // Home, clear: the view replaces the last one in place.
+                    format!("\x1b[H\x1b[2J{view}")
+                } else if last.is_empty() {
+                    view.clone()
+                } else {
+                    format!("\x0c\n{view}")
+                };
+                crate::output::watchloop::write_now(&frame)?;
+                last = view;
             }
         }
-        // A suspended Kustomization is frozen on purpose: reported, not counted.
-        if behind && !suspended {
-            report.behind += 1;
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { break },
+            _ = tokio::time::sleep_until(first_by), if last.is_empty() => {}
+            _ = interrupt.recv() => break,
         }
-        if let Some(s) = &source_revision {
-            sources.insert(s.clone());
-        }
-        if let Some(a) = &applied_revision {
-            applied.insert(a.clone());
-        }
-        report.kustomizations.push(KustomizationReport {
-            namespace: ns,
-            name: k.name_any(),
-            applied_revision,
-            source: format!("{}/{src_ns}/{}", src.kind.as_str(), src.name),
-            source_revision,
-            behind,
-            ready: ready_status,
-            suspended,
-            message,
-        });
     }
-    report.source_revisions = sources.into_iter().collect();
-    report.applied_revisions = applied.into_iter().collect();
-    report.status = if report.failing > 0 {
-        "failing"
-    } else if report.progressing > 0 {
-        "progressing"
-    } else if report.behind > 0 {
-        "behind"
-    } else {
-        "ready"
+    verdict(&reports)
+}
+
+/// The tables, the rollup's lines and the laggards.
+fn render_all(reports: &[ClusterReport], rolled: &Rollup) -> String {
+    let mut out = render(reports);
+    out.push('\n');
+    for line in rolled.lines() {
+        out.push_str(&line);
+        out.push('\n');
     }
-    .to_string();
-    report
+    if !rolled.laggards.is_empty() {
+        out.push('\n');
+        let rows: Vec<Vec<String>> = rolled
+            .laggards
+            .iter()
+            .flat_map(|l| {
+                l.reasons
+                    .iter()
+                    .map(|r| vec![l.context.clone(), l.status.clone(), r.clone()])
+            })
+            .collect();
+        out.push_str(&flux_table(&["LAGGARD", "STATUS", "REASON"], &rows));
+    }
+    out
 }
 
 /// The Kustomization table, a blank line, the summary table.
@@ -507,4 +433,150 @@ pub fn render(reports: &[ClusterReport]) -> String {
         &summary,
     ));
     out
+}
+
+/// `fleet diff`: every cluster folder (or --cluster's) built from the tree of --ref and
+/// compared; the clusters are built and compared concurrently. Exit 1 when anything would
+/// change or a cluster could not be compared (a folder without a context is named and skipped).
+async fn diff(kube: &KubeArgs, args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    use ferroflux_controller::kustomization::build::Cluster as BuildCluster;
+    use ferroflux_fleet::diff::{ClusterDiff, against_live, between};
+    use ferroflux_fleet::repo::{Tree, build_cluster, git};
+
+    let top = git(&args.repo, &["rev-parse", "--show-toplevel"])
+        .with_context(|| format!("{} is not a Git work tree", args.repo.display()))?;
+    let top = PathBuf::from(String::from_utf8_lossy(&top).trim());
+    let tree = match &args.rev {
+        Some(rev) => Tree::at(&top, rev)?,
+        None => Tree::work_tree(&top)?,
+    };
+    let mut clusters = tree.clusters()?;
+    if !args.cluster.is_empty() {
+        for name in &args.cluster {
+            if !clusters.contains(name) {
+                bail!(
+                    "no cluster folder clusters/{name}/ in {}; cluster folders: {}",
+                    tree.label,
+                    clusters.join(", ")
+                );
+            }
+        }
+        clusters.retain(|c| args.cluster.contains(c));
+    }
+    let live = args.against == "live";
+    let old = if live {
+        None
+    } else {
+        Some(Tree::at(&top, &args.against)?)
+    };
+    let kubeconfig = if live { Some(kube.kubeconfig()?) } else { None };
+    let against_label = old
+        .as_ref()
+        .map_or("the live cluster".to_string(), |t| t.label.clone());
+    let work = clusters.iter().map(|name| {
+        let (tree, old, kubeconfig, label) = (&tree, &old, &kubeconfig, &against_label);
+        async move {
+            let mut d = ClusterDiff {
+                cluster: name.clone(),
+                against: label.clone(),
+                ..ClusterDiff::default()
+            };
+            match (old, kubeconfig) {
+                (Some(old), _) => {
+                    let built = build_cluster(tree, name, BuildCluster::Offline).await;
+                    let before = build_cluster(old, name, BuildCluster::Offline).await;
+                    match (built, before) {
+                        (Ok(new), Ok(before)) => {
+                            d.changes = between(&new, &before);
+                            d.notes = new.notes;
+                        }
+                        (Err(e), _) | (_, Err(e)) => d.error = Some(e.to_string()),
+                    }
+                }
+                (None, Some(kc)) => {
+                    if !kc.contexts.iter().any(|c| &c.name == name) {
+                        d.error = Some(format!(
+                            "no kubeconfig context \"{name}\" for clusters/{name}/: skipped"
+                        ));
+                        return d;
+                    }
+                    let cluster = match Cluster::connect_to(kube, kc, Some(name)).await {
+                        Ok(c) => c,
+                        Err(e) => {
+                            d.error = Some(format!("{e:#}"));
+                            return d;
+                        }
+                    };
+                    let built =
+                        build_cluster(tree, name, BuildCluster::Client(&cluster.client)).await;
+                    match built {
+                        Ok(new) => {
+                            let applier = ferroflux_apply::applier::Applier::new(
+                                cluster.client.clone(),
+                                ferroflux_controller::kustomization::reconciler::FIELD_MANAGER,
+                            );
+                            let (changes, errors) =
+                                tokio::time::timeout(kube.timeout, against_live(&new, &applier))
+                                    .await
+                                    .unwrap_or_else(|_| {
+                                        (
+                                            vec![],
+                                            vec![format!(
+                                                "the cluster ({}) did not answer within {}",
+                                                cluster.url,
+                                                crate::cluster::humantime(kube.timeout)
+                                            )],
+                                        )
+                                    });
+                            d.changes = changes;
+                            d.notes = new.notes;
+                            if !errors.is_empty() {
+                                d.error = Some(errors.join("; "));
+                            }
+                        }
+                        Err(e) => d.error = Some(e.to_string()),
+                    }
+                }
+                (None, None) => d.error = Some("nothing to compare with".into()),
+            }
+            d
+        }
+    });
+    let diffs: Vec<ClusterDiff> = futures::future::join_all(work).await;
+    let changed: Vec<&str> = diffs
+        .iter()
+        .filter(|d| d.changed())
+        .map(|d| d.cluster.as_str())
+        .collect();
+    let failed: Vec<&ClusterDiff> = diffs.iter().filter(|d| d.error.is_some()).collect();
+    match args.output {
+        Output::Json => {
+            let doc = serde_json::json!({
+                "ref": tree.label, "against": against_label,
+                "changed": changed, "clusters": diffs,
+            });
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        }
+        Output::Table => {
+            for d in &diffs {
+                print!("{}", d.render());
+            }
+            println!(
+                "{} of {} clusters would change{}{}",
+                changed.len(),
+                diffs.len(),
+                if changed.is_empty() { "" } else { ": " },
+                changed.join(", ")
+            );
+        }
+    }
+    if !failed.is_empty() {
+        let names: Vec<&str> = failed.iter().map(|d| d.cluster.as_str()).collect();
+        bail!("could not compare: {}", names.join(", "));
+    }
+    Ok(if changed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -21,6 +21,8 @@ mod day2_controllers;
 mod demo;
 mod dev_up;
 mod envsubst;
+mod fleet_diff;
+mod fleet_rollup;
 mod fleet_status;
 mod get_bad_input;
 mod helmrelease;

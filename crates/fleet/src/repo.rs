@@ -1,0 +1,314 @@
+//! Reading a fleet repository: its tree at a revision (`git archive`) or as the work tree
+//! holds it, its `clusters/<name>/` folders, and for each cluster what Flux would apply —
+//! the cluster folder built as the `flux-system` Kustomization does, then every Kustomization
+//! of that output whose source is the repository itself, built in turn (the controller's own
+//! build: generated kustomization.yaml, patches, `postBuild` substitution with the cluster's
+//! variables). Secret values are never kept in clear: they are compared through
+//! [`crate::diff`]'s mask.
+
+use ferroflux_api::Kustomization;
+use ferroflux_controller::kustomization::build::{self as ks_build, Cluster};
+use kube::ResourceExt;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// What reading a fleet repository can fail on.
+#[derive(Debug, thiserror::Error)]
+pub enum RepoError {
+    /// `git` failed (not a repository, unknown revision).
+    #[error("git {args}: {message}")]
+    Git {
+        /// The arguments given.
+        args: String,
+        /// What git said.
+        message: String,
+    },
+    /// Reading or copying files.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file or directory.
+        path: String,
+        /// The error.
+        message: String,
+    },
+    /// The repository has no `clusters/<name>/` folders.
+    #[error(
+        "{0} has no clusters/<name>/ layout: expected one folder per cluster under clusters/ (clusters/staging/, clusters/production/, …), each holding that cluster's Flux manifests (flux-system/gotk-sync.yaml and the Kustomizations it applies)"
+    )]
+    NoLayout(String),
+    /// A build failed.
+    #[error("cluster {cluster}: {what}: {message}")]
+    Build {
+        /// The cluster folder.
+        cluster: String,
+        /// The Kustomization (`Kustomization/ns/name`).
+        what: String,
+        /// The build's error.
+        message: String,
+    },
+}
+
+fn io(path: &Path, e: impl std::fmt::Display) -> RepoError {
+    RepoError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Runs `git -C dir args`, returning stdout.
+pub fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, RepoError> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| RepoError::Git {
+            args: args.join(" "),
+            message: format!("cannot run git: {e}"),
+        })?;
+    if !out.status.success() {
+        return Err(RepoError::Git {
+            args: args.join(" "),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(out.stdout)
+}
+
+/// A private copy of the repository's files, at a revision or as the work tree holds them.
+pub struct Tree {
+    dir: tempfile::TempDir,
+    /// What it is: `REV (sha)` or `work tree`.
+    pub label: String,
+}
+
+impl Tree {
+    /// The files of `rev` in the repository `repo` (any revision git understands).
+    pub fn at(repo: &Path, rev: &str) -> Result<Tree, RepoError> {
+        let sha = git(
+            repo,
+            &["rev-parse", "--verify", &format!("{rev}^{{commit}}")],
+        )?;
+        let sha = String::from_utf8_lossy(&sha).trim().to_string();
+        let archive = git(repo, &["archive", "--format=tar", &sha])?;
+        let dir = tempfile::Builder::new()
+            .prefix("ferroflux-fleet-")
+            .tempdir()
+            .map_err(|e| io(Path::new("temporary directory"), e))?;
+        tar::Archive::new(archive.as_slice())
+            .unpack(dir.path())
+            .map_err(|e| io(dir.path(), e))?;
+        Ok(Tree {
+            dir,
+            label: format!("{rev} ({})", &sha[..sha.len().min(12)]),
+        })
+    }
+
+    /// The work tree at `repo` as it is, uncommitted changes included (without `.git`).
+    pub fn work_tree(repo: &Path) -> Result<Tree, RepoError> {
+        let dir = tempfile::Builder::new()
+            .prefix("ferroflux-fleet-")
+            .tempdir()
+            .map_err(|e| io(Path::new("temporary directory"), e))?;
+        copy_tree(repo, dir.path())?;
+        Ok(Tree {
+            dir,
+            label: "work tree".to_string(),
+        })
+    }
+
+    /// Where the files are.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The cluster folders: `clusters/<name>/`, sorted.
+    pub fn clusters(&self) -> Result<Vec<String>, RepoError> {
+        let dir = self.path().join("clusters");
+        let entries = std::fs::read_dir(&dir)
+            .map_err(|_| RepoError::NoLayout(format!("the repository ({})", self.label)))?;
+        let mut names = Vec::new();
+        for e in entries {
+            let e = e.map_err(|e| io(&dir, e))?;
+            if e.file_type().map_err(|err| io(&e.path(), err))?.is_dir() {
+                names.push(e.file_name().to_string_lossy().into_owned());
+            }
+        }
+        if names.is_empty() {
+            return Err(RepoError::NoLayout(format!(
+                "the repository ({})",
+                self.label
+            )));
+        }
+        names.sort();
+        Ok(names)
+    }
+}
+
+/// Copies `from` into `to`, without `.git`.
+pub fn copy_tree(from: &Path, to: &Path) -> Result<(), RepoError> {
+    std::fs::create_dir_all(to).map_err(|e| io(to, e))?;
+    for e in std::fs::read_dir(from).map_err(|e| io(from, e))? {
+        let e = e.map_err(|e| io(from, e))?;
+        let name = e.file_name();
+        if name == ".git" {
+            continue;
+        }
+        let (src, dst) = (e.path(), to.join(&name));
+        let kind = e.file_type().map_err(|err| io(&src, err))?;
+        if kind.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(&src).map_err(|err| io(&src, err))?;
+            std::os::unix::fs::symlink(target, &dst).map_err(|err| io(&dst, err))?;
+        } else {
+            std::fs::copy(&src, &dst).map_err(|err| io(&src, err))?;
+        }
+    }
+    Ok(())
+}
+
+/// One object a cluster would hold, and the Kustomization that applies it.
+#[derive(Clone, Debug)]
+pub struct Built {
+    /// `Kustomization/ns/name` that applies it.
+    pub by: String,
+    /// The object as built.
+    pub object: Value,
+}
+
+/// What one cluster would apply.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterBuild {
+    /// Objects by `Kind/namespace/name` (group-qualified when the kind alone is ambiguous is
+    /// not needed: Flux names them so too).
+    pub objects: BTreeMap<String, Built>,
+    /// Kustomizations built, in order.
+    pub kustomizations: Vec<String>,
+    /// What was not built and why (a Kustomization of another source).
+    pub notes: Vec<String>,
+}
+
+/// `Kind/namespace/name` (no namespace: `Kind/name`), as flux names objects.
+pub fn object_id(obj: &Value) -> String {
+    let kind = obj["kind"].as_str().unwrap_or("?");
+    let name = obj["metadata"]["name"].as_str().unwrap_or("?");
+    match obj["metadata"]["namespace"].as_str() {
+        Some(ns) if !ns.is_empty() => format!("{kind}/{ns}/{name}"),
+        _ => format!("{kind}/{name}"),
+    }
+}
+
+fn normal(path: &str) -> String {
+    let p = path.trim_start_matches("./").trim_end_matches('/');
+    if p == "." {
+        String::new()
+    } else {
+        p.to_string()
+    }
+}
+
+/// Builds what cluster `name` would apply from `tree`: the folder `clusters/<name>` as the
+/// `flux-system` Kustomization, then every Kustomization of the output whose source is the
+/// cluster's `flux-system` GitRepository (the repository itself). `cluster` gives the builds
+/// their `substituteFrom` objects and decryption keys; offline they use `substitute` only.
+pub async fn build_cluster(
+    tree: &Tree,
+    name: &str,
+    cluster: Cluster<'_>,
+) -> Result<ClusterBuild, RepoError> {
+    let root: Kustomization = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "flux-system", "namespace": "flux-system"},
+        "spec": {"interval": "10m", "path": format!("./clusters/{name}"), "prune": true,
+                 "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
+    }))
+    .map_err(|e| RepoError::Build {
+        cluster: name.to_string(),
+        what: "Kustomization/flux-system/flux-system".into(),
+        message: e.to_string(),
+    })?;
+    let mut out = ClusterBuild::default();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut queue = VecDeque::from([root]);
+    while let Some(ks) = queue.pop_front() {
+        let ns = ks.namespace().unwrap_or_else(|| "flux-system".into());
+        let what = format!("Kustomization/{ns}/{}", ks.name_any());
+        let path = normal(ks.spec.path.as_deref().unwrap_or("./"));
+        // One build per path and substitution: the root and its own gotk-sync entry are one.
+        let key = format!(
+            "{path}\n{}",
+            serde_json::to_string(&ks.spec.post_build).unwrap_or_default()
+        );
+        if !seen.insert(key) {
+            continue;
+        }
+        // The build writes into its tree (a generated kustomization.yaml): each gets a copy.
+        let work = tempfile::Builder::new()
+            .prefix("ferroflux-fleet-build-")
+            .tempdir()
+            .map_err(|e| io(Path::new("temporary directory"), e))?;
+        copy_tree(tree.path(), work.path())?;
+        let dir: PathBuf = work.path().join(&path);
+        let objects = ks_build::build_with(
+            &ks,
+            work.path(),
+            &dir,
+            match &cluster {
+                Cluster::Client(c) => Cluster::Client(c),
+                Cluster::Offline => Cluster::Offline,
+            },
+            ks_build::Strictness::Lenient,
+        )
+        .await
+        .map_err(|e| RepoError::Build {
+            cluster: name.to_string(),
+            what: what.clone(),
+            message: e.to_string(),
+        })?;
+        out.kustomizations.push(what.clone());
+        for obj in objects {
+            let is_ks = obj["kind"] == "Kustomization"
+                && obj["apiVersion"]
+                    .as_str()
+                    .is_some_and(|v| v.starts_with("kustomize.toolkit.fluxcd.io/"));
+            if is_ks {
+                match serde_json::from_value::<Kustomization>(obj.clone()) {
+                    Ok(child) => {
+                        let child_ns = child.namespace().unwrap_or_else(|| ns.clone());
+                        let src = &child.spec.source_ref;
+                        let src_ns = src.namespace.clone().unwrap_or(child_ns.clone());
+                        let own = src.kind.as_str() == "GitRepository"
+                            && src.name == "flux-system"
+                            && src_ns == "flux-system";
+                        if own {
+                            queue.push_back(child);
+                        } else {
+                            out.notes.push(format!(
+                                "Kustomization/{child_ns}/{} not built: its source {}/{src_ns}/{} is not this repository",
+                                child.name_any(),
+                                src.kind.as_str(),
+                                src.name
+                            ));
+                        }
+                    }
+                    Err(e) => out
+                        .notes
+                        .push(format!("{} not built: {e}", object_id(&obj))),
+                }
+            }
+            out.objects.insert(
+                object_id(&obj),
+                Built {
+                    by: what.clone(),
+                    object: obj,
+                },
+            );
+        }
+    }
+    Ok(out)
+}
