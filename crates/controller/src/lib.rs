@@ -1,7 +1,7 @@
 //! The reconcilers of ferroflux and what they share.
 //!
-//! Owns: the reconcile loops of `GitRepository`, `HelmRepository`, `HelmChart`, `OCIRepository`
-//! and `Kustomization` objects, their scheduling
+//! Owns: the reconcile loops of `GitRepository`, `HelmRepository`, `HelmChart`, `OCIRepository`,
+//! `ArtifactGenerator` (writing `ExternalArtifact`s) and `Kustomization` objects, their scheduling
 //! (interval, retry, `reconcile.fluxcd.io/requestedAt`, `dependsOn`), status conditions and
 //! events, and the steps of a Kustomization's pipeline that are Flux's own rather than
 //! kustomize's or the API server's: fetching and unpacking artifacts, generating a
@@ -22,6 +22,7 @@
 //! how Kubernetes clients are built and retried (`ferroflux-kubeclient`).
 
 pub mod artifact;
+pub mod artifactgenerator;
 pub mod dependencies;
 pub mod events;
 pub mod finalizer;

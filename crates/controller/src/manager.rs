@@ -1,5 +1,5 @@
 //! The controller process for one cluster: the GitRepository, HelmRepository, HelmChart,
-//! Kustomization and HelmRelease controllers, the
+//! OCIRepository, ArtifactGenerator, Kustomization and HelmRelease controllers, the
 //! artifact file server between them, `/metrics`, `/healthz`, `/readyz`, and optional leader
 //! election. `ferroflux controller` runs one; `ferroflux dev up` runs one per local cluster.
 
@@ -464,6 +464,13 @@ async fn run_controllers(
     );
     let receiver_task =
         crate::notification::receiver::controller(client.clone(), fired(stop_rx.clone()));
+    let (_, generator_task) = crate::artifactgenerator::controller(
+        client.clone(),
+        crate::artifactgenerator::Options::new(storage.clone()),
+        config.source_concurrency,
+        state.metrics.clone(),
+        fired(stop_rx.clone()),
+    );
     let (repo_store, git_task) = gitrepository::controller(
         client.clone(),
         gitrepository::Options {
@@ -474,15 +481,16 @@ async fn run_controllers(
         state.metrics.clone(),
         fired(stop_rx),
     );
-    // The source controllers (Git, Helm and OCI) and the Receivers' status loop run and stop
-    // together.
+    // The source controllers (Git, Helm, OCI and ArtifactGenerator) and the Receivers' status
+    // loop run and stop together.
     let repo_task = async move {
         futures::join!(
             git_task,
             helmrepo_task,
             helmchart_task,
             oci_task,
-            receiver_task
+            receiver_task,
+            generator_task
         );
     };
     state.metrics.watch_kustomizations(ks_store);

@@ -147,6 +147,9 @@ pub fn controller(
     let oci_repositories = Api::<ferroflux_api::OCIRepository>::all(client.clone());
     let by_oci_source = store.clone();
     let oci_revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
+    let external_artifacts = Api::<ferroflux_api::ExternalArtifact>::all(client.clone());
+    let by_ea_source = store.clone();
+    let ea_revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
     let reporter = Reporter {
         controller: "kustomize-controller".into(),
         instance: None,
@@ -205,6 +208,35 @@ pub fn controller(
                     let own = k.namespace().unwrap_or_default();
                     k.spec.source_ref.kind
                         == ferroflux_api::kustomization::SourceKind::OCIRepository
+                        && k.spec.source_ref.name == name
+                        && k.spec.source_ref.namespace.as_deref().unwrap_or(&own) == ns
+                })
+                .map(|k| ObjectRef::from_obj(k.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        // The same for ExternalArtifacts (an ArtifactGenerator's output).
+        .watches(external_artifacts, watcher::Config::default(), move |ea| {
+            let ns = ea.namespace().unwrap_or_default();
+            let name = ea.name_any();
+            let revision = ea
+                .status
+                .as_ref()
+                .and_then(|s| s.artifact.as_ref())
+                .map(|a| a.revision.clone());
+            let seen_key = format!("ExternalArtifact/{}", key(&ns, &name));
+            let changed = match ea_revisions.lock() {
+                Ok(mut seen) => seen.insert(seen_key, revision.clone()) != Some(revision),
+                Err(_) => true,
+            };
+            if !changed {
+                return Vec::new();
+            }
+            by_ea_source
+                .state()
+                .iter()
+                .filter(|k| {
+                    let own = k.namespace().unwrap_or_default();
+                    k.spec.source_ref.kind == SourceKind::ExternalArtifact
                         && k.spec.source_ref.name == name
                         && k.spec.source_ref.namespace.as_deref().unwrap_or(&own) == ns
                 })
@@ -483,8 +515,8 @@ async fn steps(
     })
 }
 
-/// The source's artifact: `spec.sourceRef` must be a GitRepository or an OCIRepository with an
-/// artifact.
+/// The source's artifact: `spec.sourceRef` must be a GitRepository, an OCIRepository or an
+/// ExternalArtifact with an artifact.
 async fn source(ks: &Kustomization, ctx: &Context, retry: Duration) -> Result<Artifact, Failure> {
     let ns = ks.namespace().unwrap_or_else(|| "default".into());
     let source = &ks.spec.source_ref;
@@ -501,6 +533,22 @@ async fn source(ks: &Kustomization, ctx: &Context, retry: Duration) -> Result<Ar
             .ok_or_else(|| format!("Source '{source_id}' not found"))
             .or_fail(reason::ARTIFACT_FAILED, retry)?;
         return repo
+            .status
+            .and_then(|s| s.artifact)
+            .ok_or("Source is not ready, artifact not found")
+            .or_fail(reason::ARTIFACT_FAILED, retry);
+    }
+    if source.kind == SourceKind::ExternalArtifact {
+        let artifacts: Api<ferroflux_api::ExternalArtifact> =
+            Api::namespaced(ctx.client.clone(), &source_ns);
+        let external = artifacts
+            .get_opt(&source.name)
+            .await
+            .map_err(|e| format!("Source '{source_id}': {e}"))
+            .or_fail(reason::ARTIFACT_FAILED, retry)?
+            .ok_or_else(|| format!("Source '{source_id}' not found"))
+            .or_fail(reason::ARTIFACT_FAILED, retry)?;
+        return external
             .status
             .and_then(|s| s.artifact)
             .ok_or("Source is not ready, artifact not found")

@@ -5,6 +5,7 @@
 
 mod harness;
 
+mod artifactgenerator;
 mod events;
 mod gitrepository;
 mod helmoci;
