@@ -201,9 +201,12 @@ impl ReconcileStrategy {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CrossNamespaceObjectReference {
+    /// The source's API version; the kind's served version when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
+    /// The kind of the source.
     pub kind: ChartSourceKind,
+    /// The source's name.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
     /// Defaults to the namespace of the HelmRelease.
@@ -213,11 +216,15 @@ pub struct CrossNamespaceObjectReference {
 }
 
 /// Kinds of sources a HelmChart reads charts from.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ChartSourceKind {
+    // A Helm repository: the chart is named in its index.
     #[default]
     HelmRepository,
+    // A Git repository: the chart is a directory of its artifact.
     GitRepository,
+    // A bucket: the chart is a directory of its artifact.
     Bucket,
 }
 
@@ -236,18 +243,23 @@ impl ChartSourceKind {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HelmChartTemplateVerification {
+    /// The signing tool whose signatures are checked.
     #[schemars(extend("default" = "cosign"))]
     pub provider: VerificationProvider,
+    /// A Secret holding the public keys to verify with; keyless verification without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<LocalObjectReference>,
 }
 
 /// Signature verification providers.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum VerificationProvider {
+    // Sigstore's cosign.
     #[default]
     Cosign,
+    // The Notary Project's notation.
     Notation,
 }
 
@@ -255,9 +267,12 @@ pub enum VerificationProvider {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CrossNamespaceSourceReference {
+    /// The source's API version; the kind's served version when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
+    /// The kind of the chart source.
     pub kind: ChartRefKind,
+    /// The source's name.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
     /// Defaults to the namespace of the HelmRelease.
@@ -267,11 +282,15 @@ pub struct CrossNamespaceSourceReference {
 }
 
 /// Kinds a `chartRef` can name.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ChartRefKind {
+    // An OCI artifact holding a packaged chart.
     OCIRepository,
+    // A HelmChart made elsewhere.
     #[default]
     HelmChart,
+    // An artifact published by another controller.
     ExternalArtifact,
 }
 
@@ -298,20 +317,28 @@ pub struct DriftDetection {
 }
 
 /// What drift detection does.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DriftDetectionMode {
+    // Drift is reported and corrected.
     Enabled,
+    // Drift is reported only.
     Warn,
+    // The cluster is not compared with the release.
     #[default]
     Disabled,
 }
 
 /// What a CRD of the chart's `crds/` directory gets on install or upgrade.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum CrdsPolicy {
+    // The chart's CRDs are left out.
     Skip,
+    // New CRDs are created; existing ones are left as they are.
     Create,
+    // New CRDs are created and existing ones replaced.
     CreateReplace,
 }
 
@@ -319,6 +346,7 @@ pub enum CrdsPolicy {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Strategy {
+    /// Remediate, or retry without remediating.
     pub name: StrategyName,
     /// How long to wait before retrying (RetryOnFailure only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -346,37 +374,48 @@ pub struct Install {
     /// Create the target namespace when it is missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub create_namespace: Option<bool>,
+    /// Skip the chart's install hooks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_hooks: Option<bool>,
+    /// Skip validating the rendered manifests against the cluster's OpenAPI schema.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         rename = "disableOpenAPIValidation"
     )]
     pub disable_open_api_validation: Option<bool>,
+    /// Skip validating the values against the chart's `values.schema.json`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_schema_validation: Option<bool>,
+    /// Do not adopt objects that already exist in the cluster; the install fails on them instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_take_ownership: Option<bool>,
+    /// Do not wait for the release's objects to be ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_wait: Option<bool>,
+    /// Do not wait for the release's Jobs to complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_wait_for_jobs: Option<bool>,
+    /// What happens after a failed install.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remediation: Option<InstallRemediation>,
+    /// Reuse the name of a release that was uninstalled or failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replace: Option<bool>,
+    /// Apply the release's objects with server-side apply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_side_apply: Option<bool>,
     /// Deprecated for `crds: Skip`.
     #[serde(default, skip_serializing_if = "Option::is_none", rename = "skipCRDs")]
     pub skip_crds: Option<bool>,
+    /// Remediate a failed install, or retry it as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-validations" = [{
         "message": ".retryInterval cannot be set when .name is 'RemediateOnFailure'",
         "rule": "!has(self.retryInterval) || self.name != 'RemediateOnFailure'"
     }]))]
     pub strategy: Option<Strategy>,
+    /// Timeout of the install; the HelmRelease's `timeout` by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = DURATION_PATTERN))]
     pub timeout: Option<String>,
@@ -402,61 +441,82 @@ pub struct InstallRemediation {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Upgrade {
+    /// What happens when the chart's name changes: upgrade in place or reinstall.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chart_name_change_strategy: Option<ChartNameChangeStrategy>,
+    /// Delete objects the failed upgrade created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleanup_on_fail: Option<bool>,
     /// What the chart's `crds/` get; `Skip` by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crds: Option<CrdsPolicy>,
+    /// Skip the chart's upgrade hooks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_hooks: Option<bool>,
+    /// Skip validating the rendered manifests against the cluster's OpenAPI schema.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
         rename = "disableOpenAPIValidation"
     )]
     pub disable_open_api_validation: Option<bool>,
+    /// Skip validating the values against the chart's `values.schema.json`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_schema_validation: Option<bool>,
+    /// Do not adopt objects that already exist in the cluster; the upgrade fails on them instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_take_ownership: Option<bool>,
+    /// Do not wait for the release's objects to be ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_wait: Option<bool>,
+    /// Do not wait for the release's Jobs to complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_wait_for_jobs: Option<bool>,
+    /// Replace objects that cannot be patched (delete and create).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub force: Option<bool>,
+    /// Merge the values over the previous release's instead of the chart's (not declarative).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preserve_values: Option<bool>,
+    /// What happens after a failed upgrade.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remediation: Option<UpgradeRemediation>,
+    /// Server-side apply for the upgrade; `auto` follows what the release last used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_side_apply: Option<ServerSideApplyMode>,
+    /// Remediate a failed upgrade, or retry it as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-validations" = [{
         "message": ".retryInterval can only be set when .name is 'RetryOnFailure'",
         "rule": "!has(self.retryInterval) || self.name == 'RetryOnFailure'"
     }]))]
     pub strategy: Option<Strategy>,
+    /// Timeout of the upgrade; the HelmRelease's `timeout` by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = DURATION_PATTERN))]
     pub timeout: Option<String>,
 }
 
 /// What happens when the chart's name changes.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ChartNameChangeStrategy {
+    // Upgrade the release to the renamed chart.
     InPlaceUpdate,
+    // Uninstall the release and install the renamed chart.
     Reinstall,
 }
 
 /// Whether upgrades and rollbacks use server-side apply.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ServerSideApplyMode {
+    // Always server-side apply.
     Enabled,
+    // Always client-side (three-way merge).
     Disabled,
+    // Whatever the release being upgraded or rolled back to used.
     Auto,
 }
 
@@ -464,8 +524,10 @@ pub enum ServerSideApplyMode {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpgradeRemediation {
+    /// Test failures do not count as a failed upgrade.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignore_test_failures: Option<bool>,
+    /// Remediate the last failure too, when retries are exhausted; on by default when `retries` > 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remediate_last_failure: Option<bool>,
     /// How many times a failed upgrade is retried; a negative number retries forever.
@@ -478,11 +540,14 @@ pub struct UpgradeRemediation {
 }
 
 /// How a failed upgrade is remediated.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RemediationStrategy {
+    // Roll back to the last successful revision.
     #[default]
     Rollback,
+    // Uninstall the release.
     Uninstall,
 }
 
@@ -493,10 +558,13 @@ pub struct Test {
     /// Run the chart's tests after each install or upgrade.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enable: Option<bool>,
+    /// Which of the chart's tests run; all of them by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filters: Option<Vec<TestFilter>>,
+    /// A failed test does not fail the release.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignore_failures: Option<bool>,
+    /// Timeout of the test run; the HelmRelease's `timeout` by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = DURATION_PATTERN))]
     pub timeout: Option<String>,
@@ -505,8 +573,10 @@ pub struct Test {
 /// Which tests run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct TestFilter {
+    /// Leave this test out instead of running only the listed ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exclude: Option<bool>,
+    /// The test hook's name.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
 }
@@ -515,20 +585,28 @@ pub struct TestFilter {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Rollback {
+    /// Delete objects the failed rollback created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleanup_on_fail: Option<bool>,
+    /// Skip the chart's rollback hooks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_hooks: Option<bool>,
+    /// Do not wait for the release's objects to be ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_wait: Option<bool>,
+    /// Do not wait for the release's Jobs to complete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_wait_for_jobs: Option<bool>,
+    /// Replace objects that cannot be patched (delete and create).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub force: Option<bool>,
+    /// Restart the release's pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recreate: Option<bool>,
+    /// Server-side apply for the rollback; `auto` follows the revision rolled back to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_side_apply: Option<ServerSideApplyMode>,
+    /// Timeout of the rollback; the HelmRelease's `timeout` by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = DURATION_PATTERN))]
     pub timeout: Option<String>,
@@ -538,42 +616,56 @@ pub struct Rollback {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Uninstall {
+    /// How the release's objects are deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "background"))]
     pub deletion_propagation: Option<DeletionPropagation>,
+    /// Skip the chart's delete hooks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_hooks: Option<bool>,
+    /// Do not wait for the release's objects to be gone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable_wait: Option<bool>,
+    /// Keep the release's storage, marked uninstalled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_history: Option<bool>,
+    /// Timeout of the uninstall; the HelmRelease's `timeout` by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = DURATION_PATTERN))]
     pub timeout: Option<String>,
 }
 
 /// How the objects of an uninstalled release are deleted.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DeletionPropagation {
+    // The owner goes first; the garbage collector deletes dependents after.
     #[default]
     Background,
+    // Dependents go first, then the owner.
     Foreground,
+    // Dependents are left in place.
     Orphan,
 }
 
 /// Which manifests post-renderers see.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PostRenderStrategy {
+    // Post-renderers see the manifests without hooks.
     Nohooks,
+    // Post-renderers see the manifests and hooks together.
     Combined,
+    // Post-renderers see the manifests and each hook apart.
     Separate,
 }
 
 /// One post-renderer.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PostRenderer {
+    /// Patches and image overrides applied by kustomize.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kustomize: Option<KustomizePostRenderer>,
 }
@@ -581,8 +673,10 @@ pub struct PostRenderer {
 /// Kustomize patches and image overrides applied to the rendered manifests.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct KustomizePostRenderer {
+    /// Image names, tags or digests replaced in the manifests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<Vec<Image>>,
+    /// Strategic merge or JSON 6902 patches, with optional targets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patches: Option<Vec<Patch>>,
 }
@@ -591,10 +685,12 @@ pub struct KustomizePostRenderer {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ValuesReference {
+    /// The kind of the object holding the values.
     pub kind: ValuesKind,
     /// The value is a string put at `targetPath` as is, not YAML.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub literal: Option<bool>,
+    /// The object's name, in the HelmRelease's namespace.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
     /// A missing object or key is skipped instead of failing.
@@ -614,6 +710,7 @@ pub struct ValuesReference {
 }
 
 /// Kinds that can hold values.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(
     Clone,
     Copy,
@@ -629,8 +726,10 @@ pub struct ValuesReference {
     JsonSchema,
 )]
 pub enum ValuesKind {
+    // A Secret.
     #[default]
     Secret,
+    // A ConfigMap.
     ConfigMap,
 }
 
@@ -647,23 +746,30 @@ impl ValuesKind {
 /// How the controller waits for a release's objects.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct WaitStrategy {
+    /// The waiter used.
     pub name: WaitStrategyName,
 }
 
 /// Wait strategies.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum WaitStrategyName {
+    // Poll the objects' status as kstatus reads it.
     #[default]
     Poller,
+    // Helm's own waiting.
     Legacy,
 }
 
 /// Which action the controller last attempted.
+#[allow(missing_docs, reason = "variant docs would change the generated CRD")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReleaseAction {
+    // A Helm install.
     Install,
+    // A Helm upgrade.
     Upgrade,
 }
 
@@ -672,6 +778,7 @@ pub enum ReleaseAction {
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("default" = {"observedGeneration": -1}))]
 pub struct HelmReleaseStatus {
+    /// `Ready`, `Released`, `TestSuccess`, `Remediated`, `Drifted`, `Reconciling` and `Stalled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Vec<Condition>>,
     /// Failures since the last success.
@@ -695,33 +802,41 @@ pub struct HelmReleaseStatus {
     /// Generation of the last attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempted_generation: Option<i64>,
+    /// Install or upgrade: the action the failure counters and remediation refer to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempted_release_action: Option<ReleaseAction>,
+    /// How long the last attempted action took, as a Go duration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempted_release_action_duration: Option<String>,
     /// Chart version of the last attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempted_revision: Option<String>,
+    /// Digest of the chart artifact of the last attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempted_revision_digest: Option<String>,
     /// Deprecated in Flux for `lastAttemptedConfigDigest`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_attempted_values_checksum: Option<String>,
+    /// The last `reconcile.fluxcd.io/forceAt` value handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_handled_force_at: Option<String>,
     /// The last `reconcile.fluxcd.io/requestedAt` value handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_handled_reconcile_at: Option<String>,
+    /// The last `reconcile.fluxcd.io/resetAt` value handled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_handled_reset_at: Option<String>,
     /// Deprecated in Flux for `history`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "plain_integer")]
     pub last_release_revision: Option<i64>,
+    /// Digest of the `spec.commonMetadata` last applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_common_metadata_digest: Option<String>,
+    /// The generation last reconciled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// Digest of the `spec.postRenderers` last applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_post_renderers_digest: Option<String>,
     /// Namespace of the release's storage, once it has been written.
@@ -737,32 +852,46 @@ pub struct HelmReleaseStatus {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
+    /// The action that made the revision: `install` or `upgrade`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
+    /// The version of the snapshot's format, which tells how its digest was computed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
+    /// The chart's `appVersion`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_version: Option<String>,
+    /// The chart's name.
     pub chart_name: String,
+    /// The chart's version.
     pub chart_version: String,
+    /// Digest of the values the revision was made with.
     pub config_digest: String,
+    /// When the revision was uninstalled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("format" = "date-time"))]
     pub deleted: Option<String>,
     /// Digest of the release as stored (Flux's release digest).
     pub digest: String,
+    /// When the release's first revision was deployed.
     #[schemars(extend("format" = "date-time"))]
     pub first_deployed: String,
+    /// When this revision was deployed.
     #[schemars(extend("format" = "date-time"))]
     pub last_deployed: String,
+    /// The release's name.
     pub name: String,
+    /// The release's namespace.
     pub namespace: String,
+    /// Digest of the OCI artifact the chart came from, for OCI sources.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oci_digest: Option<String>,
     /// Helm's status of the revision (`deployed`, `failed`, `superseded`...).
     pub status: String,
+    /// The revision's test hooks by name, when tests ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_hooks: Option<BTreeMap<String, TestHookStatus>>,
+    /// Helm's revision number.
     #[schemars(schema_with = "plain_integer")]
     pub version: i64,
 }
@@ -771,12 +900,15 @@ pub struct Snapshot {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TestHookStatus {
+    /// When the hook finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("format" = "date-time"))]
     pub last_completed: Option<String>,
+    /// When the hook started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("format" = "date-time"))]
     pub last_started: Option<String>,
+    /// How it ended: `Succeeded`, `Failed`...
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
 }
@@ -873,19 +1005,33 @@ pub mod conditions {
 
     /// Reasons.
     pub mod reason {
+        /// A Helm install succeeded.
         pub const INSTALL_SUCCEEDED: &str = "InstallSucceeded";
+        /// A Helm install failed.
         pub const INSTALL_FAILED: &str = "InstallFailed";
+        /// A Helm upgrade succeeded.
         pub const UPGRADE_SUCCEEDED: &str = "UpgradeSucceeded";
+        /// A Helm upgrade failed.
         pub const UPGRADE_FAILED: &str = "UpgradeFailed";
+        /// The release's tests passed.
         pub const TEST_SUCCEEDED: &str = "TestSucceeded";
+        /// A test of the release failed.
         pub const TEST_FAILED: &str = "TestFailed";
+        /// The remediating rollback succeeded.
         pub const ROLLBACK_SUCCEEDED: &str = "RollbackSucceeded";
+        /// The remediating rollback failed.
         pub const ROLLBACK_FAILED: &str = "RollbackFailed";
+        /// The remediating uninstall succeeded.
         pub const UNINSTALL_SUCCEEDED: &str = "UninstallSucceeded";
+        /// The remediating uninstall failed.
         pub const UNINSTALL_FAILED: &str = "UninstallFailed";
+        /// The chart artifact could not be fetched or loaded.
         pub const ARTIFACT_FAILED: &str = "ArtifactFailed";
+        /// The release could not be prepared (no client for the target cluster, say).
         pub const INIT_FAILED: &str = "InitFailed";
+        /// The release storage could not be read.
         pub const GET_LAST_RELEASE_FAILED: &str = "GetLastReleaseFailed";
+        /// An object of `spec.dependsOn` is not ready yet.
         pub const DEPENDENCY_NOT_READY: &str = "DependencyNotReady";
         /// The source (HelmChart) has no artifact for its current spec yet.
         pub const SOURCE_NOT_READY: &str = "SourceNotReady";
@@ -893,7 +1039,9 @@ pub mod conditions {
         pub const VALUES_ERROR: &str = "ValuesError";
         /// Remediation retries are exhausted (the Stalled reason).
         pub const RETRIES_EXCEEDED: &str = "RetriesExceeded";
+        /// The cluster's objects differ from the release.
         pub const DRIFT_DETECTED: &str = "DriftDetected";
+        /// The cluster's objects match the release.
         pub const NO_DRIFT_DETECTED: &str = "NoDriftDetected";
     }
 }
