@@ -4,7 +4,7 @@
 //! over [`FluxObject`] instead of once per kind, as fluxcd/pkg's `runtime/conditions` getter
 //! does over `meta.ObjectWithConditions`.
 
-use crate::{GitRepository, HelmChart, HelmRepository, Kustomization};
+use crate::{Artifact, GitRepository, HelmChart, HelmRepository, Kustomization};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Resource;
@@ -38,31 +38,45 @@ pub trait FluxObject:
     fn success_message(&self) -> String;
 }
 
+/// The four accessors of a kind whose spec has `suspend` and whose status has `conditions`,
+/// `observedGeneration` and `lastHandledReconcileAt`, as most of Flux's kinds do.
+macro_rules! status_accessors {
+    () => {
+        fn suspended(&self) -> bool {
+            self.spec.suspend.unwrap_or(false)
+        }
+        fn conditions(&self) -> &[Condition] {
+            self.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_deref())
+                .unwrap_or(&[])
+        }
+        fn observed_generation(&self) -> Option<i64> {
+            self.status.as_ref().and_then(|s| s.observed_generation)
+        }
+        fn last_handled_reconcile_at(&self) -> Option<&str> {
+            self.status
+                .as_ref()
+                .and_then(|s| s.last_handled_reconcile_at.as_deref())
+        }
+    };
+}
+
+/// What flux prints once a source is ready: `fetched revision <artifact's revision>`.
+fn fetched(artifact: Option<&Artifact>) -> String {
+    let revision = artifact.map(|a| a.revision.as_str()).unwrap_or_default();
+    format!("fetched revision {revision}")
+}
+
 impl FluxObject for Kustomization {
     const KIND: &'static str = "Kustomization";
     const HUMAN_KIND: &'static str = "kustomization";
-    fn suspended(&self) -> bool {
-        self.spec.suspend.unwrap_or(false)
-    }
-    fn conditions(&self) -> &[Condition] {
-        self.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_deref())
-            .unwrap_or(&[])
-    }
-    fn observed_generation(&self) -> Option<i64> {
-        self.status.as_ref().and_then(|s| s.observed_generation)
-    }
-    fn last_handled_reconcile_at(&self) -> Option<&str> {
-        self.status
-            .as_ref()
-            .and_then(|s| s.last_handled_reconcile_at.as_deref())
-    }
+    status_accessors!();
     fn success_message(&self) -> String {
         let revision = self
             .status
             .as_ref()
-            .and_then(|s| s.last_applied_revision.clone())
+            .and_then(|s| s.last_applied_revision.as_deref())
             .unwrap_or_default();
         format!("applied revision {revision}")
     }
@@ -71,114 +85,34 @@ impl FluxObject for Kustomization {
 impl FluxObject for GitRepository {
     const KIND: &'static str = "GitRepository";
     const HUMAN_KIND: &'static str = "source git";
-    fn suspended(&self) -> bool {
-        self.spec.suspend.unwrap_or(false)
-    }
-    fn conditions(&self) -> &[Condition] {
-        self.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_deref())
-            .unwrap_or(&[])
-    }
-    fn observed_generation(&self) -> Option<i64> {
-        self.status.as_ref().and_then(|s| s.observed_generation)
-    }
-    fn last_handled_reconcile_at(&self) -> Option<&str> {
-        self.status
-            .as_ref()
-            .and_then(|s| s.last_handled_reconcile_at.as_deref())
-    }
+    status_accessors!();
     fn success_message(&self) -> String {
-        let revision = self
-            .status
-            .as_ref()
-            .and_then(|s| s.artifact.as_ref())
-            .map(|a| a.revision.clone())
-            .unwrap_or_default();
-        format!("fetched revision {revision}")
+        fetched(self.status.as_ref().and_then(|s| s.artifact.as_ref()))
     }
 }
 
 impl FluxObject for HelmRepository {
     const KIND: &'static str = "HelmRepository";
     const HUMAN_KIND: &'static str = "source helm";
-    fn suspended(&self) -> bool {
-        self.spec.suspend.unwrap_or(false)
-    }
-    fn conditions(&self) -> &[Condition] {
-        self.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_deref())
-            .unwrap_or(&[])
-    }
-    fn observed_generation(&self) -> Option<i64> {
-        self.status.as_ref().and_then(|s| s.observed_generation)
-    }
-    fn last_handled_reconcile_at(&self) -> Option<&str> {
-        self.status
-            .as_ref()
-            .and_then(|s| s.last_handled_reconcile_at.as_deref())
-    }
+    status_accessors!();
     fn success_message(&self) -> String {
-        let revision = self
-            .status
-            .as_ref()
-            .and_then(|s| s.artifact.as_ref())
-            .map(|a| a.revision.clone())
-            .unwrap_or_default();
-        format!("fetched revision {revision}")
+        fetched(self.status.as_ref().and_then(|s| s.artifact.as_ref()))
     }
 }
 
 impl FluxObject for HelmChart {
     const KIND: &'static str = "HelmChart";
     const HUMAN_KIND: &'static str = "source chart";
-    fn suspended(&self) -> bool {
-        self.spec.suspend.unwrap_or(false)
-    }
-    fn conditions(&self) -> &[Condition] {
-        self.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_deref())
-            .unwrap_or(&[])
-    }
-    fn observed_generation(&self) -> Option<i64> {
-        self.status.as_ref().and_then(|s| s.observed_generation)
-    }
-    fn last_handled_reconcile_at(&self) -> Option<&str> {
-        self.status
-            .as_ref()
-            .and_then(|s| s.last_handled_reconcile_at.as_deref())
-    }
+    status_accessors!();
     fn success_message(&self) -> String {
-        let revision = self
-            .artifact()
-            .map(|a| a.revision.clone())
-            .unwrap_or_default();
-        format!("fetched revision {revision}")
+        fetched(self.artifact())
     }
 }
 
 impl FluxObject for crate::HelmRelease {
     const KIND: &'static str = "HelmRelease";
     const HUMAN_KIND: &'static str = "helmrelease";
-    fn suspended(&self) -> bool {
-        self.spec.suspend.unwrap_or(false)
-    }
-    fn conditions(&self) -> &[Condition] {
-        self.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_deref())
-            .unwrap_or(&[])
-    }
-    fn observed_generation(&self) -> Option<i64> {
-        self.status.as_ref().and_then(|s| s.observed_generation)
-    }
-    fn last_handled_reconcile_at(&self) -> Option<&str> {
-        self.status
-            .as_ref()
-            .and_then(|s| s.last_handled_reconcile_at.as_deref())
-    }
+    status_accessors!();
     /// flux prints the chart version of the newest release (`applied revision 6.3.5`).
     fn success_message(&self) -> String {
         let revision = self
@@ -200,31 +134,9 @@ impl FluxObject for crate::HelmRelease {
 impl FluxObject for crate::OCIRepository {
     const KIND: &'static str = "OCIRepository";
     const HUMAN_KIND: &'static str = "source oci";
-    fn suspended(&self) -> bool {
-        self.spec.suspend.unwrap_or(false)
-    }
-    fn conditions(&self) -> &[Condition] {
-        self.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_deref())
-            .unwrap_or(&[])
-    }
-    fn observed_generation(&self) -> Option<i64> {
-        self.status.as_ref().and_then(|s| s.observed_generation)
-    }
-    fn last_handled_reconcile_at(&self) -> Option<&str> {
-        self.status
-            .as_ref()
-            .and_then(|s| s.last_handled_reconcile_at.as_deref())
-    }
+    status_accessors!();
     fn success_message(&self) -> String {
-        let revision = self
-            .status
-            .as_ref()
-            .and_then(|s| s.artifact.as_ref())
-            .map(|a| a.revision.clone())
-            .unwrap_or_default();
-        format!("fetched revision {revision}")
+        fetched(self.status.as_ref().and_then(|s| s.artifact.as_ref()))
     }
 }
 
@@ -249,13 +161,7 @@ impl FluxObject for crate::ExternalArtifact {
         None
     }
     fn success_message(&self) -> String {
-        let revision = self
-            .status
-            .as_ref()
-            .and_then(|s| s.artifact.as_ref())
-            .map(|a| a.revision.clone())
-            .unwrap_or_default();
-        format!("fetched revision {revision}")
+        fetched(self.status.as_ref().and_then(|s| s.artifact.as_ref()))
     }
 }
 
