@@ -2,15 +2,15 @@
 //! `ferroflux-source`'s; this module reads the object and its secret, runs the source on a
 //! blocking thread under `spec.timeout`, and writes Flux's status, finalizer and events.
 //!
-//! [`controller`] is the watch/queue loop around [`reconcile`]; it publishes the pass's event.
+//! [`controller`] runs [`reconcile`] on the source loop ([`crate::sourceloop`]), which publishes
+//! the pass's event.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::events::Recorder;
 use crate::finalizer;
-use crate::metrics::{Metrics, Outcome as MetricOutcome, SOURCE_CONTROLLER};
+use crate::metrics::{Metrics, SOURCE_CONTROLLER};
+use crate::sourceloop;
 use crate::step::{self, Failure};
 use ferroflux_api::conditions::{self, Conditions, reason};
 use ferroflux_api::{Artifact, GitRepository, GitRepositoryStatus, RECONCILE_REQUESTED_AT};
@@ -18,15 +18,9 @@ use ferroflux_source::{
     Credentials, FetchOptions, GitRef, GitSource, ObjectKey, Outcome, PackOptions, Previous,
     Storage,
 };
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Reporter};
 use kube::runtime::reflector::Store;
-use kube::runtime::watcher;
-use kube::{Resource, ResourceExt};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -168,23 +162,9 @@ async fn read_secret(
     ns: &str,
     name: &str,
 ) -> Result<Credentials, ferroflux_source::Error> {
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
-    let secret = secrets.get(name).await.map_err(|e| {
-        ferroflux_source::Error::InvalidSecret(format!("failed to get secret '{ns}/{name}': {e}"))
-    })?;
-    let data: BTreeMap<String, Vec<u8>> = secret
-        .data
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| (k, v.0))
-        .chain(
-            secret
-                .string_data
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, v.into_bytes())),
-        )
-        .collect();
+    let data = sourceloop::secret_data(client, ns, name)
+        .await
+        .map_err(ferroflux_source::Error::InvalidSecret)?;
     Credentials::from_secret_data(&data)
 }
 
@@ -316,16 +296,10 @@ pub async fn reconcile(
     })
 }
 
-struct LoopContext {
-    client: kube::Client,
-    settings: Options,
-    recorder: Recorder,
-    metrics: Arc<Metrics>,
-}
-
 /// The GitRepository controller: its cache (for metrics and readiness) and the future that runs
 /// [`reconcile`] for every object on its interval, on changes and on
-/// `reconcile.fluxcd.io/requestedAt`, until `shutdown` resolves.
+/// `reconcile.fluxcd.io/requestedAt`, until `shutdown` resolves; the loop is the one every
+/// source kind shares ([`crate::sourceloop`]).
 pub fn controller(
     client: kube::Client,
     settings: Options,
@@ -336,87 +310,26 @@ pub fn controller(
     Store<GitRepository>,
     Pin<Box<dyn Future<Output = ()> + Send>>,
 ) {
-    let api = Api::<GitRepository>::all(client.clone());
-    let controller = Controller::new(api, watcher::Config::default())
-        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency.max(1)));
-    let store = controller.store();
-    let reporter = Reporter {
-        controller: "source-controller".into(),
-        instance: None,
-    };
-    let context = Arc::new(LoopContext {
-        recorder: Recorder::new(client.clone(), reporter).notifying(metrics.notifier()),
-        client,
-        settings,
-        metrics,
-    });
-    let task = controller
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile_loop_item, loop_error_policy, context)
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "gitrepository reconcile error");
-            }
+    let c = client.clone();
+    let run: sourceloop::ReconcileFn = Arc::new(move |ns: String, name: String| {
+        let client = c.clone();
+        let settings = settings.clone();
+        let pass: sourceloop::Pass = Box::pin(async move {
+            reconcile(&client, &settings, &ns, &name)
+                .await
+                .map_err(|e| e.to_string())
         });
-    (store, Box::pin(task))
-}
-
-async fn reconcile_loop_item(
-    repo: Arc<GitRepository>,
-    ctx: Arc<LoopContext>,
-) -> Result<Action, ReconcileError> {
-    let _active = ctx.metrics.start(SOURCE_CONTROLLER);
-    let started = std::time::Instant::now();
-    let ns = repo.namespace().unwrap_or_else(|| "default".into());
-    let name = repo.name_any();
-    let result = reconcile(&ctx.client, &ctx.settings, &ns, &name).await;
-    let outcome = match &result {
-        Ok(r) if r.event.as_ref().is_some_and(|(t, _, _)| t == "Warning") => MetricOutcome::Requeue,
-        Ok(_) => MetricOutcome::Success,
-        Err(_) => MetricOutcome::Error,
-    };
-    ctx.metrics.record(
+        pass
+    });
+    sourceloop::controller::<GitRepository>(
+        client,
         SOURCE_CONTROLLER,
-        "GitRepository",
-        &ns,
-        &name,
-        started.elapsed(),
-        outcome,
-    );
-    let reconciled = result?;
-    if let Some((type_, reason, note)) = reconciled.event {
-        let event = Event {
-            type_: if type_ == "Warning" {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason,
-            note: Some(note),
-            action: "Reconcile".into(),
-            secondary: None,
-        };
-        if let Err(e) = ctx.recorder.publish(&event, &repo.object_ref(&())).await {
-            tracing::debug!(error = %e, "failed to publish event");
-        }
-    }
-    Ok(match reconciled.requeue_after {
-        Some(after) => Action::requeue(after),
-        None => Action::await_change(),
-    })
-}
-
-fn loop_error_policy(
-    repo: Arc<GitRepository>,
-    error: &ReconcileError,
-    _ctx: Arc<LoopContext>,
-) -> Action {
-    tracing::warn!(
-        gitrepository = %format!("{}/{}", repo.namespace().unwrap_or_default(), repo.name_any()),
-        error = %error,
-        "reconcile failed"
-    );
-    Action::requeue(Duration::from_secs(5))
+        run,
+        concurrency,
+        metrics,
+        shutdown,
+        |c| c,
+    )
 }
 
 #[cfg(test)]

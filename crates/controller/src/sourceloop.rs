@@ -1,5 +1,5 @@
-//! The watch/queue loop the Helm source reconcilers share (as the GitRepository one runs its
-//! own): one reconcile per object on changes, on its interval and on
+//! The watch/queue loop every source reconciler shares (GitRepository, OCIRepository,
+//! HelmRepository, HelmChart): one reconcile per object on changes, on its interval and on
 //! `reconcile.fluxcd.io/requestedAt`; the pass's event published, its duration and outcome
 //! recorded in the metrics.
 
