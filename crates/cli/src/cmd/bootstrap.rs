@@ -187,7 +187,9 @@ async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
     for warning in &plan.warnings {
         progress::warning(warning);
     }
-    let install_opts = args.engine.options(&args.kube.namespace)?;
+    let mut install_opts = args.engine.options(&args.kube.namespace)?;
+    // `clusters/<name>` names the cluster on its alerts, commit statuses and metrics.
+    install_opts.cluster_name = manifests::cluster_name_of(&plan.sync.target_path);
     let timeout = args.kube.timeout;
     let deadline = tokio::time::Instant::now() + timeout;
     let client = Cluster::connect(&args.kube).await?.client;

@@ -54,6 +54,22 @@ pub struct ControllerArgs {
     /// the build; false makes it empty).
     #[arg(long, default_value = "")]
     feature_gates: String,
+    /// The cluster's name: on every event's metadata, alert message (`[NAME] kustomization/..`),
+    /// commit status context and metric (`cluster` label). `bootstrap` sets it from
+    /// `clusters/<name>`.
+    #[arg(long)]
+    cluster_name: Option<String>,
+    /// Where Flux's event JSON is accepted over HTTP (notification-controller's
+    /// `--events-addr`), e.g. `:9690`; off when unset (the controllers here post in-process).
+    #[arg(long, value_parser = crate::flags::addr)]
+    events_addr: Option<SocketAddr>,
+    /// Where Receivers' webhooks (`/hook/<digest>`) are served (notification-controller's
+    /// `--receiverAddr`), e.g. `:9292`; off when unset.
+    #[arg(long, value_parser = crate::flags::addr)]
+    receiver_addr: Option<SocketAddr>,
+    /// How long an identical event for the same object is not sent again.
+    #[arg(long, default_value = "5m", value_parser = crate::flags::duration)]
+    rate_limit_interval: Duration,
     /// Log level: error, warn, info, debug or trace.
     #[arg(long, default_value = "info")]
     log_level: String,
@@ -131,6 +147,10 @@ pub async fn run(args: ControllerArgs) -> Result<ExitCode> {
     settings.kustomization.requeue_dependency = requeue_dependency;
     settings.kustomization.substitution = substitution_strictness(&args.feature_gates)?;
     settings.kustomization.health_poll = Duration::from_secs(2);
+    settings.cluster_name = args.cluster_name.clone();
+    settings.events_addr = args.events_addr;
+    settings.receiver_addr = args.receiver_addr;
+    settings.notification.rate_limit = args.rate_limit_interval;
 
     let mut manager = Manager::start(client, config, settings)
         .await

@@ -139,10 +139,11 @@ async fn run_up(up: UpArgs) -> Result<()> {
     for (i, c) in clusters.iter().enumerate() {
         match managers.get(i) {
             Some(m) => println!(
-                "cluster {} {} controllers running, metrics {}",
+                "cluster {} {} controllers running, metrics {} receiver={}",
                 c.name(),
                 c.url(),
-                m.metrics_url().unwrap_or("-")
+                m.metrics_url().unwrap_or("-"),
+                m.receiver_url().unwrap_or("-")
             ),
             None => println!("cluster {} {}", c.name(), c.url()),
         }
@@ -196,5 +197,8 @@ pub async fn start_controllers(cluster: &RunningCluster, storage: &Path) -> Resu
     let mut settings = ManagerConfig::local(storage);
     settings.metrics_addr = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     settings.health_addr = settings.metrics_addr;
+    // Each cluster's alerts and metrics carry its name; its Receivers answer on a loopback port.
+    settings.cluster_name = Some(cluster.name().to_string());
+    settings.receiver_addr = settings.metrics_addr;
     Ok(Manager::start(client, config, settings).await?)
 }

@@ -41,6 +41,7 @@ impl EngineArgs {
             image: self.image.clone(),
             log_level: self.log_level.clone(),
             cluster_domain: self.cluster_domain.clone(),
+            cluster_name: None,
         };
         opts.validate()?;
         Ok(opts)

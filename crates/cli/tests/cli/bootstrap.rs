@@ -153,9 +153,14 @@ async fn two_clusters_on_one_repository() {
     ] {
         assert!(files.contains(&f.to_string()), "{files:?}");
     }
+    // The same components but for each cluster's name, taken from its folder.
+    let staging_yaml = repo.show("clusters/staging/flux-system/gotk-components.yaml");
+    let production_yaml = repo.show("clusters/production/flux-system/gotk-components.yaml");
+    assert!(staging_yaml.contains("- --cluster-name=staging\n"));
+    assert!(production_yaml.contains("- --cluster-name=production\n"));
     assert_eq!(
-        repo.show("clusters/staging/flux-system/gotk-components.yaml"),
-        repo.show("clusters/production/flux-system/gotk-components.yaml")
+        staging_yaml.replace("--cluster-name=staging", "--cluster-name=production"),
+        production_yaml
     );
     // Each cluster follows its own folder.
     for (c, path) in [

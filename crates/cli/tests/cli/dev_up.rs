@@ -131,6 +131,13 @@ fn up_runs_controllers_that_follow_a_file_repository() {
             .any(|l| l.starts_with("cluster staging") && l.contains("controllers running")),
         "{lines:?}"
     );
+    // Each cluster's Receivers answer on a loopback port, printed on its line.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("cluster staging") && l.contains(" receiver=http://127.0.0.1:")),
+        "{lines:?}"
+    );
     let kc = state.join("kubeconfig");
     let sync = dir.path().join("sync.yaml");
     std::fs::write(
