@@ -15,11 +15,13 @@ pub mod check;
 pub mod completions;
 pub mod controller;
 pub mod create;
+pub mod delete;
 pub mod demo;
 pub mod dev;
 pub mod diff;
 pub mod envsubst;
 pub mod events;
+pub mod export;
 pub mod fleet;
 pub mod get;
 pub mod helm;
@@ -96,6 +98,10 @@ pub enum Command {
     Tag(artifact::TagArgs),
     /// List the artifacts of an OCI repository, as `flux list artifacts` does.
     List(artifact::ListArgs),
+    /// Print Flux objects as YAML to commit to Git, as `flux export` does.
+    Export(export::ExportArgs),
+    /// Delete Flux objects, after a confirmation unless `--silent`, as `flux delete` does.
+    Delete(delete::DeleteArgs),
 }
 
 impl Command {
@@ -143,5 +149,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Pull(args) => artifact::pull(args).await,
         Command::Tag(args) => artifact::tag(args).await,
         Command::List(args) => artifact::list(args).await,
+        Command::Export(args) => export::run(args).await,
+        Command::Delete(args) => delete::run(args).await,
     }
 }

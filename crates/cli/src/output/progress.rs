@@ -37,6 +37,21 @@ pub fn failure(message: impl Display) {
     line("✗", message)
 }
 
+/// Asks a yes/no question on stderr, as flux's confirmation prompts do, and reads the answer
+/// from stdin: only `y` or `yes` (any case) is yes, so a closed stdin never confirms.
+pub fn confirm(question: &str) -> std::io::Result<bool> {
+    let mut err = std::io::stderr().lock();
+    write!(err, "? {question} [y/N] ")?;
+    err.flush()?;
+    drop(err);
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(
+        answer.trim().to_ascii_lowercase().as_str(),
+        "y" | "yes"
+    ))
+}
+
 /// Animates a spinner on its own line of stderr while alive, only when stderr is a terminal:
 /// piped or captured output then reads exactly like flux's.
 pub struct Spinner {

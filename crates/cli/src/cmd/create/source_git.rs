@@ -16,7 +16,6 @@ use ferroflux_api::GitRepository;
 use ferroflux_api::duration::format_duration;
 use kube::api::{Api, PostParams};
 use serde_json::{Map, Value, json};
-use std::io::{BufRead as _, Write as _};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -308,7 +307,7 @@ async fn credentials_secret(
     }
     if let Some(key) = &made.public_key {
         progress::generate(format!("deploy key: {key}"));
-        if !a.silent && !confirm("Have you added the deploy key to your repository")? {
+        if !a.silent && !progress::confirm("Have you added the deploy key to your repository")? {
             bail!("aborting");
         }
     }
@@ -322,14 +321,4 @@ async fn credentials_secret(
     .await?;
     progress::success("authentication configured");
     Ok(Some(name.to_string()))
-}
-
-/// Asks a yes/no question on stderr and reads the answer from stdin; anything but y/yes is no.
-fn confirm(question: &str) -> anyhow::Result<bool> {
-    let mut err = std::io::stderr().lock();
-    write!(err, "? {question} [y/N] ")?;
-    err.flush()?;
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
 }
