@@ -49,6 +49,17 @@ async fn raw(
     (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
+/// POSTs `body` as JSON to `path`: the status code and the answer.
+async fn post_json(client: &kube::Client, path: &str, body: &Value) -> (u16, Value) {
+    let bytes = serde_json::to_vec(body).unwrap();
+    raw(client, "POST", path, "application/json", bytes).await
+}
+
+/// GETs `path`: the status code and the answer.
+async fn get(client: &kube::Client, path: &str) -> (u16, Value) {
+    raw(client, "GET", path, "application/json", Vec::new()).await
+}
+
 async fn http_body_util_collect(body: kube::client::Body) -> Vec<u8> {
     use http_body_util::BodyExt;
     body.collect().await.unwrap().to_bytes().to_vec()
@@ -452,28 +463,14 @@ async fn bad_input_gets_clear_errors() {
     );
     // Kind or apiVersion not matching the URL.
     let body = json!({"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
-    let (code, s) = raw(
-        &client,
-        "POST",
-        base,
-        "application/json",
-        serde_json::to_vec(&body).unwrap(),
-    )
-    .await;
+    let (code, s) = post_json(&client, base, &body).await;
     assert_eq!(code, 400);
     assert_eq!(
         s["message"],
         "the API version in the data (apps/v1) does not match the expected API version (v1)"
     );
     let body = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}});
-    let (code, s) = raw(
-        &client,
-        "POST",
-        base,
-        "application/json",
-        serde_json::to_vec(&body).unwrap(),
-    )
-    .await;
+    let (code, s) = post_json(&client, base, &body).await;
     assert_eq!(code, 400);
     assert_eq!(
         s["message"],
@@ -481,50 +478,22 @@ async fn bad_input_gets_clear_errors() {
     );
     // Invalid name: 422 naming the field.
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}});
-    let (code, s) = raw(
-        &client,
-        "POST",
-        base,
-        "application/json",
-        serde_json::to_vec(&body).unwrap(),
-    )
-    .await;
+    let (code, s) = post_json(&client, base, &body).await;
     assert_eq!(code, 422);
     assert_eq!(s["reason"], "Invalid");
     assert_eq!(s["details"]["causes"][0]["field"], "metadata.name");
     assert!(s["message"].as_str().unwrap().starts_with("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"), "{s}");
     // Body over 3 MiB.
     let big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"x": "a".repeat(3 * 1024 * 1024 + 10)}});
-    let (code, s) = raw(
-        &client,
-        "POST",
-        base,
-        "application/json",
-        serde_json::to_vec(&big).unwrap(),
-    )
-    .await;
+    let (code, s) = post_json(&client, base, &big).await;
     assert_eq!(code, 413);
     assert_eq!(s["reason"], "RequestEntityTooLarge");
     assert_eq!(s["message"], "Request entity too large: limit is 3145728");
     // Unknown resource.
-    let (code, s) = raw(
-        &client,
-        "GET",
-        "/api/v1/namespaces/default/widgets",
-        "application/json",
-        vec![],
-    )
-    .await;
+    let (code, s) = get(&client, "/api/v1/namespaces/default/widgets").await;
     assert_eq!(code, 404);
     assert_eq!(s["reason"], "NotFound");
-    let (code, _) = raw(
-        &client,
-        "GET",
-        "/apis/nope.example.com/v1/things",
-        "application/json",
-        vec![],
-    )
-    .await;
+    let (code, _) = get(&client, "/apis/nope.example.com/v1/things").await;
     assert_eq!(code, 404);
     // Wrong verb.
     let (code, s) = raw(&client, "PUT", base, "application/json", b"{}".to_vec()).await;
@@ -532,14 +501,7 @@ async fn bad_input_gets_clear_errors() {
     assert_eq!(s["reason"], "MethodNotAllowed");
     // A namespace that does not exist.
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
-    let (code, s) = raw(
-        &client,
-        "POST",
-        "/api/v1/namespaces/nowhere/configmaps",
-        "application/json",
-        serde_json::to_vec(&body).unwrap(),
-    )
-    .await;
+    let (code, s) = post_json(&client, "/api/v1/namespaces/nowhere/configmaps", &body).await;
     assert_eq!(code, 404);
     assert_eq!(s["message"], "namespaces \"nowhere\" not found");
     // Nothing was stored by any of the above.
