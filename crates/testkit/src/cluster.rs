@@ -47,7 +47,9 @@ pub fn kubeconfig(dir: &Path, clusters: &[&RunningCluster]) -> PathBuf {
 
 /// A local cluster and a kubeconfig file naming it, its current context.
 pub struct Cluster {
+    /// The running devcluster.
     pub cluster: RunningCluster,
+    /// A kubeconfig file whose current context is this cluster (kept until `Cluster` drops).
     pub kubeconfig: PathBuf,
     _dir: tempfile::TempDir,
 }
@@ -66,6 +68,7 @@ impl Cluster {
         }
     }
 
+    /// A kube client of this cluster's admin.
     pub async fn client(&self) -> kube::Client {
         self.cluster.client().await.unwrap()
     }

@@ -25,6 +25,7 @@ pub enum Auth {
 
 /// A test CA (`ca_pem`, for clients to trust) and the server certificate it signed.
 pub struct Tls {
+    /// The CA's certificate in PEM, for clients to trust.
     pub ca_pem: String,
     server_config: Arc<rustls::ServerConfig>,
 }
@@ -187,7 +188,9 @@ fn async_stream(
 /// [`GitHttpServer::stop`] and [`GitHttpServer::restart`] take it away and bring it back at the
 /// same address with the same certificate (a Git server that goes down).
 pub struct GitHttpServer {
+    /// Where it listens.
     pub addr: SocketAddr,
+    /// Whether it speaks HTTPS.
     pub tls: bool,
     app: axum::Router,
     server_config: Option<Arc<rustls::ServerConfig>>,
@@ -195,6 +198,7 @@ pub struct GitHttpServer {
 }
 
 impl GitHttpServer {
+    /// Serves the repositories under `project_root` with `auth`, over HTTPS when `tls` is given.
     pub fn start(project_root: &Path, auth: Auth, tls: Option<&Tls>) -> Self {
         let state = CgiState {
             project_root: project_root.to_path_buf(),

@@ -16,6 +16,7 @@
 mod git;
 pub use git::git;
 
+/// The reader of the template case tables (`tests/*.txt`).
 pub mod cases;
 
 #[cfg(feature = "git-server")]

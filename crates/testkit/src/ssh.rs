@@ -32,14 +32,18 @@ pub fn keygen(path: &Path, passphrase: &str) -> (String, String) {
 
 /// OpenSSH's sshd on a loopback port, accepting the given public keys for the current user.
 pub struct Sshd {
+    /// The loopback port it listens on.
     pub port: u16,
+    /// Its host public key, as a known_hosts line wants it.
     pub host_pub: String,
+    /// The user it accepts (the one running the tests).
     pub user: String,
     child: Child,
     _dir: tempfile::TempDir,
 }
 
 impl Sshd {
+    /// Starts sshd with a fresh host key, accepting `authorized` (authorized_keys lines).
     pub fn start(authorized: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let host_key = dir.path().join("host_key");
@@ -113,6 +117,7 @@ impl Sshd {
         format!("[127.0.0.1]:{} {}", self.port, self.host_pub)
     }
 
+    /// The `ssh://` URL of the repository at `bare` on this server.
     pub fn url(&self, bare: &Path) -> String {
         format!(
             "ssh://{}@127.0.0.1:{}{}",
