@@ -24,6 +24,25 @@ use crate::error::{Error, Result};
 use crate::manifest::{Descriptor, MANIFEST_ACCEPT, hex_digest};
 use crate::reference::{Reference, host_of};
 
+/// The transport's error, with what a TLS alert from a registry that requires client
+/// certificates (mutual TLS) means for the operator: rustls only names the alert.
+fn explain_tls_alert(detail: &str, client_cert_given: bool) -> String {
+    let hint = if detail.contains("CertificateRequired")
+        || (!client_cert_given && detail.contains("HandshakeFailure"))
+    {
+        "the registry requires a client certificate and none was given (tls.crt and tls.key in the certSecretRef Secret)"
+    } else if detail.contains("BadCertificate")
+        || detail.contains("UnknownCA")
+        || detail.contains("CertificateUnknown")
+        || (client_cert_given && detail.contains("HandshakeFailure"))
+    {
+        "the registry refused the client certificate (tls.crt is not signed by a CA it trusts, or not for client authentication)"
+    } else {
+        return detail.to_string();
+    };
+    format!("{detail}: {hint}")
+}
+
 /// The largest manifest accepted (distribution's own limit is 4 MiB).
 pub const MAX_MANIFEST_SIZE: u64 = 4 * 1024 * 1024;
 
@@ -98,6 +117,8 @@ pub struct Client {
     registry: String,
     auth: Auth,
     insecure: bool,
+    /// Whether a client certificate is configured (to explain a TLS alert).
+    client_cert_given: bool,
     agent: ureq::Agent,
     state: Arc<Mutex<State>>,
 }
@@ -175,6 +196,7 @@ impl Client {
             registry: registry.to_string(),
             auth: opts.auth,
             insecure: opts.insecure,
+            client_cert_given: opts.client_cert.is_some(),
             agent: config.new_agent(),
             state: Arc::new(Mutex::new(State::default())),
         })
@@ -198,7 +220,7 @@ impl Client {
     fn unreachable(&self, e: impl std::fmt::Display) -> Error {
         Error::Unreachable {
             registry: self.registry.clone(),
-            detail: e.to_string(),
+            detail: explain_tls_alert(&e.to_string(), self.client_cert_given),
         }
     }
 

@@ -32,7 +32,7 @@ pub use ssh::{Sshd, closed_port, keygen};
 #[cfg(feature = "oci-registry")]
 mod registry;
 #[cfg(feature = "oci-registry")]
-pub use registry::{Registry, RegistryOptions};
+pub use registry::{ClientCert, Registry, RegistryOptions, client_ca_and_cert};
 
 #[cfg(feature = "webhook")]
 mod webhook;

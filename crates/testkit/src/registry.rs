@@ -18,6 +18,18 @@ pub struct RegistryOptions {
     /// Require bearer tokens from a token service (started beside the registry) that issues
     /// them to this user and password: the flow of Docker Hub, ghcr.io and most registries.
     pub token_auth: Option<(String, String)>,
+    /// With `tls`: require client certificates signed by a fresh client CA (mutual TLS); the
+    /// registry's [`Registry::client_cert`] is one such certificate.
+    pub client_certs: bool,
+}
+
+/// A client certificate and its key, PEM.
+#[derive(Debug, Clone)]
+pub struct ClientCert {
+    /// `tls.crt`.
+    pub cert_pem: String,
+    /// `tls.key`.
+    pub key_pem: String,
 }
 
 /// A running registry; killed on drop.
@@ -28,6 +40,8 @@ pub struct Registry {
     opts: RegistryOptions,
     /// The CA's PEM when serving TLS.
     pub ca_pem: Option<String>,
+    /// A client certificate the registry accepts, when it requires them.
+    pub client_cert: Option<ClientCert>,
     token: Option<TokenService>,
 }
 
@@ -41,6 +55,11 @@ impl Registry {
     pub fn start(opts: RegistryOptions) -> Registry {
         let dir = tempfile::tempdir().unwrap();
         let ca_pem = opts.tls.then(|| write_tls(dir.path()));
+        let client_cert = (opts.tls && opts.client_certs).then(|| {
+            let (ca, cert) = client_ca_and_cert("ferroflux registry client CA");
+            std::fs::write(dir.path().join("client-ca.pem"), ca).unwrap();
+            cert
+        });
         if let Some((user, pass)) = &opts.basic_auth {
             let out = Command::new("htpasswd")
                 .args(["-Bbn", user, pass])
@@ -60,6 +79,7 @@ impl Registry {
             port,
             opts,
             ca_pem,
+            client_cert,
             token,
         };
         reg.spawn();
@@ -79,6 +99,12 @@ impl Registry {
                 d.join("cert.pem").display(),
                 d.join("key.pem").display()
             );
+            if self.client_cert.is_some() {
+                config += &format!(
+                    "    clientcas:\n      - {}\n",
+                    d.join("client-ca.pem").display()
+                );
+            }
         }
         if self.opts.basic_auth.is_some() {
             config += &format!(
@@ -225,6 +251,34 @@ fn write_tls(dir: &Path) -> String {
     f.write_all(cert.pem().as_bytes()).unwrap();
     std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
     ca_cert.pem()
+}
+
+/// A fresh CA (PEM) and a client certificate it signed (for mutual TLS tests; another call
+/// gives a certificate the first CA does not trust).
+pub fn client_ca_and_cert(ca_name: &str) -> (String, ClientCert) {
+    use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, ca_name);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = rcgen::Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "ferroflux source controller");
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    (
+        ca_cert.pem(),
+        ClientCert {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        },
+    )
 }
 
 const TOKEN_SERVICE: &str = "ferroflux-registry";

@@ -322,6 +322,7 @@ async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<Exi
 pub(crate) mod secret;
 mod source;
 mod source_git;
+mod source_oci;
 mod tenant;
 
 #[cfg(test)]

@@ -471,3 +471,127 @@ async fn wrong_credentials_from_a_docker_config_secret() {
         "True"
     );
 }
+
+/// Mutual TLS: docker-registry requires client certificates signed by its client CA. The
+/// OCIRepository's `certSecretRef` (ca.crt, tls.crt, tls.key) gets it in; no client
+/// certificate, or one from another CA, gives a message that says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_with_a_cert_secret_ref() {
+    let reg = Registry::start(RegistryOptions {
+        tls: true,
+        client_certs: true,
+        ..Default::default()
+    });
+    let ca = reg.ca_pem.clone().unwrap();
+    let good = reg.client_cert.clone().unwrap();
+    {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("configmap.yaml"), "kind: ConfigMap\n").unwrap();
+        let c = Client::new(
+            &reg.host(),
+            ClientOptions {
+                ca_pem: Some(ca.clone().into_bytes()),
+                client_cert: Some((
+                    good.cert_pem.clone().into_bytes(),
+                    good.key_pem.clone().into_bytes(),
+                )),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let r = Reference::parse(&format!("oci://{}/mtls/app:1.0.0", reg.host())).unwrap();
+        artifact::push(&c, &r, dir.path(), &Metadata::default(), &|_: &Path, _| {
+            false
+        })
+        .unwrap();
+    }
+    let (_cluster, client) = ferroflux_testkit::flux_cluster("ocimtls").await;
+    let store = tempfile::tempdir().unwrap();
+    let settings = Options {
+        storage: Storage::new(store.path(), "http://127.0.0.1:1").unwrap(),
+    };
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "flux-system");
+    let tls_secret = |data: serde_json::Value| -> Secret {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "registry-tls", "namespace": "flux-system"},
+            "stringData": data
+        }))
+        .unwrap()
+    };
+    // Only the CA: the registry asks for a client certificate and gets none.
+    secrets
+        .create(&PostParams::default(), &tls_secret(json!({"ca.crt": ca})))
+        .await
+        .unwrap();
+    let api: Api<OCIRepository> = Api::namespaced(client.clone(), "flux-system");
+    api.create(
+        &PostParams::default(),
+        &oci_repository(
+            "mtls",
+            json!({"url": format!("oci://{}/mtls/app", reg.host()), "interval": "5m",
+                   "ref": {"tag": "1.0.0"}, "certSecretRef": {"name": "registry-tls"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    reconcile(&client, &settings, "flux-system", "mtls")
+        .await
+        .unwrap();
+    let (st, reason, msg) = condition(&api.get("mtls").await.unwrap(), "Ready");
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("False", "OCIArtifactPullFailed")
+    );
+    assert!(
+        msg.contains(&reg.host()) && msg.contains("client certificate"),
+        "the message names the registry and the missing client certificate: {msg}"
+    );
+
+    // A client certificate from a CA the registry does not trust.
+    let (_, stranger) = ferroflux_testkit::client_ca_and_cert("another CA");
+    secrets
+        .replace(
+            "registry-tls",
+            &PostParams::default(),
+            &tls_secret(
+                json!({"ca.crt": ca, "tls.crt": stranger.cert_pem, "tls.key": stranger.key_pem}),
+            ),
+        )
+        .await
+        .unwrap();
+    reconcile(&client, &settings, "flux-system", "mtls")
+        .await
+        .unwrap();
+    let (st, _, msg) = condition(&api.get("mtls").await.unwrap(), "Ready");
+    assert_eq!(st, "False");
+    assert!(
+        msg.contains(&reg.host()) && msg.contains("client certificate"),
+        "the message names the refused client certificate: {msg}"
+    );
+    assert!(!msg.contains("PRIVATE KEY"), "{msg}");
+
+    // The right one: Ready, the artifact stored.
+    secrets
+        .replace(
+            "registry-tls",
+            &PostParams::default(),
+            &tls_secret(json!({"ca.crt": ca, "tls.crt": good.cert_pem, "tls.key": good.key_pem})),
+        )
+        .await
+        .unwrap();
+    reconcile(&client, &settings, "flux-system", "mtls")
+        .await
+        .unwrap();
+    let got = api.get("mtls").await.unwrap();
+    let (st, _, msg) = condition(&got, "Ready");
+    assert_eq!(st, "True", "{msg}");
+    assert!(
+        got.status
+            .unwrap()
+            .artifact
+            .unwrap()
+            .revision
+            .starts_with("1.0.0@sha256:")
+    );
+}

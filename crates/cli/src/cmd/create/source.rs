@@ -27,6 +27,8 @@ pub enum SourceTarget {
     Helm(HelmArgs),
     /// A GitRepository source.
     Git(super::source_git::GitArgs),
+    /// An OCIRepository source.
+    Oci(super::source_oci::OciArgs),
 }
 
 /// `create source helm`'s flags.
@@ -101,6 +103,7 @@ pub async fn run(kube: &KubeArgs, what: &SourceTarget) -> anyhow::Result<ExitCod
     let helm = match what {
         SourceTarget::Helm(helm) => helm,
         SourceTarget::Git(git) => return super::source_git::run(kube, git).await,
+        SourceTarget::Oci(oci) => return super::source_oci::run(kube, oci).await,
     };
     let repo = helm_repository(helm, &kube.namespace)?;
     if helm.export {
