@@ -32,6 +32,42 @@ fn newline(out: &mut String, style: Style, depth: usize) {
     }
 }
 
+/// Writes `items` between `open` and `close` with Go's separators: a comma between items and,
+/// when indenting, each item on a line of its own one level deeper (an empty one stays `[]`).
+fn write_seq<T>(
+    out: &mut String,
+    (open, close): (char, char),
+    items: impl IntoIterator<Item = T>,
+    style: Style,
+    depth: usize,
+    mut write_item: impl FnMut(&mut String, T) -> Result<(), String>,
+) -> Result<(), String> {
+    out.push(open);
+    let mut any = false;
+    for item in items {
+        if any {
+            out.push(',');
+        }
+        any = true;
+        newline(out, style, depth + 1);
+        write_item(out, item)?;
+    }
+    if any {
+        newline(out, style, depth);
+    }
+    out.push(close);
+    Ok(())
+}
+
+/// A map key and its colon (and a space when indenting).
+fn write_key(out: &mut String, key: &str, style: Style) {
+    write_string(out, key, style.escape_html);
+    out.push(':');
+    if style.indent {
+        out.push(' ');
+    }
+}
+
 fn write_value(out: &mut String, v: &Value, style: Style, depth: usize) -> Result<(), String> {
     match v {
         Value::Nil => out.push_str("null"),
@@ -41,38 +77,23 @@ fn write_value(out: &mut String, v: &Value, style: Style, depth: usize) -> Resul
         Value::String(s) => write_string(out, s, style.escape_html),
         Value::Bytes(b) => write_string(out, &crate::encoding::b64enc(b), false),
         Value::List(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, style, depth + 1);
-                write_value(out, item, style, depth + 1)?;
-            }
-            if !items.is_empty() {
-                newline(out, style, depth);
-            }
-            out.push(']');
+            write_seq(out, ('[', ']'), items.iter(), style, depth, |out, item| {
+                write_value(out, item, style, depth + 1)
+            })?
         }
         Value::Map(m) => {
             let entries = m.entries();
-            out.push('{');
-            for (i, (k, item)) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, style, depth + 1);
-                write_string(out, k, style.escape_html);
-                out.push(':');
-                if style.indent {
-                    out.push(' ');
-                }
-                write_value(out, item, style, depth + 1)?;
-            }
-            if !entries.is_empty() {
-                newline(out, style, depth);
-            }
-            out.push('}');
+            write_seq(
+                out,
+                ('{', '}'),
+                entries.iter(),
+                style,
+                depth,
+                |out, (k, item)| {
+                    write_key(out, k, style);
+                    write_value(out, item, style, depth + 1)
+                },
+            )?
         }
         Value::Object(o) => write_json(out, &o.to_json(), style, depth)?,
     }
@@ -97,37 +118,15 @@ fn write_json(
         },
         serde_json::Value::String(s) => write_string(out, s, style.escape_html),
         serde_json::Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, style, depth + 1);
-                write_json(out, item, style, depth + 1)?;
-            }
-            if !items.is_empty() {
-                newline(out, style, depth);
-            }
-            out.push(']');
+            write_seq(out, ('[', ']'), items, style, depth, |out, item| {
+                write_json(out, item, style, depth + 1)
+            })?
         }
         serde_json::Value::Object(m) => {
-            out.push('{');
-            for (i, (k, item)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, style, depth + 1);
-                write_string(out, k, style.escape_html);
-                out.push(':');
-                if style.indent {
-                    out.push(' ');
-                }
-                write_json(out, item, style, depth + 1)?;
-            }
-            if !m.is_empty() {
-                newline(out, style, depth);
-            }
-            out.push('}');
+            write_seq(out, ('{', '}'), m, style, depth, |out, (k, item)| {
+                write_key(out, k, style);
+                write_json(out, item, style, depth + 1)
+            })?
         }
     }
     Ok(())
