@@ -99,6 +99,36 @@ pub struct Context {
     recorder: Recorder,
     options: Options,
     metrics: Arc<Metrics>,
+    /// Failures in a row per `namespace/name`, for [`backoff`].
+    failures: std::sync::Mutex<BTreeMap<String, u32>>,
+}
+
+impl Context {
+    /// Counts one more failure of `ns/name` and returns how long to wait before its retry.
+    fn failed(&self, ns: &str, name: &str) -> Duration {
+        let Ok(mut failures) = self.failures.lock() else {
+            return backoff(0);
+        };
+        let n = failures.entry(format!("{ns}/{name}")).or_insert(0);
+        let after = backoff(*n);
+        *n = n.saturating_add(1);
+        after
+    }
+
+    /// Forgets the failures of `ns/name`: it reconciled to an end.
+    fn succeeded(&self, ns: &str, name: &str) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.remove(&format!("{ns}/{name}"));
+        }
+    }
+}
+
+/// Flux's failure rate limiter (controller-runtime's exponential one with Flux's defaults
+/// `--min-retry-delay=750ms`, `--max-retry-delay=15m`): the delay after `failures` earlier
+/// failures in a row.
+fn backoff(failures: u32) -> Duration {
+    let ms = 750u64.saturating_mul(1u64 << failures.min(20));
+    Duration::from_millis(ms).min(Duration::from_secs(15 * 60))
 }
 
 /// An error the controller loop reports (status writes); failures of the pipeline end up in
@@ -162,6 +192,7 @@ pub fn controller(
         config,
         options,
         metrics,
+        failures: Default::default(),
     });
     let controller = controller
         // A HelmChart with a new artifact reconciles the HelmReleases that use it.
@@ -336,6 +367,10 @@ enum Ended {
     Ready(String),
     /// The release failed or needs another pass: requeue after `after`.
     Retry { after: Duration },
+    /// An action failed without recording a release (refused, storage unreadable): retried
+    /// with Flux's per-object exponential backoff ([`backoff`]), as helm-controller returns
+    /// the error to controller-runtime's rate limiter.
+    Failed,
     /// Out of retries: only a change (or force/reset) helps.
     Stalled,
 }
@@ -391,12 +426,14 @@ async fn reconcile_object(
             let status = obj.status.get_or_insert_with(Default::default);
             match ended {
                 Ended::Ready(message) => {
+                    ctx.succeeded(&ns, &name);
                     status.observed_generation = obj.metadata.generation;
                     write_status(&api, &obj).await?;
                     step::log_success(KIND, &ns, &name, &last_revision(&obj), &message);
                     Ok((Action::requeue(interval), Outcome::Success))
                 }
                 Ended::Stalled => {
+                    ctx.succeeded(&ns, &name);
                     status.observed_generation = obj.metadata.generation;
                     write_status(&api, &obj).await?;
                     let message = ready_message(&obj);
@@ -407,6 +444,13 @@ async fn reconcile_object(
                     write_status(&api, &obj).await?;
                     let message = ready_message(&obj);
                     tracing::warn!(kind = KIND, namespace = %ns, name = %name, error = %message, "reconciliation failed");
+                    Ok((Action::requeue(after), Outcome::Requeue))
+                }
+                Ended::Failed => {
+                    write_status(&api, &obj).await?;
+                    let message = ready_message(&obj);
+                    let after = ctx.failed(&ns, &name);
+                    tracing::warn!(kind = KIND, namespace = %ns, name = %name, error = %message, retry_after = ?after, "reconciliation failed");
                     Ok((Action::requeue(after), Outcome::Requeue))
                 }
             }
@@ -839,9 +883,7 @@ async fn release(
                     .mark_false(READY, "StateError", &message)
                     .mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message);
                 publish(ctx, obj, EventType::Warning, "StateError", message).await;
-                return Ok(Ended::Retry {
-                    after: Duration::from_secs(30),
-                });
+                return Ok(Ended::Failed);
             }
         };
         let observed = last.as_ref().map(observe);
@@ -1118,14 +1160,19 @@ async fn run_action(
                         }
                         None => {
                             // Nothing was recorded (invalid values or chart, a refused
-                            // action): the previous release stands; retry with backoff.
+                            // action): the previous release stands. The RetryOnFailure
+                            // strategy retries after its `retryInterval`; otherwise the
+                            // failure backs off as helm-controller's does.
                             summarize(obj);
                             let message = ready_message(obj);
                             conditions_at(obj, now)
                                 .mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message);
-                            Err(Ended::Retry {
-                                after: Duration::from_secs(30),
-                            })
+                            match state::retry_on_failure(obj, action)
+                                .and_then(|i| parse_duration(&i).ok())
+                            {
+                                Some(after) => Err(Ended::Retry { after }),
+                                None => Err(Ended::Failed),
+                            }
                         }
                     }
                 }
@@ -1380,9 +1427,7 @@ async fn run_action(
                         .mark_false(RELEASED, "PendingRelease", &message)
                         .mark_false(READY, "PendingRelease", &message)
                         .mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message);
-                    Err(Ended::Retry {
-                        after: Duration::from_secs(30),
-                    })
+                    Err(Ended::Failed)
                 }
             }
         }

@@ -10,6 +10,7 @@ mod events;
 mod gitrepository;
 mod helmoci;
 mod helmrelease;
+mod helmrelease_sources;
 mod helmsources;
 mod kustomization_apply;
 mod kustomization_artifacts;

@@ -80,3 +80,11 @@ fn crd_policies_default_as_flux() {
         CrdPolicy::CreateReplace
     );
 }
+
+#[test]
+fn failures_back_off_as_flux_s_rate_limiter() {
+    let delays: Vec<u64> = (0..6).map(|n| backoff(n).as_millis() as u64).collect();
+    assert_eq!(delays, [750, 1500, 3000, 6000, 12000, 24000]);
+    assert_eq!(backoff(11), Duration::from_secs(15 * 60), "capped at 15m");
+    assert_eq!(backoff(u32::MAX), Duration::from_secs(15 * 60));
+}
