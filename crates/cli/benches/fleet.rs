@@ -18,23 +18,33 @@
 //! (the GitRepository is then asked to reconcile, as a Git webhook through Flux's
 //! notification receiver would).
 //!
+//! With `--kind helmrelease`, issue 15's benchmark in the shape of Flux's HelmRelease one: N
+//! HelmReleases of the podinfo chart from one source (the chart in the Git repository, each
+//! HelmRelease's chart template becoming its own HelmChart as in Flux), installed into `apps`;
+//! "create" ends when all N are Ready with the chart's version released, "commit" is a chart
+//! version bump (a commit of `Chart.yaml`) until all N are upgraded to it. `--chart DIR` takes
+//! another chart (such as the public podinfo chart, read in place, never committed); the
+//! default is examples/fleet-infra's podinfo chart.
+//!
 //! Run (numbers go to BENCHMARKS.md):
 //! `cargo build --release -p ferroflux && cargo bench -p ferroflux --bench fleet -- --sizes 100,500,1000 --concurrent 20`
+//! `cargo bench -p ferroflux --bench fleet -- --kind helmrelease --sizes 1000 --concurrent 20`
 //! Flags: `--sizes` (default 100), `--concurrent` (the controller's `--concurrent`, default 4),
-//! `--storage sqlite|memory` (default sqlite), `--keep` (leave the work directory).
+//! `--storage sqlite|memory` (default sqlite), `--keep` (leave the work directory),
+//! `--kind kustomization|helmrelease` (default kustomization), `--chart DIR`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferroflux_api::{GitRepository, Kustomization};
+use ferroflux_api::{FluxObject, GitRepository, HelmRelease, Kustomization};
 use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
 use ferroflux_testkit::git;
 use futures_util::StreamExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::watcher;
-use serde_json::json;
+use serde_json::{Value, json};
 
 const NAMESPACE: &str = "flux-system";
 const APPS_NAMESPACE: &str = "apps";
@@ -46,6 +56,10 @@ struct Options {
     keep: bool,
     /// Seconds a phase may take before the run fails.
     limit: u64,
+    /// HelmReleases instead of Kustomizations.
+    helm: bool,
+    /// The chart the HelmReleases install.
+    chart: PathBuf,
 }
 
 fn options() -> Options {
@@ -55,6 +69,9 @@ fn options() -> Options {
         memory: false,
         keep: false,
         limit: 600,
+        helm: false,
+        chart: Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/fleet-infra/charts/podinfo/6.7.1"),
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -78,6 +95,12 @@ fn options() -> Options {
                 other => panic!("--storage memory|sqlite, not {other:?}"),
             },
             "--keep" => o.keep = true,
+            "--kind" => match args.next().as_deref() {
+                Some("helmrelease") => o.helm = true,
+                Some("kustomization") => o.helm = false,
+                other => panic!("--kind kustomization|helmrelease, not {other:?}"),
+            },
+            "--chart" => o.chart = PathBuf::from(args.next().expect("--chart needs a directory")),
             "--limit" => {
                 let v = args.next().expect("--limit needs seconds");
                 o.limit = v.parse().expect("--limit: seconds");
@@ -167,6 +190,115 @@ fn write_app(repo: &Path, tag: &str, tier: &str) {
     );
 }
 
+/// The chart every HelmRelease installs, at `charts/podinfo`, copied from `from` with its
+/// `version` set to `version`.
+fn write_chart(repo: &Path, from: &Path, version: &str) {
+    let to = repo.join("charts/podinfo");
+    let mut stack = vec![from.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let rel = path.strip_prefix(from).unwrap();
+            let mut bytes = std::fs::read(&path).unwrap();
+            if rel == Path::new("Chart.yaml") {
+                let text = String::from_utf8(bytes).unwrap();
+                let lines: Vec<String> = text
+                    .lines()
+                    .map(|l| {
+                        if l.starts_with("version:") {
+                            format!("version: {version}")
+                        } else {
+                            l.to_string()
+                        }
+                    })
+                    .collect();
+                bytes = format!("{}\n", lines.join("\n")).into_bytes();
+            }
+            std::fs::create_dir_all(to.join(rel).parent().unwrap()).unwrap();
+            std::fs::write(to.join(rel), bytes).unwrap();
+        }
+    }
+}
+
+/// What the bench creates N of and waits for.
+trait Fleet: FluxObject {
+    /// Object `i` as applied.
+    fn object(i: usize) -> Value;
+    /// Ready for what the phase expects: the commit (Kustomization) or the chart version
+    /// released (HelmRelease).
+    fn ready_for(&self, want: &str) -> bool;
+}
+
+impl Fleet for Kustomization {
+    fn object(i: usize) -> Value {
+        let name = format!("app-{i:04}");
+        json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {
+                "interval": "1h",
+                "retryInterval": "10s",
+                "timeout": "5m",
+                "sourceRef": {"kind": "GitRepository", "name": "fleet"},
+                "path": "./app",
+                "prune": true,
+                "wait": true,
+                "postBuild": {"substitute": {
+                    "APP_NAME": name,
+                    "APP_NAMESPACE": APPS_NAMESPACE,
+                }},
+            },
+        })
+    }
+    fn ready_for(&self, want: &str) -> bool {
+        ready_at(self, want)
+    }
+}
+
+impl Fleet for HelmRelease {
+    fn object(i: usize) -> Value {
+        let name = format!("app-{i:04}");
+        json!({
+            "apiVersion": "helm.toolkit.fluxcd.io/v2",
+            "kind": "HelmRelease",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {
+                "interval": "1h",
+                "timeout": "5m",
+                "releaseName": name,
+                "targetNamespace": APPS_NAMESPACE,
+                "chart": {"spec": {
+                    "chart": "./charts/podinfo",
+                    "interval": "1h",
+                    "sourceRef": {"kind": "GitRepository", "name": "fleet"},
+                }},
+            },
+        })
+    }
+    fn ready_for(&self, want: &str) -> bool {
+        let Some(status) = &self.status else {
+            return false;
+        };
+        let ready = status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        ready
+            && status.observed_generation == self.metadata.generation
+            && status
+                .history
+                .as_ref()
+                .and_then(|h| h.first())
+                .is_some_and(|s| s.chart_version == want)
+    }
+}
+
 fn commit(repo: &Path, message: &str) -> String {
     git(repo, &["add", "-A"]);
     git(repo, &["commit", "-q", "-m", message]);
@@ -249,9 +381,9 @@ struct Phase {
 }
 
 /// Watches the Kustomizations until all `n` are Ready at `sha`; `started` is the commit.
-async fn wait_all_ready(
+async fn wait_all_ready<K: Fleet>(
     controller: &Controller,
-    api: &Api<Kustomization>,
+    api: &Api<K>,
     n: usize,
     sha: &str,
     started: Instant,
@@ -281,34 +413,33 @@ async fn wait_all_ready(
                 if let Ok(k) = api.get(name).await {
                     eprintln!(
                         "{name}: watched ready={ready}, a fresh GET says ready={} (resourceVersion {:?}, conditions {:?})",
-                        ready_at(&k, sha),
-                        k.metadata.resource_version,
-                        k.status
-                            .as_ref()
-                            .and_then(|s| s.conditions.as_ref())
-                            .map(|c| c
-                                .iter()
-                                .map(|c| format!("{}={} {}", c.type_, c.status, c.reason))
-                                .collect::<Vec<_>>())
+                        k.ready_for(sha),
+                        k.meta().resource_version,
+                        k.conditions()
+                            .iter()
+                            .map(|c| format!("{}={} {}", c.type_, c.status, c.reason))
+                            .collect::<Vec<_>>()
                     );
                 }
             }
             let page = controller.scrape();
             eprintln!(
-                "controller: {} Kustomization reconciles recorded, {} running now",
+                "controller: {} {} reconciles recorded, {} running now",
                 metric_sum(
                     &page,
                     "gotk_reconcile_duration_seconds_count",
-                    &["kind=\"Kustomization\""]
+                    &[&format!("kind=\"{}\"", K::KIND)]
                 ),
+                K::KIND,
                 metric_sum(
                     &page,
                     "controller_runtime_active_workers",
-                    &["controller=\"kustomization\""]
+                    &[&format!("controller=\"{}\"", K::KIND.to_lowercase())]
                 ),
             );
             panic!(
-                "only {ready} of {n} Kustomizations Ready at {sha} after {:?}; not ready: {:?}",
+                "only {ready} of {n} {} objects Ready at {sha} after {:?}; not ready: {:?}",
+                K::KIND,
                 limit,
                 seen.iter()
                     .filter(|(_, (r, _))| !*r)
@@ -319,18 +450,17 @@ async fn wait_all_ready(
         };
         match event {
             Ok(watcher::Event::Apply(k) | watcher::Event::InitApply(k)) => {
-                let name = k.metadata.name.clone().unwrap_or_default();
+                let name = k.meta().name.clone().unwrap_or_default();
                 let message = k
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+                    .conditions()
+                    .iter()
+                    .find(|c| c.type_ == "Ready")
                     .map(|c| format!("{} {}: {}", c.status, c.reason, c.message))
                     .unwrap_or_else(|| "no Ready condition".into());
-                seen.insert(name, (ready_at(&k, sha), message));
+                seen.insert(name, (k.ready_for(sha), message));
             }
             Ok(watcher::Event::Delete(k)) => {
-                seen.remove(&k.metadata.name.clone().unwrap_or_default());
+                seen.remove(&k.meta().name.clone().unwrap_or_default());
             }
             Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
             Err(e) => eprintln!("watch error (retried): {e}"),
@@ -338,23 +468,21 @@ async fn wait_all_ready(
     }
 }
 
-/// Commits with `change`, asks the GitRepository to reconcile, waits for all Ready.
+/// Commits with `change`, asks the GitRepository to reconcile, waits for all Ready for
+/// `want` (`None`: the commit).
 #[allow(clippy::too_many_arguments)]
-async fn measure(
+async fn measure<K: Fleet>(
     repo: &Path,
     change: impl FnOnce(&Path),
     message: &str,
     repos: &Api<GitRepository>,
-    kustomizations: &Api<Kustomization>,
+    objects: &Api<K>,
     controller: &Controller,
     n: usize,
     limit: Duration,
+    want: Option<&str>,
 ) -> Phase {
-    let reconciles_before = metric_sum(
-        &controller.scrape(),
-        "gotk_reconcile_duration_seconds_count",
-        &["kind=\"Kustomization\""],
-    );
+    let reconciles_before = reconciles::<K>(controller);
     let controller_cpu = cpu_secs(&controller.pid().to_string());
     let cluster_cpu = cpu_secs("self");
     change(repo);
@@ -371,13 +499,10 @@ async fn measure(
         )
         .await
         .expect("annotate the GitRepository");
+    let want = want.unwrap_or(&sha);
     let (first_ready, all_ready) =
-        wait_all_ready(controller, kustomizations, n, &sha, started, limit).await;
-    let reconciles_after = metric_sum(
-        &controller.scrape(),
-        "gotk_reconcile_duration_seconds_count",
-        &["kind=\"Kustomization\""],
-    );
+        wait_all_ready(controller, objects, n, want, started, limit).await;
+    let reconciles_after = reconciles::<K>(controller);
     Phase {
         first_ready,
         all_ready,
@@ -385,6 +510,15 @@ async fn measure(
         cluster_cpu: cpu_secs("self") - cluster_cpu,
         reconciles: reconciles_after - reconciles_before,
     }
+}
+
+/// The reconciles of kind `K` the controller's `/metrics` counts.
+fn reconciles<K: Fleet>(controller: &Controller) -> f64 {
+    metric_sum(
+        &controller.scrape(),
+        "gotk_reconcile_duration_seconds_count",
+        &[&format!("kind=\"{}\"", K::KIND)],
+    )
 }
 
 async fn start_cluster(dir: &Path, memory: bool) -> RunningCluster {
@@ -444,7 +578,7 @@ fn start_controller(dir: &Path, concurrent: u16) -> Controller {
     Controller { child, metrics }
 }
 
-async fn run_size(n: usize, opts: &Options) {
+async fn run_size<K: Fleet>(n: usize, opts: &Options) {
     let work = tempfile::Builder::new()
         .prefix("fleet-bench-")
         .tempdir()
@@ -465,12 +599,19 @@ async fn run_size(n: usize, opts: &Options) {
     let repo = dir.join("repo");
     std::fs::create_dir_all(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
-    write_app(&repo, "6.9.0", "frontend");
+    // The HelmReleases' chart versions: the first, then the bump.
+    let (v1, v2) = ("1.0.0", "1.0.1");
+    if opts.helm {
+        write_chart(&repo, &opts.chart, v1);
+    } else {
+        write_app(&repo, "6.9.0", "frontend");
+    }
     let first = commit(&repo, "app");
+    let first_want = if opts.helm { v1 } else { first.as_str() };
 
     let controller = start_controller(&dir, opts.concurrent);
     let repos: Api<GitRepository> = Api::namespaced(client.clone(), NAMESPACE);
-    let kustomizations: Api<Kustomization> = Api::namespaced(client.clone(), NAMESPACE);
+    let objects: Api<K> = Api::namespaced(client.clone(), NAMESPACE);
     let apply = PatchParams::apply("bench").force();
     repos
         .patch(
@@ -491,90 +632,74 @@ async fn run_size(n: usize, opts: &Options) {
         .unwrap();
     let limit = Duration::from_secs(opts.limit);
 
-    // Phase 1, Flux's own shape: N Kustomizations created at once, the app at the first commit.
-    let reconciles_before = metric_sum(
-        &controller.scrape(),
-        "gotk_reconcile_duration_seconds_count",
-        &["kind=\"Kustomization\""],
-    );
+    // Phase 1, Flux's own shape: N objects created at once, the app at the first commit.
+    let reconciles_before = reconciles::<K>(&controller);
     let controller_cpu = cpu_secs(&controller.pid().to_string());
     let cluster_cpu = cpu_secs("self");
     let started = Instant::now();
     futures_util::stream::iter(0..n)
         .map(|i| {
-            let api = kustomizations.clone();
+            let api = objects.clone();
             let apply = apply.clone();
             async move {
                 let name = format!("app-{i:04}");
-                api.patch(
-                    &name,
-                    &apply,
-                    &Patch::Apply(json!({
-                        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-                        "kind": "Kustomization",
-                        "metadata": {"name": name, "namespace": NAMESPACE},
-                        "spec": {
-                            "interval": "1h",
-                            "retryInterval": "10s",
-                            "timeout": "5m",
-                            "sourceRef": {"kind": "GitRepository", "name": "fleet"},
-                            "path": "./app",
-                            "prune": true,
-                            "wait": true,
-                            "postBuild": {"substitute": {
-                                "APP_NAME": name,
-                                "APP_NAMESPACE": APPS_NAMESPACE,
-                            }},
-                        },
-                    })),
-                )
-                .await
-                .unwrap();
+                api.patch(&name, &apply, &Patch::Apply(K::object(i)))
+                    .await
+                    .unwrap();
             }
         })
         .buffer_unordered(16)
         .collect::<Vec<_>>()
         .await;
     let (first_ready, all_ready) =
-        wait_all_ready(&controller, &kustomizations, n, &first, started, limit).await;
+        wait_all_ready(&controller, &objects, n, first_want, started, limit).await;
     let create = Phase {
         first_ready,
         all_ready,
         controller_cpu: cpu_secs(&controller.pid().to_string()) - controller_cpu,
         cluster_cpu: cpu_secs("self") - cluster_cpu,
-        reconciles: metric_sum(
-            &controller.scrape(),
-            "gotk_reconcile_duration_seconds_count",
-            &["kind=\"Kustomization\""],
-        ) - reconciles_before,
+        reconciles: reconciles::<K>(&controller) - reconciles_before,
     };
     let rss_after_create = proc_status_kb(controller.pid(), "VmHWM:").unwrap_or(0);
 
-    // Phase 2: a commit changing every object (image, label), measured from the commit.
+    // Phase 2: a commit changing every object (image, label; or the chart's version),
+    // measured from the commit.
+    let chart = opts.chart.clone();
     let update = measure(
         &repo,
-        |r| write_app(r, "6.9.1", "web"),
+        |r| {
+            if opts.helm {
+                write_chart(r, &chart, v2);
+            } else {
+                write_app(r, "6.9.1", "web");
+            }
+        },
         "update",
         &repos,
-        &kustomizations,
+        &objects,
         &controller,
         n,
         limit,
+        opts.helm.then_some(v2),
     )
     .await;
     let hwm = proc_status_kb(controller.pid(), "VmHWM:").unwrap_or(0);
     let rss = proc_status_kb(controller.pid(), "VmRSS:").unwrap_or(0);
     for (label, p) in [
-        ("create (from the first Kustomization created)", &create),
-        ("commit (from the commit)", &update),
+        (
+            format!("create (from the first {} created)", K::KIND),
+            &create,
+        ),
+        ("commit (from the commit)".to_string(), &update),
     ] {
         println!(
             "N={n} concurrent={} {label}: all Ready in {:.1} s (first Ready {:.2} s); \
-             {:.0} Kustomization reconciles ({:.1}/s); CPU: controller {:.1} s, cluster+bench {:.1} s",
+             {:.0} {} reconciles ({:.1}/s); CPU: controller {:.1} s, cluster+bench {:.1} s",
             opts.concurrent,
             p.all_ready.as_secs_f64(),
             p.first_ready.as_secs_f64(),
             p.reconciles,
+            K::KIND,
             p.reconciles / p.all_ready.as_secs_f64(),
             p.controller_cpu,
             p.cluster_cpu,
@@ -609,12 +734,21 @@ fn main() {
         .build()
         .unwrap();
     println!(
-        "fleet bench: {} (storage {}), load average {}",
+        "fleet bench: {}s with {} (storage {}), load average {}",
+        if opts.helm {
+            "HelmRelease"
+        } else {
+            "Kustomization"
+        },
         bin.display(),
         if opts.memory { "memory" } else { "sqlite" },
         load_average()
     );
     for &n in &opts.sizes {
-        rt.block_on(run_size(n, &opts));
+        if opts.helm {
+            rt.block_on(run_size::<HelmRelease>(n, &opts));
+        } else {
+            rt.block_on(run_size::<Kustomization>(n, &opts));
+        }
     }
 }

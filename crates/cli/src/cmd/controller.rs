@@ -43,7 +43,7 @@ pub struct ControllerArgs {
     /// The namespace of the leader Lease (default: $RUNTIME_NAMESPACE, else flux-system).
     #[arg(long)]
     leader_election_namespace: Option<String>,
-    /// How many Kustomizations reconcile at once.
+    /// How many Kustomizations reconcile at once, and how many HelmReleases.
     #[arg(long, default_value_t = 4)]
     concurrent: u16,
     /// How often a Kustomization waiting on its dependencies is retried.
@@ -144,6 +144,7 @@ pub async fn run(args: ControllerArgs) -> Result<ExitCode> {
     settings.health_addr = Some(args.health_addr);
     settings.leader_election = leader_election;
     settings.kustomization.concurrency = args.concurrent;
+    settings.helmrelease.concurrency = args.concurrent;
     settings.kustomization.requeue_dependency = requeue_dependency;
     settings.kustomization.substitution = substitution_strictness(&args.feature_gates)?;
     settings.kustomization.health_poll = Duration::from_secs(2);
