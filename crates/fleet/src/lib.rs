@@ -4,13 +4,17 @@
 //! cohorts of clusters per followed source, how many are at each revision and since when, the
 //! laggards and why ([`rollup`]) — the fleet kept current by watches ([`live`]), reading a
 //! fleet repository's `clusters/<name>/` tree and building what each cluster would apply
-//! ([`repo`]), and comparing that against another revision or the live cluster ([`diff`]).
+//! ([`repo`]), comparing that against another revision or the live cluster ([`diff`]), the
+//! promotion plan ([`plan`]) and promoting a commit through its waves ([`promote`]).
 //!
 //! Must not: parse command lines, print, or read kubeconfig files (the CLI does, and hands over
-//! connected clients); write to a cluster (the live diff only dry-runs).
+//! connected clients); write to a cluster beyond the reconcile request `promote` makes (the
+//! live diff only dry-runs).
 
 pub mod diff;
 pub mod live;
+pub mod plan;
+pub mod promote;
 pub mod repo;
 pub mod report;
 pub mod rollup;

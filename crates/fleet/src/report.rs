@@ -38,6 +38,9 @@ pub struct KustomizationReport {
     pub name: String,
     /// `status.lastAppliedRevision`.
     pub applied_revision: Option<String>,
+    /// `status.lastAttemptedRevision`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempted_revision: Option<String>,
     /// `Kind/namespace/name` of the source.
     pub source: String,
     /// The revision of the artifact the source controller fetched.
@@ -234,6 +237,10 @@ impl ClusterReport {
                 namespace: ns.clone(),
                 name: k.name_any(),
                 applied_revision,
+                attempted_revision: k
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.last_attempted_revision.clone()),
                 source,
                 source_revision,
                 behind,

@@ -42,6 +42,32 @@ enum FleetWhat {
     /// What each cluster of a fleet repository would change: its `clusters/<name>/` tree built
     /// at a revision, compared with the live cluster (server-side dry-run) or another revision.
     Diff(DiffArgs),
+    /// Move a commit through the waves of the repository's promotion plan
+    /// (fleet-promotion.yaml), each wave Ready and soaked before the next.
+    Promote(PromoteArgs),
+}
+
+#[derive(Args, Debug)]
+struct PromoteArgs {
+    /// A checkout of the fleet repository, its remote the one the clusters fetch from
+    /// (default: the current directory's work tree).
+    #[arg(long, default_value = ".")]
+    repo: PathBuf,
+    /// The plan, relative to the repository's root.
+    #[arg(long, default_value = "fleet-promotion.yaml")]
+    plan: PathBuf,
+    /// The remote to push to.
+    #[arg(long, default_value = "origin")]
+    remote: String,
+    /// The revision to promote (default: the plan's source branch on the remote).
+    #[arg(long)]
+    to: Option<String>,
+    /// Roll this wave back to its ref's value before its last promotion.
+    #[arg(long, conflicts_with = "to")]
+    rollback: Option<String>,
+    /// Remove the lock of a promotion that did not end (killed), then stop.
+    #[arg(long, conflicts_with_all = ["to", "rollback"])]
+    unlock: bool,
 }
 
 #[derive(Args, Debug)]
@@ -87,6 +113,7 @@ pub async fn run(args: FleetArgs) -> anyhow::Result<ExitCode> {
     let status = match &args.what {
         FleetWhat::Status(s) => s,
         FleetWhat::Diff(d) => return diff(&args.kube, d).await,
+        FleetWhat::Promote(p) => return promote(&args.kube, p).await,
     };
     if status.watch {
         return watch(&args.kube, status).await;
@@ -579,4 +606,83 @@ async fn diff(kube: &KubeArgs, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `fleet promote`: reads and checks the plan against the repository's cluster folders,
+/// connects to each cluster of the plan (context = cluster name), then lets crates/fleet's
+/// [`ferroflux_fleet::promote::Promotion`] move the refs and watch the waves.
+async fn promote(kube: &KubeArgs, args: &PromoteArgs) -> anyhow::Result<ExitCode> {
+    use ferroflux_fleet::plan::Plan;
+    use ferroflux_fleet::promote::Promotion;
+    use ferroflux_fleet::repo::git;
+
+    let top = git(&args.repo, &["rev-parse", "--show-toplevel"])
+        .with_context(|| format!("{} is not a Git work tree", args.repo.display()))?;
+    let top = PathBuf::from(String::from_utf8_lossy(&top).trim());
+    let plan_path = top.join(&args.plan);
+    let text = std::fs::read_to_string(&plan_path)
+        .with_context(|| format!("reading the promotion plan {}", plan_path.display()))?;
+    let mut clusters = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(top.join("clusters")) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                clusters.push(e.file_name().to_string_lossy().into_owned());
+            }
+        }
+    }
+    clusters.sort();
+    if clusters.is_empty() {
+        bail!(
+            "{} has no clusters/<name>/ layout: expected one folder per cluster under clusters/",
+            top.display()
+        );
+    }
+    let plan = Plan::parse(&text, &args.plan.display().to_string(), &clusters)?;
+    let mut targets = std::collections::BTreeMap::new();
+    if !args.unlock {
+        let kubeconfig = kube.kubeconfig()?;
+        for wave in &plan.waves {
+            for name in &wave.clusters {
+                if !kubeconfig.contexts.iter().any(|c| &c.name == name) {
+                    continue;
+                }
+                let cluster = Cluster::connect_watching_to(kube, &kubeconfig, name).await?;
+                targets.insert(
+                    name.clone(),
+                    Target {
+                        context: cluster.context,
+                        server: cluster.url,
+                        client: cluster.client,
+                    },
+                );
+            }
+        }
+    }
+    let mut say = |line: String| println!("► {line}");
+    let mut promotion = Promotion {
+        repo: top,
+        remote: args.remote.clone(),
+        plan,
+        targets,
+        say: &mut say,
+    };
+    if args.unlock {
+        if promotion.unlock()? {
+            println!("✔ removed {}", ferroflux_fleet::promote::LOCK);
+        } else {
+            println!("✔ no lock to remove");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(wave) = &args.rollback {
+        let sha = promotion.rollback(wave).await?;
+        println!("✔ wave {wave} rolled back to {}", &sha[..sha.len().min(12)]);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let sha = promotion.promote(args.to.as_deref()).await?;
+    println!(
+        "✔ promoted {} through every wave",
+        &sha[..sha.len().min(12)]
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -24,6 +24,7 @@ mod dev_up;
 mod envsubst;
 mod export;
 mod fleet_diff;
+mod fleet_promote;
 mod fleet_rollup;
 mod fleet_status;
 mod get_bad_input;
