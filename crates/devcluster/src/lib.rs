@@ -38,6 +38,7 @@ mod selector;
 mod server;
 mod ssa;
 mod store;
+mod structural;
 mod table;
 mod tls;
 mod util;

@@ -61,6 +61,11 @@ pub fn admit(
     mut obj: Value,
     mode: Mode,
 ) -> Result<Value, ApiError> {
+    // A custom resource is pruned and defaulted as it is decoded, by the schema of the version
+    // its body is written in.
+    if let Some(schema) = body_schema(res, version, &obj) {
+        crate::structural::admit(&mut obj, &schema, res.prune_unknown);
+    }
     let Some(map) = obj.as_object_mut() else {
         return Err(ApiError::bad_request(
             "the body of the request must be a JSON or YAML object",
@@ -227,6 +232,7 @@ pub fn admit(
                         m.remove("resourceVersion");
                     }
                 }
+                stored_defaults(res, &mut next);
                 return Ok(next);
             }
             if res.status_subresource {
@@ -248,7 +254,32 @@ pub fn admit(
     }
 
     kind_specific(st, res, &mut obj, &name)?;
+    stored_defaults(res, &mut obj);
     Ok(obj)
+}
+
+/// The schema of the CRD version a body names (or the URL's, when it names none of them).
+fn body_schema(res: &Resource, url_version: &str, obj: &Value) -> Option<Arc<Value>> {
+    // Built-in kinds carry no schemas: nothing to look up.
+    if res.schemas.is_empty() {
+        return None;
+    }
+    let named = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .and_then(|av| res.versions.iter().find(|v| res.api_version(v) == av));
+    res.schemas
+        .get(named.map_or(url_version, String::as_str))
+        .cloned()
+}
+
+/// The defaults the API server fills when it reads the stored object back (so a create's answer
+/// already shows them, even where the status subresource dropped the body's status), by the
+/// schema of the storage version.
+fn stored_defaults(res: &Resource, obj: &mut Value) {
+    if let Some(schema) = res.versions.first().and_then(|v| res.schemas.get(v)) {
+        crate::structural::default_stored(obj, schema);
+    }
 }
 
 /// Defaults and checks particular to some kinds.

@@ -37,6 +37,11 @@ pub struct Resource {
     pub printer_columns: BTreeMap<String, Vec<PrinterColumn>>,
     /// The CRD that defines this resource, if any.
     pub crd: Option<String>,
+    /// A CRD's `openAPIV3Schema` per served version (structural: pruning and defaults read it).
+    pub schemas: BTreeMap<String, Arc<Value>>,
+    /// Whether fields the schema does not declare are pruned (false only with the CRD's
+    /// `spec.preserveUnknownFields: true`).
+    pub prune_unknown: bool,
 }
 
 impl Resource {
@@ -659,6 +664,8 @@ impl Registry {
                     status_subresource: b.status,
                     printer_columns: BTreeMap::new(),
                     crd: None,
+                    schemas: BTreeMap::new(),
+                    prune_unknown: false,
                 })
             })
             .collect();
@@ -803,6 +810,7 @@ pub fn resource_from_crd(crd: &Value) -> Result<Resource, (String, String)> {
     let mut served: Vec<String> = Vec::new();
     let mut status_subresource = false;
     let mut printer_columns = BTreeMap::new();
+    let mut schemas = BTreeMap::new();
     for v in &versions {
         let vname = v
             .get("name")
@@ -840,6 +848,9 @@ pub fn resource_from_crd(crd: &Value) -> Result<Resource, (String, String)> {
             })
             .unwrap_or_default();
         printer_columns.insert(vname.clone(), cols);
+        if let Some(schema) = v.pointer("/schema/openAPIV3Schema") {
+            schemas.insert(vname.clone(), Arc::new(schema.clone()));
+        }
         served.push(vname);
     }
     // Kubernetes prefers the storage version; put it first when it is served.
@@ -883,6 +894,8 @@ pub fn resource_from_crd(crd: &Value) -> Result<Resource, (String, String)> {
         status_subresource,
         printer_columns,
         crd: Some(name.to_string()),
+        schemas,
+        prune_unknown: spec.get("preserveUnknownFields").and_then(Value::as_bool) != Some(true),
     })
 }
 

@@ -4,6 +4,7 @@
 mod access;
 mod api;
 mod clients;
+mod crdschema;
 mod dataplane;
 mod faithfulness;
 mod fuzz;

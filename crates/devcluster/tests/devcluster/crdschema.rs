@@ -1,0 +1,167 @@
+//! Custom resources as their CRD's structural schema shapes them, driven by the real `kubectl`
+//! with Flux's own CRDs (the copies crates/api keeps as fixtures): `default:` values filled on
+//! create, update, server-side apply and status writes, unknown fields pruned.
+
+use std::path::PathBuf;
+
+use ferroflux_devcluster::{Config, DevCluster};
+use ferroflux_testkit::Kubectl;
+
+fn flux_crd(file: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../api/tests/fixtures")
+        .join(file);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+const KUSTOMIZATION: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: default
+spec:
+  interval: 10m
+  path: ./apps
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: repo
+  postBuild:
+    substituteFrom:
+    - kind: ConfigMap
+      name: vars
+    - kind: Secret
+      name: secret-vars
+      optional: true
+  notAField: dropped
+notAFieldEither: dropped
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flux_crds_default_and_prune() {
+    let c = DevCluster::start(Config::memory("crd-defaults"))
+        .await
+        .unwrap();
+    let k = Kubectl::new(&[&c]);
+    for f in [
+        "kustomize.toolkit.fluxcd.io_kustomizations.yaml",
+        "source.toolkit.fluxcd.io_gitrepositories.yaml",
+    ] {
+        k.ok(&["apply", "--server-side", "-f", "-"], &flux_crd(f));
+    }
+
+    // Create: the spec's defaults (`force`, `optional` inside the array items), the status default
+    // the CRD declares (kept although the status subresource drops the body's status), and no
+    // unknown field. kubectl's client-side validation would refuse the unknown fields first.
+    k.ok(&["create", "--validate=false", "-f", "-"], KUSTOMIZATION);
+    let ks = k.json(&["get", "kustomization", "apps"]);
+    assert_eq!(ks["spec"]["force"], false, "{ks:#}");
+    assert_eq!(
+        ks["spec"]["postBuild"]["substituteFrom"][0]["optional"], false,
+        "{ks:#}"
+    );
+    assert_eq!(
+        ks["spec"]["postBuild"]["substituteFrom"][1]["optional"], true,
+        "{ks:#}"
+    );
+    assert_eq!(ks["status"]["observedGeneration"], -1, "{ks:#}");
+    assert!(ks["spec"].get("notAField").is_none(), "{ks:#}");
+    assert!(ks.get("notAFieldEither").is_none(), "{ks:#}");
+    // No defaults inside objects the body leaves out (`spec.kubeConfig`, `spec.commonMetadata`).
+    assert!(ks["spec"].get("kubeConfig").is_none(), "{ks:#}");
+
+    // Update: a field set to null that has a default gets it back; the generation counts the
+    // change of `path` only.
+    let mut edited = ks.clone();
+    edited["spec"]["force"] = serde_json::Value::Null;
+    edited["spec"]["path"] = "./other".into();
+    let edited = serde_json::to_string(&edited).unwrap();
+    k.ok(&["replace", "-f", "-"], &edited);
+    let ks = k.json(&["get", "kustomization", "apps"]);
+    assert_eq!(ks["spec"]["force"], false, "{ks:#}");
+    assert_eq!(ks["metadata"]["generation"], 2, "{ks:#}");
+
+    // A status write through the subresource is pruned and keeps the declared fields.
+    k.ok(
+        &[
+            "patch", "kustomization", "apps", "--subresource=status", "--type=merge", "-p",
+            r#"{"status":{"observedGeneration":2,"lastAppliedRevision":"main@sha1:abc","bogus":1}}"#,
+        ],
+        "",
+    );
+    let ks = k.json(&["get", "kustomization", "apps"]);
+    assert_eq!(ks["status"]["observedGeneration"], 2, "{ks:#}");
+    assert_eq!(
+        ks["status"]["lastAppliedRevision"], "main@sha1:abc",
+        "{ks:#}"
+    );
+    assert!(ks["status"].get("bogus").is_none(), "{ks:#}");
+
+    // Server-side apply of a GitRepository: `timeout` defaulted; `verify.mode` only once
+    // `verify` exists.
+    let repo = "apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: repo
+  namespace: default
+spec:
+  interval: 1m
+  url: https://example.com/repo.git
+";
+    k.ok(&["apply", "--server-side", "-f", "-"], repo);
+    let gr = k.json(&["get", "gitrepository", "repo"]);
+    assert_eq!(gr["spec"]["timeout"], "60s", "{gr:#}");
+    assert!(gr["spec"].get("verify").is_none(), "{gr:#}");
+    let with_verify = format!("{repo}  verify:\n    provider: cosign\n");
+    k.ok(&["apply", "--server-side", "-f", "-"], &with_verify);
+    let gr = k.json(&["get", "gitrepository", "repo"]);
+    assert_eq!(gr["spec"]["verify"]["mode"], "HEAD", "{gr:#}");
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preserve_unknown_fields_keeps_them() {
+    let c = DevCluster::start(Config::memory("crd-preserve"))
+        .await
+        .unwrap();
+    let k = Kubectl::new(&[&c]);
+    // A HelmRelease's `values` keep whatever they hold; fields beside them are pruned.
+    k.ok(
+        &["apply", "--server-side", "-f", "-"],
+        &flux_crd("helm.toolkit.fluxcd.io_helmreleases.yaml"),
+    );
+    let hr = "apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: web
+  namespace: default
+spec:
+  interval: 5m
+  chart:
+    spec:
+      chart: podinfo
+      sourceRef:
+        kind: HelmRepository
+        name: charts
+  values:
+    replicaCount: 2
+    nested:
+      anything: [1, two, {three: 3}]
+  unknownSpecField: x
+";
+    k.ok(&["create", "--validate=false", "-f", "-"], hr);
+    let got = k.json(&["get", "helmrelease", "web"]);
+    assert_eq!(
+        got["spec"]["values"],
+        serde_json::json!({ "replicaCount": 2, "nested": { "anything": [1, "two", { "three": 3 }] } }),
+        "{got:#}"
+    );
+    assert!(got["spec"].get("unknownSpecField").is_none(), "{got:#}");
+    // Defaults of the chart template: `version: '*'`, `reconcileStrategy: ChartVersion`.
+    assert_eq!(got["spec"]["chart"]["spec"]["version"], "*", "{got:#}");
+    assert_eq!(
+        got["spec"]["chart"]["spec"]["reconcileStrategy"], "ChartVersion",
+        "{got:#}"
+    );
+    c.shutdown().await;
+}
