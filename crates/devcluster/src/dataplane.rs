@@ -365,6 +365,19 @@ pub fn run_pod(st: &mut State, ns: &str, name: &str) {
         .filter(|n| !n.is_empty())
     {
         Some(n) => Some((n.to_string(), node_ip(st, n))),
+        // A Pod for another scheduler waits for it to post a Binding, as it would in a cluster
+        // that does not run that scheduler.
+        None if pod
+            .pointer("/spec/schedulerName")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty() && s != "default-scheduler") =>
+        {
+            if pod.pointer("/status/phase").is_none() {
+                next["status"] = json!({ "phase": "Pending", "qosClass": "BestEffort" });
+                st.put(PODS_KEY, next);
+            }
+            return;
+        }
         None => {
             let nodes = ready_nodes(st);
             if nodes.is_empty() {

@@ -47,6 +47,22 @@ pub fn api_group(reg: &Registry, group: &str) -> Option<Value> {
     Some(v)
 }
 
+/// The Pod subresources beyond status and log: (name, group, version, kind, verbs) as
+/// kube-apiserver lists them.
+const POD_ACTIONS: [(&str, &str, &str, &str, &[&str]); 5] = [
+    ("attach", "", "", "PodAttachOptions", &["create", "get"]),
+    ("binding", "", "", "Binding", &["create"]),
+    ("eviction", "policy", "v1", "Eviction", &["create"]),
+    ("exec", "", "", "PodExecOptions", &["create", "get"]),
+    (
+        "portforward",
+        "",
+        "",
+        "PodPortForwardOptions",
+        &["create", "get"],
+    ),
+];
+
 pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value> {
     let resources = reg.in_group_version(group, version);
     if resources.is_empty() {
@@ -98,6 +114,22 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
                 "verbs": ["get"],
             }));
         }
+        if r.has_pod_actions() {
+            for (sub, group, version, kind, verbs) in POD_ACTIONS {
+                let mut e = json!({
+                    "name": format!("{}/{sub}", r.plural),
+                    "singularName": "",
+                    "namespaced": true,
+                    "kind": kind,
+                    "verbs": verbs,
+                });
+                if !group.is_empty() {
+                    e["group"] = json!(group);
+                    e["version"] = json!(version);
+                }
+                out.push(e);
+            }
+        }
     }
     let gv = if group.is_empty() {
         version.to_string()
@@ -145,6 +177,16 @@ fn aggregated_resource(r: &Resource, version: &str) -> Value {
             "responseKind": { "group": "", "version": "", "kind": "string" },
             "verbs": ["get"],
         }));
+    }
+    if r.has_pod_actions() {
+        for (sub, group, version, kind, verbs) in POD_ACTIONS {
+            let version = if version.is_empty() { "v1" } else { version };
+            subs.push(json!({
+                "subresource": sub,
+                "responseKind": { "group": group, "version": version, "kind": kind },
+                "verbs": verbs,
+            }));
+        }
     }
     if !subs.is_empty() {
         e["subresources"] = Value::Array(subs);

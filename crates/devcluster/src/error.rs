@@ -295,6 +295,13 @@ impl ApiError {
         e.details = Some(d);
         e
     }
+    /// 429 of a request the server refuses for now (not a rate limit: an eviction a disruption
+    /// budget holds back), with the details the API server attaches.
+    pub fn too_many_requests(message: impl Into<String>, details: Value) -> ApiError {
+        let mut e = ApiError::new(429, "TooManyRequests", message);
+        e.details = Some(details);
+        e
+    }
     pub fn method_not_allowed(message: impl Into<String>) -> ApiError {
         ApiError::new(405, "MethodNotAllowed", message)
     }

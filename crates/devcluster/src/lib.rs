@@ -29,6 +29,7 @@ mod discovery;
 mod error;
 mod events;
 mod faults;
+mod hpa;
 mod identity;
 mod immutable;
 mod objects;

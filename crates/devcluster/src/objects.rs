@@ -334,6 +334,21 @@ fn kind_specific(st: &State, res: &Resource, obj: &mut Value, name: &str) -> Res
                 }
             }
         }
+        // autoscaling/v2's defaults (an autoscaler with no target scales on 80% CPU).
+        ("autoscaling", "horizontalpodautoscalers") => {
+            let v2 = obj.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v2");
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.entry("minReplicas").or_insert(json!(1));
+                let empty = spec
+                    .get("metrics")
+                    .and_then(Value::as_array)
+                    .is_none_or(Vec::is_empty);
+                // (v1's implicit target is made explicit by the conversion to v2)
+                if v2 && empty {
+                    spec.insert("metrics".into(), json!([crate::hpa::default_metric()]));
+                }
+            }
+        }
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             let r = resource_from_crd(obj).map_err(|(field, msg)| {
                 ApiError::invalid(

@@ -19,6 +19,14 @@ pub struct PrinterColumn {
     pub json_path: String,
 }
 
+/// Where a CRD's `scale` subresource reads and writes (`subresources.scale`), as field paths.
+#[derive(Clone, Debug)]
+pub struct ScalePaths {
+    pub spec_replicas: Vec<String>,
+    pub status_replicas: Vec<String>,
+    pub label_selector: Option<Vec<String>>,
+}
+
 /// A served resource: one group, one kind, one or more versions.
 #[derive(Clone, Debug)]
 pub struct Resource {
@@ -42,6 +50,8 @@ pub struct Resource {
     /// Whether fields the schema does not declare are pruned (false only with the CRD's
     /// `spec.preserveUnknownFields: true`).
     pub prune_unknown: bool,
+    /// A CRD's `scale` subresource.
+    pub scale: Option<ScalePaths>,
 }
 
 impl Resource {
@@ -69,12 +79,13 @@ impl Resource {
     }
     /// Whether the kind has the `scale` subresource (autoscaling/v1 Scale).
     pub fn has_scale(&self) -> bool {
-        self.crd.is_none()
-            && matches!(
-                (self.group.as_str(), self.plural.as_str()),
-                ("apps", "deployments" | "statefulsets" | "replicasets")
-                    | ("", "replicationcontrollers")
-            )
+        self.scale.is_some()
+            || self.crd.is_none()
+                && matches!(
+                    (self.group.as_str(), self.plural.as_str()),
+                    ("apps", "deployments" | "statefulsets" | "replicasets")
+                        | ("", "replicationcontrollers")
+                )
     }
     /// Whether the kind has the `log` subresource (Pods).
     pub fn has_log(&self) -> bool {
@@ -94,9 +105,25 @@ impl Resource {
     pub fn is_review(&self) -> bool {
         self.group == "authorization.k8s.io" && self.crd.is_none()
     }
+    /// The Pod subresources `server::pods` answers (attach, binding, eviction, exec,
+    /// portforward).
+    pub fn has_pod_actions(&self) -> bool {
+        self.has_log()
+    }
+    /// Bindings: create is their only verb.
+    pub fn is_binding(&self) -> bool {
+        self.crd.is_none() && self.group.is_empty() && self.plural == "bindings"
+    }
+    /// ComponentStatuses: read-only and computed.
+    pub fn is_component_status(&self) -> bool {
+        self.crd.is_none() && self.group.is_empty() && self.plural == "componentstatuses"
+    }
     pub fn verbs(&self) -> Vec<&'static str> {
-        if self.is_review() {
+        if self.is_review() || self.is_binding() {
             return vec!["create"];
+        }
+        if self.is_component_status() {
+            return vec!["get", "list"];
         }
         vec![
             "create",
@@ -459,6 +486,29 @@ const BUILTINS: &[Builtin] = &[
     // default there, so MutatingAdmissionPolicy, VolumeAttributesClass and resource.k8s.io are
     // not served: a later version's kinds are 404 here as there).
     b("", "v1", "Node", "nodes", &["no"], false, true, NONE),
+    // Served at v1 too, converted from the stored v2 form (`hpa`).
+    b(
+        "autoscaling",
+        "v1",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        &["hpa"],
+        true,
+        true,
+        ALL,
+    ),
+    // Answered, never stored: a scheduler's Bindings, and the deprecated ComponentStatuses.
+    b("", "v1", "Binding", "bindings", NONE, true, false, NONE),
+    b(
+        "",
+        "v1",
+        "ComponentStatus",
+        "componentstatuses",
+        &["cs"],
+        false,
+        false,
+        NONE,
+    ),
     b(
         "",
         "v1",
@@ -666,6 +716,7 @@ impl Registry {
                     crd: None,
                     schemas: BTreeMap::new(),
                     prune_unknown: false,
+                    scale: None,
                 })
             })
             .collect();
@@ -811,7 +862,8 @@ pub fn resource_from_crd(crd: &Value) -> Result<Resource, (String, String)> {
     let mut status_subresource = false;
     let mut printer_columns = BTreeMap::new();
     let mut schemas = BTreeMap::new();
-    for v in &versions {
+    let mut scale = None;
+    for (i, v) in versions.iter().enumerate() {
         let vname = v
             .get("name")
             .and_then(Value::as_str)
@@ -822,6 +874,9 @@ pub fn resource_from_crd(crd: &Value) -> Result<Resource, (String, String)> {
         }
         if v.pointer("/subresources/status").is_some() {
             status_subresource = true;
+        }
+        if let Some(sc) = v.pointer("/subresources/scale") {
+            scale = Some(scale_paths(sc, i)?);
         }
         let cols = v
             .get("additionalPrinterColumns")
@@ -895,7 +950,58 @@ pub fn resource_from_crd(crd: &Value) -> Result<Resource, (String, String)> {
         printer_columns,
         crd: Some(name.to_string()),
         schemas,
+        scale,
         prune_unknown: spec.get("preserveUnknownFields").and_then(Value::as_bool) != Some(true),
+    })
+}
+
+/// Reads `subresources.scale` of the CRD version at `index`; `Err` as the API server's
+/// validation words it.
+fn scale_paths(sc: &Value, index: usize) -> Result<ScalePaths, (String, String)> {
+    let field = |name: &str| format!("spec.versions[{index}].subresources.scale.{name}");
+    let path =
+        |name: &str, under: &[&str], what: &str| -> Result<Option<Vec<String>>, (String, String)> {
+            let Some(p) = sc
+                .get(name)
+                .and_then(Value::as_str)
+                .filter(|p| !p.is_empty())
+            else {
+                return Ok(None);
+            };
+            let parts: Vec<String> = p
+                .strip_prefix('.')
+                .unwrap_or("")
+                .split('.')
+                .map(String::from)
+                .collect();
+            if parts.len() < 2
+                || parts.iter().any(String::is_empty)
+                || !under.contains(&parts[0].as_str())
+            {
+                return Err((
+                    field(name),
+                    format!("Invalid value: {p:?}: should be a json path under {what}"),
+                ));
+            }
+            Ok(Some(parts))
+        };
+    let required = |name: &str, p: Option<Vec<String>>| {
+        p.ok_or_else(|| (field(name), "Required value".to_string()))
+    };
+    Ok(ScalePaths {
+        spec_replicas: required(
+            "specReplicasPath",
+            path("specReplicasPath", &["spec"], ".spec")?,
+        )?,
+        status_replicas: required(
+            "statusReplicasPath",
+            path("statusReplicasPath", &["status"], ".status")?,
+        )?,
+        label_selector: path(
+            "labelSelectorPath",
+            &["spec", "status"],
+            "either .spec or .status",
+        )?,
     })
 }
 

@@ -413,6 +413,8 @@ pub fn table(res: &Resource, version: &str, objects: &[&Value], rv: Option<&str>
             pod_table(objects)
         } else if res.group.is_empty() && res.crd.is_none() && res.plural == "nodes" {
             node_table(objects)
+        } else if res.group.is_empty() && res.crd.is_none() && res.plural == "componentstatuses" {
+            component_status_table(objects)
         } else if let Some(cols) = custom {
             let mut defs = vec![name_col];
             defs.extend(
@@ -593,6 +595,48 @@ fn pod_table(objects: &[&Value]) -> (Vec<Value>, Vec<Value>) {
 
 /// Nodes as kubectl prints them: NAME STATUS ROLES AGE VERSION, and with `-o wide` the
 /// addresses, OS image, kernel and container runtime.
+/// `kubectl get componentstatuses`: Name, Status, Message, Error (no age: they are not stored).
+fn component_status_table(objects: &[&Value]) -> (Vec<Value>, Vec<Value>) {
+    let c = |n: &str| col(n, "string", "", "", 0);
+    let defs = vec![
+        col(
+            "Name",
+            "string",
+            "name",
+            "Name must be unique within a namespace.",
+            0,
+        ),
+        c("Status"),
+        c("Message"),
+        c("Error"),
+    ];
+    let rows = objects
+        .iter()
+        .map(|o| {
+            let healthy = o
+                .pointer("/conditions")
+                .and_then(Value::as_array)
+                .and_then(|cs| cs.iter().find(|c| c.get("type") == Some(&json!("Healthy"))));
+            let field = |k: &str| {
+                healthy
+                    .and_then(|c| c.get(k))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let status = match field("status").as_str() {
+                "True" => "Healthy",
+                _ => "Unhealthy",
+            };
+            json!({
+                "cells": [s(o, "/metadata/name"), status, field("message"), field("error")],
+                "object": row_object(o),
+            })
+        })
+        .collect();
+    (defs, rows)
+}
+
 fn node_table(objects: &[&Value]) -> (Vec<Value>, Vec<Value>) {
     let c = |n: &str, p: i64| col(n, "string", "", "", p);
     let defs = vec![

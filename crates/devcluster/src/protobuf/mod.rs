@@ -169,6 +169,47 @@ pub fn wants_protobuf(accept: &str) -> bool {
     protobuf
 }
 
+/// Whether a watch with this `Accept` is answered in protobuf frames: protobuf comes before any
+/// JSON in it (the API server takes the client's first choice it can serve; client-go's typed
+/// clients send `application/vnd.kubernetes.protobuf, application/json`).
+pub fn prefers_protobuf(accept: &str) -> bool {
+    for part in accept.split(',') {
+        let media = part.split(';').next().unwrap_or("").trim();
+        match media {
+            CONTENT_TYPE => return true,
+            "application/json" | "*/*" | "application/*" | "application/yaml" => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Whether objects of this apiVersion and kind have a protobuf form.
+pub fn has_message(api_version: &str, kind: &str) -> bool {
+    schema::message_for(api_version, kind).is_some()
+}
+
+/// The media type of a protobuf watch stream.
+pub const WATCH_CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
+/// One frame of a protobuf watch: a 4-byte big-endian length, then a `meta.v1.WatchEvent`
+/// (1: type, 2: a `RawExtension` whose bytes are the object as a whole protobuf body, magic and
+/// envelope included), as the API server's length-delimited framer writes it.
+pub fn watch_frame(event_type: &str, obj: &Value) -> Result<Vec<u8>, EncodeError> {
+    let embedded = encode(obj)?;
+    let mut raw = Vec::with_capacity(embedded.len() + 8);
+    put_bytes(&mut raw, 1, &embedded);
+    let mut event = Vec::with_capacity(raw.len() + event_type.len() + 8);
+    put_bytes(&mut event, 1, event_type.as_bytes());
+    put_bytes(&mut event, 2, &raw);
+    let len = u32::try_from(event.len())
+        .map_err(|_| EncodeError("a watch event larger than 4 GiB".into()))?;
+    let mut out = Vec::with_capacity(event.len() + 4);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&event);
+    Ok(out)
+}
+
 /// Encodes an object the server answers with as a protobuf body, if its kind has a message.
 pub fn encode(obj: &Value) -> Result<Vec<u8>, EncodeError> {
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");

@@ -6,6 +6,7 @@
 mod delete;
 mod list;
 mod patch;
+mod pods;
 mod route;
 mod scale;
 mod watch;
@@ -323,7 +324,7 @@ fn dry_run(q: &HashMap<String, String>) -> Result<bool, ApiError> {
 
 /// Rewrites a custom resource's apiVersion to the version the client asked for (CRDs convert with
 /// the `None` strategy: only the apiVersion changes); `events.k8s.io` Events are converted from
-/// the stored core form.
+/// the stored core form, `autoscaling/v1` HorizontalPodAutoscalers from the stored v2 form.
 pub fn for_version<'a>(
     res: &Resource,
     version: &str,
@@ -331,6 +332,9 @@ pub fn for_version<'a>(
 ) -> std::borrow::Cow<'a, Value> {
     if crate::events::is_events_api(res) {
         return std::borrow::Cow::Owned(crate::events::from_core(obj));
+    }
+    if crate::hpa::is_v1(res, version) {
+        return std::borrow::Cow::Owned(crate::hpa::to_v1(obj));
     }
     let want = res.api_version(version);
     if obj.get("apiVersion").and_then(Value::as_str) == Some(want.as_str()) {

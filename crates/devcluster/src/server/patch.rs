@@ -59,6 +59,8 @@ pub async fn patch(
             };
             let mut doc = if crate::events::is_events_api(&r.res) {
                 crate::events::from_core(&old)
+            } else if crate::hpa::is_v1(&r.res, &r.version) {
+                crate::hpa::to_v1(&old)
             } else {
                 (*old).clone()
             };
@@ -193,6 +195,8 @@ async fn apply(
             let live = st.get(&key, ns.as_deref().unwrap_or(""), &name).map(|l| {
                 if events_api {
                     Arc::new(crate::events::from_core(l))
+                } else if crate::hpa::is_v1(&r.res, &r.version) {
+                    Arc::new(crate::hpa::to_v1(l))
                 } else {
                     l.clone()
                 }
@@ -230,6 +234,9 @@ async fn apply(
                     if events_api {
                         crate::events::validate_create(&obj, &t)?;
                         obj = crate::events::to_core(obj);
+                    }
+                    if crate::hpa::is_v1(&r.res, &r.version) {
+                        obj = crate::hpa::from_v1(&obj);
                     }
                     let pending = crate::workloads::simulate(st, &r.res, None, &mut obj);
                     if dry {

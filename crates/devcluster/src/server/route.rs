@@ -303,6 +303,7 @@ async fn dispatch(
         && !(sub == "finalize" && r.res.plural == "namespaces")
         && !(sub == "scale" && r.res.has_scale())
         && !(sub == "log" && r.res.has_log())
+        && !(r.res.has_pod_actions() && super::pods::ACTIONS.contains(&sub.as_str()))
     {
         return Err(ApiError::page_not_found());
     }
@@ -310,6 +311,9 @@ async fn dispatch(
     let result = match sub.as_deref() {
         Some("scale") => super::scale::scale(app, method, &r, q, headers, body).await,
         Some("log") => super::scale::log(app, method, &r),
+        Some(sub) if super::pods::ACTIONS.contains(&sub) => {
+            super::pods::action(app, method, &r, sub, headers, body).await
+        }
         _ => dispatch_verb(app, method, r, q, headers, body, is_watch).await,
     };
     let pending = std::mem::take(&mut app.store.lock().pending_ready);
@@ -339,6 +343,17 @@ async fn dispatch_verb(
         let review = parse_body(&bytes, &content_type(headers))?;
         let answer = crate::authz::access_review(&app.store.lock(), r.user.as_deref(), &review)?;
         return Ok(json_resp(201, &answer));
+    }
+    if r.res.is_binding() {
+        return super::pods::bindings(app, method, &r, headers, body).await;
+    }
+    if r.res.is_component_status() {
+        if method != Method::GET || is_watch {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource: {method}"
+            )));
+        }
+        return super::pods::component_statuses(&r, headers);
     }
     match (method.clone(), r.name.is_some()) {
         (Method::GET, false) if is_watch => super::watch::watch(app, &r, q, headers),

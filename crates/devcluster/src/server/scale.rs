@@ -1,5 +1,5 @@
-//! The `scale` subresource of Deployments, StatefulSets, ReplicaSets and ReplicationControllers
-//! (an `autoscaling/v1` Scale: GET, PUT and PATCH, as `kubectl scale` and autoscalers use it),
+//! The `scale` subresource of Deployments, StatefulSets, ReplicaSets, ReplicationControllers
+//! and custom resources whose CRD declares one (an `autoscaling/v1` Scale: GET, PUT and PATCH, as `kubectl scale` and autoscalers use it),
 //! and the `log` subresource of Pods, which says the logs are simulated.
 
 use std::collections::HashMap;
@@ -14,6 +14,7 @@ use super::route::Req;
 use super::{App, content_type, dry_run, json_resp, parse_body, read_body, text_owned};
 use crate::error::{ApiError, Cause};
 use crate::objects::target;
+use crate::resources::Resource;
 use crate::store::meta_str;
 
 /// What `kubectl logs` prints for every container of this cluster.
@@ -64,8 +65,13 @@ pub fn selector_string(selector: Option<&Value>) -> String {
         .join(",")
 }
 
-/// The Scale of a workload.
-fn scale_of(obj: &Value) -> Value {
+fn at<'a>(obj: &'a Value, path: &[String]) -> Option<&'a Value> {
+    path.iter().try_fold(obj, |v, k| v.get(k))
+}
+
+/// The Scale of a workload (a custom resource's from the paths its CRD names; an absent
+/// replica count reads 0, as for the API server).
+fn scale_of(res: &Resource, obj: &Value) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or(json!({}));
     let mut m = serde_json::Map::new();
     for k in [
@@ -78,6 +84,22 @@ fn scale_of(obj: &Value) -> Value {
         if let Some(v) = meta.get(k) {
             m.insert(k.into(), v.clone());
         }
+    }
+    if let Some(paths) = &res.scale {
+        let count = |p: &[String]| at(obj, p).and_then(Value::as_i64).unwrap_or(0);
+        let selector = paths
+            .label_selector
+            .as_deref()
+            .and_then(|p| at(obj, p))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return json!({
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": m,
+            "spec": { "replicas": count(&paths.spec_replicas) },
+            "status": { "replicas": count(&paths.status_replicas), "selector": selector },
+        });
     }
     let selector = match obj.pointer("/spec/selector") {
         // A ReplicationController's selector is a plain map.
@@ -121,7 +143,7 @@ pub(super) async fn scale(
     let desired: Value = match *method {
         Method::GET => {
             let cur = current()?;
-            return Ok(json_resp(200, &scale_of(&cur)));
+            return Ok(json_resp(200, &scale_of(&r.res, &cur)));
         }
         Method::PUT => {
             let bytes = read_body(body).await?;
@@ -137,7 +159,7 @@ pub(super) async fn scale(
             let patch: Value = serde_json::from_slice(&bytes)
                 .map_err(|e| ApiError::bad_request(format!("json parse error: {e}")))?;
             let cur = current()?;
-            let mut doc = scale_of(&cur);
+            let mut doc = scale_of(&r.res, &cur);
             match content_type(headers).as_str() {
                 "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
                     json_patch::merge(&mut doc, &patch)
@@ -214,14 +236,18 @@ pub(super) async fn scale(
                 return Err(ApiError::stale(&t));
             }
             let mut next = (*old).clone();
-            crate::util::set_path(&mut next, &["spec", "replicas"], json!(replicas));
+            let path: Vec<&str> = match &r.res.scale {
+                Some(p) => p.spec_replicas.iter().map(String::as_str).collect(),
+                None => vec!["spec", "replicas"],
+            };
+            crate::util::set_path(&mut next, &path, json!(replicas));
             if let Some(m) = next.get_mut("metadata").and_then(Value::as_object_mut) {
                 m.remove("resourceVersion");
             }
             super::write_existing(st, r, next, dry, Some(&manager))
         })
         .await?;
-    Ok(json_resp(200, &scale_of(&stored)))
+    Ok(json_resp(200, &scale_of(&r.res, &stored)))
 }
 
 /// `GET pods/NAME/log`: the pod must exist; its log is one line saying nothing runs.

@@ -61,6 +61,9 @@ pub(super) async fn create(
                 crate::events::validate_create(&obj, &target(&r.res, &name))?;
                 obj = crate::events::to_core(obj);
             }
+            if crate::hpa::is_v1(&r.res, &r.version) {
+                obj = crate::hpa::from_v1(&obj);
+            }
             let pending = crate::workloads::simulate(st, &r.res, None, &mut obj);
             if dry {
                 return Ok(crate::store::Stored {
@@ -113,8 +116,11 @@ pub fn write_existing(
     };
     let events_api = crate::events::is_events_api(&r.res);
     // The object as the client's API version shows it; converted back before storing.
+    let hpa_v1 = crate::hpa::is_v1(&r.res, &r.version);
     let old = if events_api {
         Arc::new(crate::events::from_core(&stored))
+    } else if hpa_v1 {
+        Arc::new(crate::hpa::to_v1(&stored))
     } else {
         stored.clone()
     };
@@ -157,6 +163,9 @@ pub fn write_existing(
     };
     if events_api {
         next = crate::events::to_core(next);
+    }
+    if hpa_v1 {
+        next = crate::hpa::from_v1(&next);
     }
     // Like the API server, a write that changes nothing keeps the stored object and version.
     if unchanged(&stored, &next) {

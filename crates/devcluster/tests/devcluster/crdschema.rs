@@ -165,3 +165,152 @@ spec:
     );
     c.shutdown().await;
 }
+
+fn crd(plural: &str, kind: &str, scale: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {plural}.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{plural: {plural}, singular: {singular}, kind: {kind}}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {{}}
+{scale}    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              replicas: {{type: integer}}
+              selector: {{type: string}}
+          status:
+            type: object
+            properties:
+              replicas: {{type: integer}}
+              selector: {{type: string}}
+",
+        singular = kind.to_ascii_lowercase()
+    )
+}
+
+const SCALE: &str = "      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
+        labelSelectorPath: .status.selector
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_scales_custom_resources_with_the_subresource() {
+    let c = DevCluster::start(Config::memory("crd-scale"))
+        .await
+        .unwrap();
+    let k = Kubectl::new(&[&c]);
+    k.ok(&["apply", "-f", "-"], &crd("widgets", "Widget", SCALE));
+    k.ok(&["apply", "-f", "-"], &crd("gadgets", "Gadget", ""));
+    let cr = |kind: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: {kind}\nmetadata: {{name: one, namespace: default}}\nspec: {{replicas: 1}}\n"
+        )
+    };
+    k.ok(&["create", "-f", "-"], &cr("Widget"));
+    k.ok(&["create", "-f", "-"], &cr("Gadget"));
+    k.ok(
+        &[
+            "patch",
+            "widget",
+            "one",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"replicas":1,"selector":"app=one"}}"#,
+        ],
+        "",
+    );
+
+    assert_eq!(
+        k.ok(&["scale", "widget", "one", "--replicas=3"], "").trim(),
+        "widget.example.com/one scaled"
+    );
+    let w = k.json(&["get", "widget", "one"]);
+    assert_eq!(w["spec"]["replicas"], 3, "{w:#}");
+    assert_eq!(w["metadata"]["generation"], 2, "{w:#}");
+    // `--current-replicas` reads the Scale first, as autoscalers do.
+    let o = k.run(
+        &[
+            "scale",
+            "widget",
+            "one",
+            "--current-replicas=2",
+            "--replicas=4",
+        ],
+        "",
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("Expected replicas to be 2, was 3"),
+        "{err}"
+    );
+
+    let s: serde_json::Value = serde_json::from_str(&k.ok(
+        &[
+            "get",
+            "--raw",
+            "/apis/example.com/v1/namespaces/default/widgets/one/scale",
+        ],
+        "",
+    ))
+    .unwrap();
+    assert_eq!(s["kind"], "Scale", "{s:#}");
+    assert_eq!(s["apiVersion"], "autoscaling/v1", "{s:#}");
+    assert_eq!(s["spec"]["replicas"], 3, "{s:#}");
+    assert_eq!(
+        s["status"],
+        serde_json::json!({ "replicas": 1, "selector": "app=one" }),
+        "{s:#}"
+    );
+    assert_eq!(s["metadata"]["name"], "one", "{s:#}");
+
+    // A kind whose CRD has no scale subresource: the path is 404 as the API server answers it.
+    let err = k.fails(&["scale", "gadget", "one", "--replicas=3"], "");
+    assert!(
+        err.contains(
+            "Error from server (NotFound): the server could not find the requested resource"
+        ),
+        "{err}"
+    );
+    let err = k.fails(
+        &[
+            "get",
+            "--raw",
+            "/apis/example.com/v1/namespaces/default/gadgets/one/scale",
+        ],
+        "",
+    );
+    assert!(
+        err.contains("(NotFound)")
+            && err.contains("the server could not find the requested resource"),
+        "{err}"
+    );
+
+    // A scale path outside .spec is refused as the API server's CRD validation refuses it.
+    let bad = crd(
+        "things",
+        "Thing",
+        "      scale:\n        specReplicasPath: .replicas\n        statusReplicasPath: .status.replicas\n",
+    );
+    let err = k.fails(&["apply", "-f", "-"], &bad);
+    assert!(
+        err.contains("spec.versions[0].subresources.scale.specReplicasPath")
+            && err.contains("should be a json path under .spec"),
+        "{err}"
+    );
+    c.shutdown().await;
+}

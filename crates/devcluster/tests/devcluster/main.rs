@@ -10,6 +10,7 @@ mod faithfulness;
 mod fuzz;
 mod kubectl;
 mod lifecycle;
+mod podapi;
 
 /// The API server's Status of a refused request; any other error fails the test.
 fn api_err(e: kube::Error) -> Box<kube::core::Status> {
