@@ -32,6 +32,7 @@ pub mod reconcile;
 pub mod sops;
 pub mod stats;
 pub mod suspend;
+pub mod trace;
 pub mod tree;
 pub mod uninstall;
 
@@ -102,6 +103,9 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Delete Flux objects, after a confirmation unless `--silent`, as `flux delete` does.
     Delete(delete::DeleteArgs),
+    /// Show which Flux object applied a cluster object, from which source and revision, as
+    /// `flux trace` does.
+    Trace(trace::TraceArgs),
 }
 
 impl Command {
@@ -151,5 +155,6 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::List(args) => artifact::list(args).await,
         Command::Export(args) => export::run(args).await,
         Command::Delete(args) => delete::run(args).await,
+        Command::Trace(args) => trace::run(args).await,
     }
 }

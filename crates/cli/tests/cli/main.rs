@@ -35,3 +35,4 @@ mod install;
 mod kustomize_bad_input;
 mod reliability;
 mod sops;
+mod trace;
