@@ -2,4 +2,5 @@
 //! auth, TLS with a test CA) holding an index.yaml and charts packaged from crates/helm's test
 //! corpus; every chart produced is loaded back with crates/helm.
 
+mod oci;
 mod repository;
