@@ -26,6 +26,26 @@ pub(crate) type ReconcileFn = Arc<dyn Fn(String, String) -> Pass + Send + Sync>;
 /// One reconcile in progress.
 pub(crate) type Pass = Pin<Box<dyn Future<Output = Result<Reconciled, String>> + Send>>;
 
+/// The [`ReconcileFn`] of a reconciler `reconcile(client, settings, ns, name)`: each pass gets
+/// its own clones of the client and settings, and an error becomes its message.
+pub(crate) fn reconcile_fn<S, E, F, Fut>(
+    client: kube::Client,
+    settings: S,
+    reconcile: F,
+) -> ReconcileFn
+where
+    S: Clone + Send + Sync + 'static,
+    E: std::fmt::Display,
+    F: Fn(kube::Client, S, String, String) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Reconciled, E>> + Send + 'static,
+{
+    Arc::new(move |ns: String, name: String| {
+        let pass = reconcile(client.clone(), settings.clone(), ns, name);
+        let pass: Pass = Box::pin(async move { pass.await.map_err(|e| e.to_string()) });
+        pass
+    })
+}
+
 struct LoopContext {
     reconcile: ReconcileFn,
     recorder: Recorder,
