@@ -1,7 +1,8 @@
 //! Charts in a real OCI registry (Debian's docker-registry) with skopeo as the other client:
 //! skopeo reads a chart we push (Helm's manifest, the archive as its layer), and we pull a
 //! chart skopeo pushed (copied to another repository, digests preserved) through a semver
-//! range; a missing tag lists the closest ones.
+//! range; a missing tag lists the closest ones. Helm's own SDK pulls a chart we pushed and
+//! pushes one we pull.
 
 use ferroflux_helmsource::BuildOptions;
 use ferroflux_helmsource::oci::{OciRepository, build_from_oci, push_chart};
@@ -117,4 +118,80 @@ fn skopeo_reads_our_charts_and_we_pull_what_skopeo_pushes() {
         )) && e.contains("closest tags"),
         "{e}"
     );
+}
+
+/// Helm's own SDK (libhelm_c from PyPI helm-python-sdk, the oracle venv ./test.sh installs):
+/// `helm pull` of a chart we pushed gets our archive, and a chart `helm push` wrote is pulled
+/// by ours byte for byte.
+#[test]
+fn helm_sdk_pulls_what_we_push_and_we_pull_what_helm_pushes() {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../helm/tests/oracle/venv/bin/python");
+    assert!(
+        python.exists(),
+        "Helm's SDK venv is missing at {}: run ./test.sh",
+        python.display()
+    );
+    let helm = |args: &[&str]| -> String {
+        let script = r#"
+import json, sys
+from helm_python import registry
+if sys.argv[1] == "pull":
+    out = registry.pull(sys.argv[2], version=sys.argv[3], destination=sys.argv[4], plain_http=True)
+else:
+    out = registry.push(sys.argv[2], sys.argv[3], plain_http=True)
+print(json.dumps(out))
+"#;
+        let out = std::process::Command::new(&python)
+            .arg("-c")
+            .arg(script)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "helm {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let reg = Registry::start(RegistryOptions::default());
+    let ours = OciRepository::new(
+        &format!("oci://{}/charts", reg.host()),
+        ClientOptions::default(),
+    )
+    .unwrap();
+
+    // Helm pulls what we pushed.
+    let archive = chart("2.1.0");
+    push_chart(&ours, &archive).unwrap();
+    let dest = tempfile::tempdir().unwrap();
+    helm(&[
+        "pull",
+        &format!("oci://{}/charts/app", reg.host()),
+        "2.1.0",
+        &dest.path().display().to_string(),
+    ]);
+    assert_eq!(
+        std::fs::read(dest.path().join("app-2.1.0.tgz")).unwrap(),
+        archive,
+        "helm pull gets the archive we pushed"
+    );
+
+    // We pull what Helm pushed.
+    let helm_archive = chart("3.0.0");
+    let file = dest.path().join("app-3.0.0.tgz");
+    std::fs::write(&file, &helm_archive).unwrap();
+    helm(&[
+        "push",
+        &file.display().to_string(),
+        &format!("oci://{}/helm-pushed", reg.host()),
+    ]);
+    let theirs = OciRepository::new(
+        &format!("oci://{}/helm-pushed", reg.host()),
+        ClientOptions::default(),
+    )
+    .unwrap();
+    let got = build_from_oci(&theirs, "app", ">=3.0.0", &BuildOptions::default()).unwrap();
+    assert_eq!(got.build.version, "3.0.0");
+    assert_eq!(got.build.archive.as_deref(), Some(helm_archive.as_slice()));
 }
