@@ -14,6 +14,9 @@ have git || need_apt+=(git)
 have docker-registry || need_apt+=(docker-registry)
 have skopeo || need_apt+=(skopeo)
 have htpasswd || need_apt+=(apache2-utils)
+# crates/cli (image test): ferroflux's image is laid out by umoci, readelf checks the binary is static
+have umoci || need_apt+=(umoci)
+have readelf || need_apt+=(binutils)
 have kubectl || { echo "kubectl is required (the tests use it as the Kubernetes client and kustomize oracle)" >&2; exit 1; }
 
 # crates/sops: interop tests decrypt our output with the npm package sops-age and the real sops

@@ -19,6 +19,32 @@ pub const VERSION: &str = concat!("v", env!("CARGO_PKG_VERSION"));
 pub const CONTROLLER: &str = "ferroflux-controller";
 /// Where the controller image is published; `--image` overrides it.
 pub const DEFAULT_IMAGE: &str = concat!("ghcr.io/ferroflux/ferroflux:v", env!("CARGO_PKG_VERSION"));
+/// The registry of [`DEFAULT_IMAGE`] (`--registry`).
+pub const DEFAULT_REGISTRY: &str = "ghcr.io/ferroflux";
+/// The repository name of the controller image inside a registry.
+pub const IMAGE_NAME: &str = "ferroflux";
+
+/// The controller image `<registry>/ferroflux:<version>` (`--registry`, `--version`), as
+/// `image/build.sh --image` pushes it.
+pub fn image_for(registry: &str, version: &str) -> Result<String, ManifestError> {
+    let registry = registry.trim_end_matches('/');
+    let bad = |s: &str| s.is_empty() || s.chars().any(|c| c.is_whitespace());
+    if bad(registry) || registry.contains("://") {
+        return Err(ManifestError::Registry(registry.to_string()));
+    }
+    let tag_ok = version.len() <= 128
+        && version
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        && version
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !tag_ok {
+        return Err(ManifestError::Version(version.to_string()));
+    }
+    Ok(format!("{registry}/{IMAGE_NAME}:{version}"))
+}
 /// Flux's label selecting everything it installed (`flux check` and `flux uninstall` use it).
 pub const PART_OF_LABEL: &str = "app.kubernetes.io/part-of";
 /// The value of [`PART_OF_LABEL`]: Flux's, so that flux's own commands see our objects too.
@@ -91,6 +117,16 @@ pub enum ManifestError {
     /// The namespace is not a DNS label.
     #[error("invalid namespace {0:?}: use lower-case letters, digits and '-' (a DNS label)")]
     Namespace(String),
+    /// `--registry` is empty, holds whitespace or a scheme.
+    #[error(
+        "invalid registry {0:?}: it must be a host with an optional path, as ghcr.io/ferroflux or localhost:5000"
+    )]
+    Registry(String),
+    /// `--version` is not an image tag.
+    #[error(
+        "invalid version {0:?}: it must be an image tag (letters, digits, '_', '.', '-'), as v0.1.0"
+    )]
+    Version(String),
     /// The image is empty or holds whitespace.
     #[error("invalid image reference {0:?}: it must be non-empty and contain no whitespace")]
     Image(String),

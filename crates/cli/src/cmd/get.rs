@@ -6,8 +6,8 @@ use anyhow::{Context as _, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
 use ferroflux_api::conditions::{READY, find_condition};
 use ferroflux_api::{
-    GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, OCIRepository,
-    short_revision,
+    ArtifactGenerator, GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization,
+    OCIRepository, short_revision,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ListParams};
@@ -37,6 +37,16 @@ enum GetWhat {
     Sources(SourceKind),
     /// Every Flux object of the namespace: sources first, then Kustomizations.
     All(AllArgs),
+    /// Artifact objects (flux's `get artifact generators`).
+    #[command(subcommand, alias = "artifact")]
+    Artifacts(ArtifactKind),
+}
+
+#[derive(Subcommand, Debug)]
+enum ArtifactKind {
+    /// ArtifactGenerators and their status.
+    #[command(alias = "generator")]
+    Generators(ListArgs),
 }
 
 #[derive(Args, Debug)]
@@ -143,6 +153,11 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
             GetWhat::Sources(SourceKind::All(all)) if all.watch => {
                 return Err(anyhow!("expected a single resource type, but found all"));
             }
+            GetWhat::Artifacts(ArtifactKind::Generators(list)) if list.watch => {
+                return Err(anyhow!(
+                    "--watch is not supported yet for artifact generators"
+                ));
+            }
             _ => {}
         }
         let client = Cluster::connect(&args.kube).await?.client;
@@ -174,6 +189,10 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
             GetWhat::Sources(SourceKind::All(all)) => {
                 let list = all.list_args();
                 all_sources(&client, &args.kube, &list).await?
+            }
+            GetWhat::Artifacts(ArtifactKind::Generators(list)) => {
+                let items: Vec<ArtifactGenerator> = fetch(&client, &args.kube, list).await?;
+                generators(&items, list)?
             }
             GetWhat::All(all) => {
                 let list = all.list_args();
@@ -230,6 +249,43 @@ async fn all_sources(
         .or_else(crd_missing_is_empty)?;
     out.push_str(&render_all(&oci, list, oci_row)?);
     Ok(out)
+}
+
+/// `get artifact generators`: flux's columns for them have no revision (NAME, SUSPENDED,
+/// READY, MESSAGE); suspended is the `source.extensions.fluxcd.io/reconcile: Disabled`
+/// annotation.
+fn generators(items: &[ArtifactGenerator], list: &ListArgs) -> anyhow::Result<String> {
+    let row = |g: &ArtifactGenerator| {
+        let status = g.status.clone().unwrap_or_default();
+        Row {
+            revision: String::new(),
+            suspended: g.is_disabled(),
+            conditions: status.conditions.unwrap_or_default(),
+        }
+    };
+    if !matches!(list.output, Output::Table) {
+        return render(items, list, row);
+    }
+    let mut kept = Vec::new();
+    for g in items {
+        let r = row(g);
+        if list.keeps(&r)? {
+            kept.push((g, r));
+        }
+    }
+    kept.sort_by_key(|(g, _)| (g.namespace(), g.name_any()));
+    let revision_at = 1 + usize::from(list.all_namespaces);
+    let rows: Vec<Vec<String>> = kept
+        .iter()
+        .map(|(g, r)| {
+            let mut c = cells(*g, r, list.all_namespaces);
+            c.remove(revision_at);
+            c
+        })
+        .collect();
+    let mut headers = headers(list.all_namespaces);
+    headers.remove(revision_at);
+    Ok(flux_table(&headers, &rows))
 }
 
 fn oci_row(o: &OCIRepository) -> Row {

@@ -23,9 +23,16 @@ pub const FIELD_MANAGER: &str = "ferroflux";
 /// Engine options shared by `install` and `bootstrap`.
 #[derive(Args, Clone, Debug)]
 pub struct EngineArgs {
-    /// Container image of the controller.
-    #[arg(long, default_value = manifests::DEFAULT_IMAGE)]
-    pub image: String,
+    /// Container registry the controller image is pulled from (`<registry>/ferroflux:<version>`),
+    /// as flux's `--registry`.
+    #[arg(long, default_value = manifests::DEFAULT_REGISTRY)]
+    pub registry: String,
+    /// Tag of the controller image, as flux's `--version`.
+    #[arg(short = 'v', long, default_value = manifests::VERSION)]
+    pub version: String,
+    /// The whole controller image reference; overrides --registry and --version.
+    #[arg(long, conflicts_with_all = ["registry", "version"])]
+    pub image: Option<String>,
     /// Log level of the controller: debug, info or error.
     #[arg(long, default_value = "info")]
     pub log_level: String,
@@ -38,7 +45,10 @@ impl EngineArgs {
     pub fn options(&self, namespace: &str) -> Result<InstallOptions> {
         let opts = InstallOptions {
             namespace: namespace.to_string(),
-            image: self.image.clone(),
+            image: match &self.image {
+                Some(image) => image.clone(),
+                None => manifests::image_for(&self.registry, &self.version)?,
+            },
             log_level: self.log_level.clone(),
             cluster_domain: self.cluster_domain.clone(),
             cluster_name: None,

@@ -71,6 +71,11 @@ fn export_refuses_bad_options() {
         ),
         (vec!["-n", "Not_A_Namespace"], "invalid namespace"),
         (vec!["--log-level", "loud"], "invalid log level \"loud\""),
+        (
+            vec!["--registry", "https://ghcr.io/x"],
+            "invalid registry \"https://ghcr.io/x\"",
+        ),
+        (vec!["--version", "v1/2"], "invalid version \"v1/2\""),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
             .args(["install", "--export"])

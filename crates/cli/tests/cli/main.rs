@@ -8,6 +8,7 @@ mod repo;
 mod run;
 
 mod artifact;
+mod artifact_generator;
 mod bootstrap;
 mod bootstrap_bad_input;
 mod build_diff;
@@ -31,6 +32,7 @@ mod get_bad_input;
 mod helmrelease;
 mod helmrelease_controllers;
 mod helmsources;
+mod image;
 mod install;
 mod kustomize_bad_input;
 mod reliability;
