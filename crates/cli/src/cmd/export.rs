@@ -220,7 +220,8 @@ fn exported(object: &Value, resource: &ApiResource, schema: &Value) -> Value {
     sorted(Value::Object(out))
 }
 
-/// Rewrites every duration the schema marks into Go's `time.Duration` form.
+/// Rewrites every duration the schema marks into Go's `time.Duration` form, and drops the
+/// defaulted `false`s flux's types omit.
 fn normalize_durations(value: &mut Value, schema: &Value) {
     match value {
         Value::String(s)
@@ -233,6 +234,13 @@ fn normalize_durations(value: &mut Value, schema: &Value) {
             }
         }
         Value::Object(map) => {
+            // A `false` the API server filled from a `default: false` is dropped: Flux's Go
+            // types mark those fields omitempty (Kustomization's `force`), so flux never prints
+            // them.
+            map.retain(|key, v| {
+                !(*v == Value::Bool(false)
+                    && schema["properties"][key]["default"] == Value::Bool(false))
+            });
             for (key, v) in map.iter_mut() {
                 let sub = schema["properties"]
                     .get(key)

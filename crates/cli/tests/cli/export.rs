@@ -20,14 +20,17 @@ fn fixture(file: &str) -> String {
 
 /// The kinds flux's test exports that ferroflux serves, with flux's command line and golden.
 /// Not run: Bucket, ImagePolicy, ImageRepository and ImageUpdateAutomation (no such
-/// controllers here; their CRDs are not installed), and, until the devcluster fills CRD
-/// defaults as kube-apiserver does, git-repo.yaml, helm-repo.yaml, receiver.yaml and
-/// helm-release.yaml (their goldens hold the defaults Flux's CRDs declare).
+/// controllers here; their CRDs are not installed). The goldens hold the defaults Flux's CRDs
+/// declare, which the devcluster fills in as kube-apiserver does.
 const CASES: &[(&[&str], &str)] = &[
     (&["alert-provider", "slack"], "provider.yaml"),
     (&["alert", "flux-system"], "alert.yaml"),
+    (&["source", "git", "flux-system"], "git-repo.yaml"),
     (&["source", "chart", "flux-system"], "helm-chart.yaml"),
+    (&["source", "helm", "flux-system"], "helm-repo.yaml"),
+    (&["receiver", "flux-system"], "receiver.yaml"),
     (&["kustomization", "flux-system"], "ks.yaml"),
+    (&["helmrelease", "flux-system"], "helm-release.yaml"),
     (
         &["source", "external", "flux-system"],
         "external-artifact.yaml",
