@@ -10,6 +10,7 @@
 //! `get kustomizations`, `get helmreleases`, `fleet status`), so the demo shows exactly what those commands print.
 
 use crate::cluster::Cluster;
+use crate::cmd::controller::ShutdownSignals;
 use crate::cmd::dev::start_controllers;
 use crate::fluxobj::request_reconcile;
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -34,6 +35,10 @@ pub struct DemoArgs {
     /// How long to wait for each step before giving up (Go duration).
     #[arg(long, default_value = "2m", value_parser = crate::flags::duration)]
     step_timeout: Duration,
+    /// After the demo, keep both clusters and their controllers running (look at them with
+    /// kubectl and the kubeconfig it prints) until Ctrl-C or SIGTERM.
+    #[arg(long)]
+    hold: bool,
 }
 
 /// The example repository, file by file, as committed under `examples/fleet-infra`.
@@ -156,7 +161,13 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         .prefix("ferroflux-demo-")
         .tempdir()
         .context("cannot create a temporary directory")?;
-    let result = demo(work.path(), args.step_timeout).await;
+    // Listening from the start: a Ctrl-C while holding must end the demo, not the process.
+    let signals = if args.hold {
+        Some(ShutdownSignals::install()?)
+    } else {
+        None
+    };
+    let result = demo(work.path(), args.step_timeout, signals).await;
     if args.keep {
         let kept = work.keep();
         println!("kept {}", kept.display());
@@ -172,7 +183,7 @@ struct Fleet {
     clients: Vec<Cluster>,
 }
 
-async fn demo(work: &Path, step_timeout: Duration) -> Result<()> {
+async fn demo(work: &Path, step_timeout: Duration, hold: Option<ShutdownSignals>) -> Result<()> {
     let started = Instant::now();
     let exe = std::env::current_exe().context("cannot find the ferroflux binary")?;
 
@@ -217,6 +228,16 @@ async fn demo(work: &Path, step_timeout: Duration) -> Result<()> {
     println!("kubeconfig: {}", kubeconfig.display());
 
     let outcome = run_steps(&exe, &kubeconfig, &remote, &checkout, &fleet, step_timeout).await;
+    if let (Ok(()), Some(mut signals)) = (&outcome, hold) {
+        println!(
+            "\nholding: both clusters and their controllers run until Ctrl-C; for example\n  \
+             kubectl --kubeconfig {} --context staging get pods -A",
+            kubeconfig.display()
+        );
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        signals.wait().await;
+    }
     for m in fleet.managers.drain(..) {
         let _ = m.shutdown().await;
     }

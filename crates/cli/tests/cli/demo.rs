@@ -1,19 +1,103 @@
 //! README command 1 as a newcomer runs it: `ferroflux demo` bootstraps two local clusters from
 //! the example fleet repository, shows them Ready, promotes podinfo's chart (a HelmRelease of a
 //! chart kept in the repository) from staging to production,
-//! cleans up and exits 0.
+//! cleans up and exits 0. With `--hold` it keeps the clusters up until interrupted: the real
+//! `kubectl get pods -A` on each shows podinfo's Pods running.
 
-use std::process::Command;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+
+use ferroflux_testkit::Kubectl;
+use serde_json::Value;
+
+/// What `kubectl get pods -A` shows on one of the demo's clusters while it holds.
+fn check_pods(kubectl: &Kubectl, context: &str) {
+    let table = kubectl.ok(&["--context", context, "get", "pods", "-A"], "");
+    assert!(
+        table.starts_with("NAMESPACE") && table.contains("STATUS"),
+        "{context}:\n{table}"
+    );
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("podinfo "))
+        .collect();
+    assert!(!rows.is_empty(), "{context}: no podinfo Pods:\n{table}");
+    assert!(
+        rows.iter()
+            .all(|r| r.contains("1/1") && r.contains("Running")),
+        "{context}: podinfo's Pods are not all running:\n{table}"
+    );
+    let pods: Value = serde_json::from_str(&kubectl.ok(
+        &[
+            "--context",
+            context,
+            "get",
+            "pods",
+            "-n",
+            "podinfo",
+            "-o",
+            "json",
+        ],
+        "",
+    ))
+    .unwrap();
+    for p in pods["items"].as_array().unwrap() {
+        assert_eq!(p["status"]["phase"], "Running", "{p:#}");
+        assert!(
+            p["spec"]["nodeName"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(context)),
+            "{p:#}"
+        );
+    }
+}
 
 #[test]
 fn the_demo_bootstraps_two_clusters_and_promotes_by_commit() {
-    let o = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
-        .arg("demo")
-        .output()
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args(["demo", "--hold"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "demo failed:\n{out}\n{err}");
+    let mut stderr = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut lines = BufReader::new(child.stdout.take().unwrap());
+    let mut out = String::new();
+    // Up to the line that says it holds (or the end, when the demo failed).
+    loop {
+        let mut line = String::new();
+        if lines.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        out.push_str(&line);
+        if line.starts_with("holding:") {
+            let kubeconfig = out
+                .lines()
+                .find_map(|l| l.strip_prefix("kubeconfig: "))
+                .expect("the demo prints its kubeconfig");
+            let kubectl = Kubectl::at(std::path::Path::new(kubeconfig));
+            for context in ["staging", "production"] {
+                check_pods(&kubectl, context);
+            }
+            let interrupted = Command::new("kill")
+                .args(["-INT", &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(interrupted.success());
+        }
+    }
+    let status = child.wait().unwrap();
+    let err = err_reader.join().unwrap();
+    assert!(status.success(), "demo failed:\n{out}\n{err}");
+    assert!(
+        out.contains("holding:"),
+        "the demo never held its clusters:\n{out}"
+    );
     for cluster in ["staging", "production"] {
         for ks in ["flux-system", "infrastructure", "apps"] {
             assert!(
