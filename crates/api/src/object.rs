@@ -4,7 +4,7 @@
 //! over [`FluxObject`] instead of once per kind, as fluxcd/pkg's `runtime/conditions` getter
 //! does over `meta.ObjectWithConditions`.
 
-use crate::{Artifact, GitRepository, HelmChart, HelmRepository, Kustomization};
+use crate::{Artifact, Kustomization};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Resource;
@@ -82,32 +82,25 @@ impl FluxObject for Kustomization {
     }
 }
 
-impl FluxObject for GitRepository {
-    const KIND: &'static str = "GitRepository";
-    const HUMAN_KIND: &'static str = "source git";
-    status_accessors!();
-    fn success_message(&self) -> String {
-        fetched(self.status.as_ref().and_then(|s| s.artifact.as_ref()))
-    }
+/// A source kind: the usual status accessors, and `fetched revision <artifact's revision>` once
+/// ready.
+macro_rules! source_object {
+    ($kind:ident, $human:literal) => {
+        impl FluxObject for crate::$kind {
+            const KIND: &'static str = stringify!($kind);
+            const HUMAN_KIND: &'static str = $human;
+            status_accessors!();
+            fn success_message(&self) -> String {
+                fetched(self.status.as_ref().and_then(|s| s.artifact.as_ref()))
+            }
+        }
+    };
 }
 
-impl FluxObject for HelmRepository {
-    const KIND: &'static str = "HelmRepository";
-    const HUMAN_KIND: &'static str = "source helm";
-    status_accessors!();
-    fn success_message(&self) -> String {
-        fetched(self.status.as_ref().and_then(|s| s.artifact.as_ref()))
-    }
-}
-
-impl FluxObject for HelmChart {
-    const KIND: &'static str = "HelmChart";
-    const HUMAN_KIND: &'static str = "source chart";
-    status_accessors!();
-    fn success_message(&self) -> String {
-        fetched(self.artifact())
-    }
-}
+source_object!(GitRepository, "source git");
+source_object!(HelmRepository, "source helm");
+source_object!(HelmChart, "source chart");
+source_object!(OCIRepository, "source oci");
 
 impl FluxObject for crate::HelmRelease {
     const KIND: &'static str = "HelmRelease";
@@ -128,15 +121,6 @@ impl FluxObject for crate::HelmRelease {
             })
             .unwrap_or_default();
         format!("applied revision {revision}")
-    }
-}
-
-impl FluxObject for crate::OCIRepository {
-    const KIND: &'static str = "OCIRepository";
-    const HUMAN_KIND: &'static str = "source oci";
-    status_accessors!();
-    fn success_message(&self) -> String {
-        fetched(self.status.as_ref().and_then(|s| s.artifact.as_ref()))
     }
 }
 
@@ -199,3 +183,6 @@ impl FluxObject for crate::ArtifactGenerator {
         format!("generated {n} artifact(s)")
     }
 }
+
+#[cfg(test)]
+mod tests;
