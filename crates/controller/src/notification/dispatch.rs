@@ -1,8 +1,8 @@
 //! The dispatcher: every event from the channel is matched against the Alerts (from a watch
 //! cache), rate limited as Flux does (the same event for the same object once per interval),
 //! combined with the alert's metadata and sent to the alert's Provider. Each Provider has its
-//! own bounded queue and worker, so a provider that is down (retried with backoff) delays only
-//! its own notifications; when its queue is full further events for it are dropped with a
+//! own bounded queue and worker (up to 16 sends in flight), so a provider that is down (retried
+//! with backoff) delays only its own notifications; when its queue is full further events for it are dropped with a
 //! Warning Event on the Alert, never blocking the others. Secrets are read at send time, as
 //! Flux does, so a rotated token applies to the next event.
 
@@ -45,6 +45,9 @@ impl Default for Options {
         }
     }
 }
+
+/// Sends to one provider at once; a provider that is down holds at most these.
+const SENDS_IN_FLIGHT: usize = 16;
 
 /// One notification for one provider.
 struct Job {
@@ -257,6 +260,9 @@ impl Dispatcher {
         tokio::spawn(async move {
             // The client is kept while the provider's settings stay the same (keep-alive).
             let mut cached: Option<(String, Arc<Sender>)> = None;
+            // Up to SENDS_IN_FLIGHT sends at once, as Flux sends each notification on its own
+            // goroutine: a burst drains at the service's pace, not one round trip at a time.
+            let slots = Arc::new(tokio::sync::Semaphore::new(SENDS_IN_FLIGHT));
             while let Some(job) = rx.recv().await {
                 let fingerprint = format!(
                     "{:?}|{:?}|{:?}|{:?}",
@@ -280,26 +286,33 @@ impl Dispatcher {
                         continue;
                     }
                 };
-                let object = object_string(&job.event);
-                let Job {
-                    config,
-                    event,
-                    alert,
-                } = job;
-                let sent = tokio::task::spawn_blocking(move || {
-                    payload::plan(&config, &event)
-                        .map_err(|e| e.to_string())
-                        .and_then(|plan| sender.send(&plan).map_err(|e| e.to_string()))
-                })
-                .await;
-                let error = match sent {
-                    Ok(Ok(_)) => continue,
-                    Ok(Err(e)) => e,
-                    Err(e) => e.to_string(),
+                let Ok(slot) = slots.clone().acquire_owned().await else {
+                    return;
                 };
-                tracing::warn!(alert = %alert.name_any(), error = %error, "failed to send notification");
-                let text = format!("failed to send notification for {object}: {error}");
-                warn_on(&recorder, &alert, "NotificationDispatchFailed", text).await;
+                let recorder = recorder.clone();
+                tokio::spawn(async move {
+                    let object = object_string(&job.event);
+                    let Job {
+                        config,
+                        event,
+                        alert,
+                    } = job;
+                    let sent = tokio::task::spawn_blocking(move || {
+                        payload::plan(&config, &event)
+                            .map_err(|e| e.to_string())
+                            .and_then(|plan| sender.send(&plan).map_err(|e| e.to_string()))
+                    })
+                    .await;
+                    drop(slot);
+                    let error = match sent {
+                        Ok(Ok(_)) => return,
+                        Ok(Err(e)) => e,
+                        Err(e) => e.to_string(),
+                    };
+                    tracing::warn!(alert = %alert.name_any(), error = %error, "failed to send notification");
+                    let text = format!("failed to send notification for {object}: {error}");
+                    warn_on(&recorder, &alert, "NotificationDispatchFailed", text).await;
+                });
             }
         });
         self.workers.insert(key, tx.clone());
