@@ -17,6 +17,8 @@ have htpasswd || need_apt+=(apache2-utils)
 # crates/cli (image test): ferroflux's image is laid out by umoci, readelf checks the binary is static
 have umoci || need_apt+=(umoci)
 have readelf || need_apt+=(binutils)
+# fleet serve: the page is read by a real browser, Debian's headless chromium
+have chromium || need_apt+=(chromium)
 have kubectl || { echo "kubectl is required (the tests use it as the Kubernetes client and kustomize oracle)" >&2; exit 1; }
 
 # crates/sops: interop tests decrypt our output with the npm package sops-age and the real sops

@@ -5,7 +5,8 @@
 //! laggards and why ([`rollup`]) — the fleet kept current by watches ([`live`]), reading a
 //! fleet repository's `clusters/<name>/` tree and building what each cluster would apply
 //! ([`repo`]), comparing that against another revision or the live cluster ([`diff`]), the
-//! promotion plan ([`plan`]) and promoting a commit through its waves ([`promote`]).
+//! promotion plan ([`plan`]), promoting a commit through its waves ([`promote`]) and the
+//! fleet's web page with its live updates ([`web`]).
 //!
 //! Must not: parse command lines, print, or read kubeconfig files (the CLI does, and hands over
 //! connected clients); write to a cluster beyond the reconcile request `promote` makes (the
@@ -18,6 +19,7 @@ pub mod promote;
 pub mod repo;
 pub mod report;
 pub mod rollup;
+pub mod web;
 
 pub use live::{Live, Target};
 pub use report::{ClusterReport, HelmReleaseReport, KustomizationReport, Objects, SourceReport};

@@ -45,6 +45,21 @@ enum FleetWhat {
     /// Move a commit through the waves of the repository's promotion plan
     /// (fleet-promotion.yaml), each wave Ready and soaked before the next.
     Promote(PromoteArgs),
+    /// A live web page of the fleet (read-only; loopback unless --token is set).
+    Serve(ServeArgs),
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    /// Where to listen (port 0: any free port; the address is printed).
+    #[arg(long, default_value = "127.0.0.1:9393")]
+    addr: std::net::SocketAddr,
+    /// A bearer token every request must carry (header, or ?token= in the URL).
+    #[arg(long, env = "FERROFLUX_FLEET_TOKEN")]
+    token: Option<String>,
+    /// Comma-separated contexts (default: every context of the kubeconfig, or --context).
+    #[arg(long, value_delimiter = ',')]
+    contexts: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -114,6 +129,7 @@ pub async fn run(args: FleetArgs) -> anyhow::Result<ExitCode> {
         FleetWhat::Status(s) => s,
         FleetWhat::Diff(d) => return diff(&args.kube, d).await,
         FleetWhat::Promote(p) => return promote(&args.kube, p).await,
+        FleetWhat::Serve(s) => return serve(&args.kube, s).await,
     };
     if status.watch {
         return watch(&args.kube, status).await;
@@ -684,5 +700,45 @@ async fn promote(kube: &KubeArgs, args: &PromoteArgs) -> anyhow::Result<ExitCode
         "✔ promoted {} through every wave",
         &sha[..sha.len().min(12)]
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `fleet serve`: watches every selected cluster (crates/fleet's [`Live`]) and serves its page
+/// until Ctrl-C. Refuses a non-loopback address without --token.
+async fn serve(kube: &KubeArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    if !args.addr.ip().is_loopback() && args.token.is_none() {
+        bail!(
+            "--addr {} is not a loopback address: set --token so that only its holders read the fleet",
+            args.addr
+        );
+    }
+    let select = StatusArgs {
+        contexts: args.contexts.clone(),
+        output: Output::Table,
+        watch: true,
+    };
+    let (kubeconfig, contexts) = selected(kube, &select)?;
+    let mut targets = Vec::new();
+    for name in &contexts {
+        let cluster = Cluster::connect_watching_to(kube, &kubeconfig, name).await?;
+        targets.push(Target {
+            context: cluster.context,
+            server: cluster.url,
+            client: cluster.client,
+        });
+    }
+    let live = std::sync::Arc::new(Live::start(targets));
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .with_context(|| format!("listening on {}", args.addr))?;
+    let addr = listener.local_addr()?;
+    crate::output::watchloop::write_now(&format!("serving the fleet on http://{addr}/\n"))?;
+    let app = ferroflux_fleet::web::router(live, args.token.clone());
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async {
+            tokio::signal::ctrl_c().await.ok();
+        })
+        .await
+        .context("serving the fleet page")?;
     Ok(ExitCode::SUCCESS)
 }

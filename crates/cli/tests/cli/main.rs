@@ -27,6 +27,7 @@ mod export;
 mod fleet_diff;
 mod fleet_promote;
 mod fleet_rollup;
+mod fleet_serve;
 mod fleet_status;
 mod get_bad_input;
 mod helmrelease;
