@@ -15,6 +15,9 @@ pub fn unmarshal(text: &str) -> Result<Value, String> {
 /// step: what sigs.k8s.io/yaml sees when it decodes into a Go struct, where a number or a bool
 /// meant for a string field becomes its text ([`scalar_as_string`]).
 pub fn unmarshal_typed(text: &str) -> Result<Value, String> {
+    if let Some(message) = crate::goyamlerr::refused_start(text) {
+        return Err(message);
+    }
     let docs = parse::parse_documents_yaml11_last_key_wins_with_depth(text, GO_JSON_MAX_DEPTH)
         .map_err(|e| crate::goyamlerr::message(text, &e))?;
     Ok(docs.into_iter().next().unwrap_or(Value::Null))

@@ -6,8 +6,9 @@
 //! `genSelfSignedCert`, `genSignedCert` and `genPrivateKey "rsa"` make RSA keys, so the `rsa`
 //! crate (RustCrypto, pure Rust, on the `rand` 0.8 already in the lock) holds them and writes
 //! PKCS#1 (the prime search is ours, `rsagen`, for speed); ring then signs with them. `bcrypt` gives `htpasswd` Go's `$2a$` hashes,
-//! `scrypt` and `aes` (both already in the lock through sops' dependencies) serve
-//! `derivePassword` and `encryptAES`/`decryptAES` (CBC is a few lines over the block cipher).
+//! `derivePassword`'s scrypt is ours (`scryptpar`: its two lanes on two threads, PBKDF2 from
+//! ring), `aes` (already in the lock through sops' dependencies) serves
+//! `encryptAES`/`decryptAES` (CBC is a few lines over the block cipher).
 //!
 //! Not provided: DSA keys (`genPrivateKey "dsa"`), which no maintained pure-Rust crate generates at
 //! Go's L2048N256 size; the function returns an error saying so.
@@ -162,12 +163,7 @@ pub fn derive_password(counter: u32, kind: &str, password: &str, user: &str, sit
     salt.extend_from_slice(&(user.len() as u32).to_be_bytes());
     salt.extend_from_slice(user.as_bytes());
     let mut key = [0u8; 64];
-    let derived = scrypt::Params::new(15, 8, 2, 64)
-        .map_err(|e| e.to_string())
-        .and_then(|p| {
-            scrypt::scrypt(password.as_bytes(), &salt, &p, &mut key).map_err(|e| e.to_string())
-        });
-    if let Err(e) = derived {
+    if let Err(e) = crate::scryptpar::scrypt(password.as_bytes(), &salt, 15, 8, 2, &mut key) {
         return format!("failed to derive password: {e}");
     }
     let mut msg = SEED.to_vec();

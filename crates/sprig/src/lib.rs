@@ -37,6 +37,7 @@ pub mod gotime;
 pub mod json;
 pub mod paths;
 mod rsagen;
+mod scryptpar;
 pub mod text;
 pub mod url;
 
