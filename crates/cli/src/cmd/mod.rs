@@ -15,6 +15,7 @@ pub mod check;
 pub mod completions;
 pub mod controller;
 pub mod create;
+pub mod debug;
 pub mod delete;
 pub mod demo;
 pub mod dev;
@@ -106,6 +107,9 @@ pub enum Command {
     /// Show which Flux object applied a cluster object, from which source and revision, as
     /// `flux trace` does.
     Trace(trace::TraceArgs),
+    /// Show what a controller sees of an object (status, variables, history), as `flux debug`
+    /// does.
+    Debug(debug::DebugArgs),
 }
 
 impl Command {
@@ -156,5 +160,6 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Export(args) => export::run(args).await,
         Command::Delete(args) => delete::run(args).await,
         Command::Trace(args) => trace::run(args).await,
+        Command::Debug(args) => debug::run(args).await,
     }
 }

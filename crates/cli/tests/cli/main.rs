@@ -19,6 +19,7 @@ mod create_source_git;
 mod create_tenant;
 mod day2;
 mod day2_controllers;
+mod debug;
 mod delete;
 mod demo;
 mod dev_up;

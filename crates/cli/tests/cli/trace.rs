@@ -17,7 +17,7 @@ fn fixture(file: &str) -> String {
 }
 
 /// Creates every document of `yaml`, then writes its status as a controller would.
-fn create_objects(kubectl: &Kubectl, yaml: &str) {
+pub fn create_objects(kubectl: &Kubectl, yaml: &str) {
     for doc in yaml.split("\n---\n").map(|d| d.trim_start_matches("---\n")) {
         if doc.trim().is_empty() {
             continue;

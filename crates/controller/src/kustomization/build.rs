@@ -254,8 +254,8 @@ fn inline_vars(post: &PostBuild) -> Vars {
 }
 
 /// Variables from `substituteFrom` (later entries win) then the inline `substitute` (which
-/// wins over all), newlines removed as Flux does.
-async fn load_vars(client: &kube::Client, ns: &str, post: &PostBuild) -> Result<Vars, String> {
+/// wins over all), newlines removed as Flux does. `debug kustomization --show-vars` shows them.
+pub async fn load_vars(client: &kube::Client, ns: &str, post: &PostBuild) -> Result<Vars, String> {
     let mut vars = Vars::new();
     for reference in post.substitute_from.iter().flatten() {
         let optional = reference.optional.unwrap_or(false);

@@ -1,0 +1,109 @@
+//! `ferroflux debug kustomization NAME --show-status|--show-vars|--show-history`: what a
+//! Kustomization's controller sees, as `flux debug kustomization` prints it: its status as
+//! YAML, the post-build variables it substitutes (its `substituteFrom` ConfigMaps and Secrets,
+//! then the inline `substitute`, read as the controller reads them), or its reconcile history.
+
+use crate::cluster::{Cluster, KubeArgs, error_chain};
+use anyhow::bail;
+use clap::{Args, Subcommand};
+use ferroflux_api::Kustomization;
+use kube::api::Api;
+use serde_json::Value;
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct DebugArgs {
+    #[command(subcommand)]
+    what: DebugWhat,
+    #[command(flatten)]
+    kube: KubeArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum DebugWhat {
+    /// Debug a Kustomization.
+    #[command(visible_alias = "ks")]
+    Kustomization(KustomizationArgs),
+}
+
+#[derive(Args, Debug)]
+struct KustomizationArgs {
+    /// The Kustomization's name.
+    name: String,
+    /// Print the Kustomization's status.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    show_status: bool,
+    /// Print the final post-build variables in dot-env format.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    show_vars: bool,
+    /// Print the reconciliation history.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    show_history: bool,
+}
+
+/// Runs `debug`.
+pub async fn run(args: DebugArgs) -> anyhow::Result<ExitCode> {
+    let DebugWhat::Kustomization(a) = &args.what;
+    if [a.show_status, a.show_vars, a.show_history]
+        .iter()
+        .filter(|b| **b)
+        .count()
+        != 1
+    {
+        bail!("exactly one of --show-status, --show-vars, or --show-history must be set");
+    }
+    let cluster = Cluster::connect(&args.kube).await?;
+    let ns = args.kube.namespace.as_str();
+    let api: Api<Kustomization> = Api::namespaced(cluster.client.clone(), ns);
+    let ks = match api.get(&a.name).await {
+        Ok(ks) => ks,
+        Err(kube::Error::Api(status)) => bail!("{}", status.message),
+        Err(e) => bail!("reading Kustomization {ns}/{}: {}", a.name, error_chain(&e)),
+    };
+    let mut out = String::new();
+    if a.show_status {
+        let status = serde_json::to_value(&ks.status)?;
+        out.push_str("# Status documentation: https://fluxcd.io/flux/components/kustomize/kustomizations/#kustomization-status\n");
+        out.push_str(&yaml(&status));
+    } else if a.show_vars {
+        let Some(post) = ks.spec.post_build.as_ref() else {
+            bail!("no post build substitutions found");
+        };
+        let vars = ferroflux_controller::kustomization::build::load_vars(&cluster.client, ns, post)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        for (k, v) in vars {
+            out.push_str(&format!("{k}={v}\n"));
+        }
+    } else {
+        let history = serde_json::to_value(&ks)?["status"]["history"].clone();
+        let history = match history {
+            Value::Array(items) => Value::Array(items),
+            _ => Value::Array(Vec::new()),
+        };
+        out.push_str("# History documentation: https://fluxcd.io/flux/components/kustomize/kustomizations/#history\n");
+        out.push_str(&yaml(&history));
+    }
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// YAML as flux's `yaml.Marshal` writes it (keys sorted; `[]` for an empty list).
+fn yaml(value: &Value) -> String {
+    if value.as_array().is_some_and(Vec::is_empty) {
+        return "[]\n".into();
+    }
+    ferroflux_kustomize::render_yaml(std::slice::from_ref(&sorted(value.clone())))
+}
+
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
