@@ -1,12 +1,14 @@
-//! `ferroflux debug kustomization NAME --show-status|--show-vars|--show-history`: what a
+//! `ferroflux debug kustomization NAME --show-status|--show-vars|--show-history` and `debug
+//! helmrelease NAME --show-status|--show-values|--show-history`: what a
 //! Kustomization's controller sees, as `flux debug kustomization` prints it: its status as
 //! YAML, the post-build variables it substitutes (its `substituteFrom` ConfigMaps and Secrets,
-//! then the inline `substitute`, read as the controller reads them), or its reconcile history.
+//! then the inline `substitute`, read as the controller reads them), or its reconcile history;
+//! for a HelmRelease its values as the controller composes them.
 
 use crate::cluster::{Cluster, KubeArgs, error_chain};
 use anyhow::bail;
 use clap::{Args, Subcommand};
-use ferroflux_api::Kustomization;
+use ferroflux_api::{HelmRelease, Kustomization};
 use kube::api::Api;
 use serde_json::Value;
 use std::process::ExitCode;
@@ -24,6 +26,25 @@ enum DebugWhat {
     /// Debug a Kustomization.
     #[command(visible_alias = "ks")]
     Kustomization(KustomizationArgs),
+    /// Debug a HelmRelease.
+    #[command(visible_alias = "hr")]
+    Helmrelease(HelmReleaseArgs),
+}
+
+#[derive(Args, Debug)]
+struct HelmReleaseArgs {
+    /// The HelmRelease's name.
+    name: String,
+    /// Print the HelmRelease's status.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    show_status: bool,
+    /// Print the final values (valuesFrom, then the inline values) as the controller composes
+    /// them.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    show_values: bool,
+    /// Print the release history.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value = "false")]
+    show_history: bool,
 }
 
 #[derive(Args, Debug)]
@@ -43,7 +64,10 @@ struct KustomizationArgs {
 
 /// Runs `debug`.
 pub async fn run(args: DebugArgs) -> anyhow::Result<ExitCode> {
-    let DebugWhat::Kustomization(a) = &args.what;
+    let a = match &args.what {
+        DebugWhat::Kustomization(a) => a,
+        DebugWhat::Helmrelease(a) => return helmrelease(&args.kube, a).await,
+    };
     if [a.show_status, a.show_vars, a.show_history]
         .iter()
         .filter(|b| **b)
@@ -82,6 +106,70 @@ pub async fn run(args: DebugArgs) -> anyhow::Result<ExitCode> {
             _ => Value::Array(Vec::new()),
         };
         out.push_str("# History documentation: https://fluxcd.io/flux/components/kustomize/kustomizations/#history\n");
+        out.push_str(&yaml(&history));
+    }
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `debug helmrelease`.
+async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<ExitCode> {
+    if [a.show_status, a.show_values, a.show_history]
+        .iter()
+        .filter(|b| **b)
+        .count()
+        != 1
+    {
+        bail!("exactly one of --show-status, --show-values, or --show-history must be set");
+    }
+    let cluster = Cluster::connect(kube).await?;
+    let ns = kube.namespace.as_str();
+    let api: Api<HelmRelease> = Api::namespaced(cluster.client.clone(), ns);
+    let hr = match api.get(&a.name).await {
+        Ok(hr) => hr,
+        Err(kube::Error::Api(status)) => bail!("{}", status.message),
+        Err(e) => bail!("reading HelmRelease {ns}/{}: {}", a.name, error_chain(&e)),
+    };
+    let mut out = String::new();
+    if a.show_status {
+        let status = serde_json::to_value(&hr.status)?;
+        out.push_str("# Status documentation: https://fluxcd.io/flux/components/helm/helmreleases/#helmrelease-status\n");
+        out.push_str(&yaml(&status));
+    } else if a.show_values {
+        use ferroflux_controller::helmrelease::values;
+        let refs = hr.spec.values_from.clone().unwrap_or_default();
+        let fetched = cluster
+            .call(
+                "reading the values references",
+                values::fetch(&cluster.client, ns, &refs),
+            )
+            .await?;
+        let composed = values::compose(ns, &refs, &fetched, hr.spec.values.as_ref())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let composed = Value::Object(composed);
+        if composed.as_object().is_some_and(|m| !m.is_empty()) {
+            out.push_str(&yaml(&composed));
+        } else {
+            out.push_str("{}\n");
+        }
+    } else {
+        let history = serde_json::to_value(&hr)?["status"]["history"].clone();
+        let history = match history {
+            // A snapshot's `deleted` is a Go time that is never left out: null until deleted.
+            Value::Array(items) => Value::Array(
+                items
+                    .into_iter()
+                    .map(|mut snapshot| {
+                        if let Some(map) = snapshot.as_object_mut() {
+                            map.entry("deleted").or_insert(Value::Null);
+                        }
+                        snapshot
+                    })
+                    .collect(),
+            ),
+            _ => Value::Array(Vec::new()),
+        };
+        out.push_str("# History documentation: https://fluxcd.io/flux/components/helm/helmreleases/#history\n");
         out.push_str(&yaml(&history));
     }
     print!("{out}");
