@@ -883,9 +883,10 @@ async fn recursive_build_and_diff_of_a_fleet_repository() {
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- gotk-sync.yaml\n",
     );
     // A Secret in the nested level, to see it masked there too.
+    // The chart version each environment pins (examples/fleet-infra's overlays do the same).
     let apps_staging = |tag: &str, password: &str| {
         format!(
-            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\nimages:\n  - name: ghcr.io/stefanprodan/podinfo\n    newTag: {tag}\nsecretGenerator:\n  - name: db\n    namespace: podinfo\n    options:\n      disableNameSuffixHash: true\n    literals:\n      - password={password}\n"
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\npatches:\n  - target:\n      kind: HelmRelease\n      name: podinfo\n    patch: |\n      - op: replace\n        path: /spec/chart/spec/chart\n        value: ./charts/podinfo/{tag}\nsecretGenerator:\n  - name: db\n    namespace: podinfo\n    options:\n      disableNameSuffixHash: true\n    literals:\n      - password={password}\n"
         )
     };
     write(
@@ -989,23 +990,24 @@ async fn recursive_build_and_diff_of_a_fleet_repository() {
         of("apps"),
         [
             "Certificate/podinfo/podinfo-tls",
-            "Deployment/podinfo/podinfo",
+            "HelmRelease/podinfo/podinfo",
             "Namespace//podinfo",
             "Secret/podinfo/db",
-            "Service/podinfo/podinfo",
         ]
     );
     let db = docs.iter().find(|d| d["kind"] == "Secret").unwrap();
     assert_eq!(db["data"]["password"], "KipTT1BTKio=");
     assert!(!stdout.contains("hunter2") && !stdout.contains("aHVudGVyMg"));
-    // Built with the nested Kustomization's own spec: its image override and substitutions.
+    // Built with the nested Kustomization's own spec: its chart pin and substitutions.
     let podinfo = docs
         .iter()
-        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "podinfo")
+        .find(|d| d["kind"] == "HelmRelease" && d["metadata"]["name"] == "podinfo")
         .unwrap();
-    let container = &podinfo["spec"]["template"]["spec"]["containers"][0];
-    assert_eq!(container["image"], "ghcr.io/stefanprodan/podinfo:6.7.1");
-    assert_eq!(container["env"][0]["value"], "Hello from staging");
+    assert_eq!(
+        podinfo["spec"]["chart"]["spec"]["chart"],
+        "./charts/podinfo/6.7.1"
+    );
+    assert_eq!(podinfo["spec"]["values"]["message"], "Hello from staging");
     assert_eq!(snapshot(&work), before_tree, "the local tree was modified");
 
     // Without --local-sources the nested Kustomizations are built from the artifact the
@@ -1034,27 +1036,30 @@ async fn recursive_build_and_diff_of_a_fleet_repository() {
     let (code, stdout, stderr) = env.ferroflux(&diff).await;
     assert_eq!((code, stdout.as_str()), (0, ""), "{stderr}");
 
-    // A local edit in apps/: a new image tag, a new password and the Service gone.
+    // A local edit in apps/: a new chart version, a new password and the Certificate gone.
     write(
         &work,
         "apps/staging/kustomization.yaml",
-        &apps_staging("6.7.2", "correct-horse"),
+        &apps_staging("6.8.0", "correct-horse"),
     );
-    let base = std::fs::read_to_string(work.join("apps/base/podinfo.yaml")).unwrap();
-    let (deployment, _service) = base.split_once("---\n").unwrap();
-    write(&work, "apps/base/podinfo.yaml", deployment);
+    let base = std::fs::read_to_string(work.join("apps/base/kustomization.yaml")).unwrap();
+    write(
+        &work,
+        "apps/base/kustomization.yaml",
+        &base.replace("  - certificate.yaml\n", ""),
+    );
     let (code, stdout, stderr) = env.ferroflux(&diff).await;
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert_eq!(
         stdout,
         "\
 📁 Kustomization/flux-system/apps changed
-► Deployment/podinfo/podinfo drifted
+► HelmRelease/podinfo/podinfo drifted
 
-spec.template.spec.containers.podinfo.image
+spec.chart.spec.chart
 ± value change
-- ghcr.io/stefanprodan/podinfo:6.7.1
-+ ghcr.io/stefanprodan/podinfo:6.7.2
+- ./charts/podinfo/6.7.1
++ ./charts/podinfo/6.8.0
 
 ► Secret/podinfo/db drifted
 
@@ -1063,7 +1068,7 @@ data.password
 - *** (before)
 + *** (after)
 
-► Service/podinfo/podinfo deleted
+► Certificate/podinfo/podinfo-tls deleted
 "
     );
     for secret in [
@@ -1082,17 +1087,22 @@ data.password
         "{stderr}"
     );
     // Nothing was applied or deleted.
-    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
-        Api::namespaced(env.client.clone(), "podinfo");
-    let live = deployments.get("podinfo").await.unwrap();
-    let live = serde_json::to_value(live).unwrap();
+    let releases: Api<ferroflux_api::HelmRelease> = Api::namespaced(env.client.clone(), "podinfo");
+    let live = releases.get("podinfo").await.unwrap();
     assert_eq!(
-        live["spec"]["template"]["spec"]["containers"][0]["image"],
-        "ghcr.io/stefanprodan/podinfo:6.7.1"
+        live.spec.chart.unwrap().spec.chart,
+        "./charts/podinfo/6.7.1"
     );
-    let services: Api<k8s_openapi::api::core::v1::Service> =
-        Api::namespaced(env.client.clone(), "podinfo");
-    assert!(services.get_opt("podinfo").await.unwrap().is_some());
+    let certificate = kube::api::ApiResource {
+        group: "certs.example.com".into(),
+        version: "v1".into(),
+        api_version: "certs.example.com/v1".into(),
+        kind: "Certificate".into(),
+        plural: "certificates".into(),
+    };
+    let certificates: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(env.client.clone(), "podinfo", &certificate);
+    assert!(certificates.get_opt("podinfo-tls").await.unwrap().is_some());
 
     // Read from the cluster's artifact instead, apps/ is what Git holds: nothing changes.
     let (code, stdout, stderr) = env
