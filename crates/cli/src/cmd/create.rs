@@ -9,7 +9,7 @@ use crate::output::progress;
 use anyhow::{Context as _, anyhow, bail};
 use clap::{Args, Subcommand};
 use ferroflux_api::HelmRelease;
-use ferroflux_api::duration::{format_duration, parse_duration};
+use ferroflux_api::duration::format_duration;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Map, Value, json};
 use std::process::ExitCode;
@@ -47,8 +47,8 @@ struct HelmReleaseArgs {
     #[arg(long)]
     export: bool,
     /// How often the release is reconciled.
-    #[arg(long, default_value = "1m")]
-    interval: String,
+    #[arg(long, default_value = "1m", value_parser = crate::flags::duration)]
+    interval: std::time::Duration,
     /// Labels of the HelmRelease, as key=value (repeatable, or comma-separated).
     #[arg(long = "label", value_delimiter = ',')]
     labels: Vec<String>,
@@ -66,8 +66,8 @@ struct HelmReleaseArgs {
     #[arg(long)]
     chart_ref: Option<String>,
     /// How often the generated HelmChart checks its source.
-    #[arg(long)]
-    chart_interval: Option<String>,
+    #[arg(long, value_parser = crate::flags::duration)]
+    chart_interval: Option<std::time::Duration>,
     /// The Helm release name.
     #[arg(long)]
     release_name: Option<String>,
@@ -141,9 +141,8 @@ fn parse_ref(flag: &str, text: &str, kinds: &[&str]) -> anyhow::Result<Map<Strin
 
 /// The HelmRelease the flags describe, as JSON.
 fn build(namespace: &str, a: &HelmReleaseArgs) -> anyhow::Result<Value> {
-    let interval = parse_duration(&a.interval).with_context(|| "invalid --interval")?;
     let mut spec = Map::new();
-    spec.insert("interval".into(), json!(format_duration(interval)));
+    spec.insert("interval".into(), json!(format_duration(a.interval)));
     match (&a.chart_ref, &a.source) {
         (Some(_), Some(_)) => bail!("cannot use --chart-ref with --source"),
         (Some(chart_ref), None) => {
@@ -174,8 +173,7 @@ fn build(namespace: &str, a: &HelmReleaseArgs) -> anyhow::Result<Value> {
             if let Some(version) = &a.chart_version {
                 chart_spec.insert("version".into(), json!(version));
             }
-            if let Some(i) = &a.chart_interval {
-                let d = parse_duration(i).with_context(|| "invalid --chart-interval")?;
+            if let Some(d) = a.chart_interval {
                 chart_spec.insert("interval".into(), json!(format_duration(d)));
             }
             spec.insert("chart".into(), json!({"spec": chart_spec}));
