@@ -738,7 +738,7 @@ fn tls_data(
     let kind = match (crt, key) {
         (Some(crt), Some(key)) => {
             check_pem(&crt, "CERTIFICATE", "certificate")?;
-            check_pem(&key, "PRIVATE KEY", "private key")?;
+            check_pem(&key, "PRIVATE KEY", "key")?;
             data.insert("tls.crt".into(), json!(crt));
             data.insert("tls.key".into(), json!(key));
             "kubernetes.io/tls"
@@ -758,7 +758,9 @@ fn tls_data(
     Ok((data, kind))
 }
 
-/// A PEM block whose label ends with `label` must be in `text`.
+/// A PEM block whose label ends with `label` must be in `text` (Go's wording when it is not).
+/// Unlike flux, whether the certificate and key belong together is not checked here: a wrong
+/// pair is reported by the controller that uses it.
 fn check_pem(text: &str, label: &str, what: &str) -> anyhow::Result<()> {
     let found = text
         .lines()
