@@ -5,6 +5,7 @@
 
 use crate::cluster::{Cluster, KubeArgs};
 use crate::fluxobj::{self, FluxObject};
+use crate::output::document::{document, sorted};
 use crate::output::progress;
 use anyhow::{Context as _, anyhow, bail};
 use clap::{Args, Subcommand};
@@ -267,26 +268,10 @@ fn build(namespace: &str, a: &HelmReleaseArgs) -> anyhow::Result<Value> {
     Ok(sorted(object))
 }
 
-/// Keys sorted at every level, as flux's YAML (Go's JSON of a map) prints them.
-fn sorted(v: Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
-        other => other,
-    }
-}
-
 async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<ExitCode> {
     let object = build(&kube.namespace, a)?;
     if a.export {
-        print!(
-            "---\n{}",
-            ferroflux_kustomize::render_yaml(std::slice::from_ref(&object))
-        );
+        print!("{}", document(&object));
         return Ok(ExitCode::SUCCESS);
     }
     let result = async {

@@ -6,6 +6,7 @@
 //! for a HelmRelease its values as the controller composes them.
 
 use crate::cluster::{Cluster, KubeArgs, error_chain};
+use crate::output::document::sorted;
 use anyhow::bail;
 use clap::{Args, Subcommand};
 use ferroflux_api::{HelmRelease, Kustomization};
@@ -182,16 +183,4 @@ fn yaml(value: &Value) -> String {
         return "[]\n".into();
     }
     ferroflux_kustomize::render_yaml(std::slice::from_ref(&sorted(value.clone())))
-}
-
-fn sorted(v: Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
-        other => other,
-    }
 }

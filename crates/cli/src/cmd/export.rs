@@ -9,6 +9,7 @@
 //! schema carries the duration pattern, wherever it is nested.
 
 use crate::cluster::{Cluster, KubeArgs, error_chain};
+use crate::output::document::{document, sorted};
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use ferroflux_api::duration::{format_duration, parse_duration};
@@ -190,13 +191,6 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn document(value: &Value) -> String {
-    format!(
-        "---\n{}",
-        ferroflux_kustomize::render_yaml(std::slice::from_ref(value))
-    )
-}
-
 /// The object as flux exports it.
 fn exported(object: &Value, resource: &ApiResource, schema: &Value) -> Value {
     let mut metadata = Map::new();
@@ -254,18 +248,6 @@ fn normalize_durations(value: &mut Value, schema: &Value) {
             }
         }
         _ => {}
-    }
-}
-
-fn sorted(v: Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
-        other => other,
     }
 }
 

@@ -11,6 +11,7 @@
 //! source controller reports a wrong one.
 
 use crate::cluster::{Cluster, KubeArgs};
+use crate::output::document::{document, sorted};
 use crate::output::progress;
 use anyhow::{Context as _, anyhow, bail};
 use base64::Engine as _;
@@ -275,10 +276,7 @@ pub async fn run(kube: &KubeArgs, what: &SecretTarget) -> anyhow::Result<ExitCod
 
 /// `--export`'s text.
 fn export_text(made: &Made) -> String {
-    let mut text = format!(
-        "---\n{}",
-        ferroflux_kustomize::render_yaml(std::slice::from_ref(&made.secret))
-    );
+    let mut text = document(&made.secret);
     if made.blank_line_after {
         text.push('\n');
     }
@@ -379,10 +377,10 @@ pub(crate) fn secret_object(
 ) -> Value {
     let mut metadata = Map::new();
     if let Some(a) = annotations {
-        metadata.insert("annotations".into(), Value::Object(sorted(a)));
+        metadata.insert("annotations".into(), Value::Object(a));
     }
     if !labels.is_empty() {
-        metadata.insert("labels".into(), Value::Object(sorted(labels)));
+        metadata.insert("labels".into(), Value::Object(labels));
     }
     metadata.insert("name".into(), json!(name));
     metadata.insert("namespace".into(), json!(ns));
@@ -390,17 +388,11 @@ pub(crate) fn secret_object(
     object.insert("apiVersion".into(), json!("v1"));
     object.insert("kind".into(), json!("Secret"));
     object.insert("metadata".into(), Value::Object(metadata));
-    object.insert("stringData".into(), Value::Object(sorted(data)));
+    object.insert("stringData".into(), Value::Object(data));
     if let Some(t) = secret_type {
         object.insert("type".into(), json!(t));
     }
-    Value::Object(object)
-}
-
-fn sorted(map: Map<String, Value>) -> Map<String, Value> {
-    let mut entries: Vec<(String, Value)> = map.into_iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    entries.into_iter().collect()
+    sorted(Value::Object(object))
 }
 
 fn read_text(path: &str, what: &str) -> anyhow::Result<String> {
@@ -416,7 +408,8 @@ fn io_text(e: &std::io::Error) -> String {
     }
 }
 
-fn non_empty(v: &Option<String>) -> Option<&str> {
+/// The flag's value, unless absent or empty (flux treats both as not given).
+pub(crate) fn non_empty(v: &Option<String>) -> Option<&str> {
     v.as_deref().filter(|s| !s.is_empty())
 }
 

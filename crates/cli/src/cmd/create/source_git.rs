@@ -6,9 +6,10 @@
 //! `--silent`), then the GitRepository is created or updated and the command waits until the
 //! controller reports it ready with an artifact.
 
-use super::secret::{GitCredentials, parse_labels, secret_object, upsert};
+use super::secret::{GitCredentials, non_empty, parse_labels, secret_object, upsert};
 use crate::cluster::{Cluster, KubeArgs};
 use crate::fluxobj;
+use crate::output::document::{document, sorted};
 use crate::output::progress;
 use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
@@ -101,10 +102,6 @@ pub struct GitArgs {
     export: bool,
 }
 
-fn non_empty(v: &Option<String>) -> Option<&str> {
-    v.as_deref().filter(|s| !s.is_empty())
-}
-
 /// The GitRepository the flags describe, keys sorted as flux prints them.
 fn git_repository(a: &GitArgs, ns: &str) -> anyhow::Result<Value> {
     let name = non_empty(&a.name).ok_or_else(|| anyhow!("name is required"))?;
@@ -189,9 +186,7 @@ fn git_repository(a: &GitArgs, ns: &str) -> anyhow::Result<Value> {
     spec.insert("url".into(), json!(url));
     let mut metadata = Map::new();
     if !labels.is_empty() {
-        let mut sorted: Vec<(String, Value)> = labels.into_iter().collect();
-        sorted.sort_by(|x, y| x.0.cmp(&y.0));
-        metadata.insert("labels".into(), Value::Object(sorted.into_iter().collect()));
+        metadata.insert("labels".into(), Value::Object(labels));
     }
     metadata.insert("name".into(), json!(name));
     metadata.insert("namespace".into(), json!(ns));
@@ -204,7 +199,7 @@ fn git_repository(a: &GitArgs, ns: &str) -> anyhow::Result<Value> {
     // The type checks what the CRD would: a wrong field is an error here, not in the cluster.
     let _: GitRepository = serde_json::from_value(object.clone())
         .context("the flags make an invalid GitRepository")?;
-    Ok(object)
+    Ok(sorted(object))
 }
 
 /// Runs `create source git`.
@@ -212,10 +207,7 @@ pub async fn run(kube: &KubeArgs, a: &GitArgs) -> anyhow::Result<ExitCode> {
     let ns = kube.namespace.as_str();
     let mut object = git_repository(a, ns)?;
     if a.export {
-        print!(
-            "---\n{}",
-            ferroflux_kustomize::render_yaml(std::slice::from_ref(&object))
-        );
+        print!("{}", document(&object));
         return Ok(ExitCode::SUCCESS);
     }
     let name = non_empty(&a.name).unwrap_or_default().to_string();

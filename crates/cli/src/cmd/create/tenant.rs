@@ -8,6 +8,7 @@
 
 use super::secret::parse_labels;
 use crate::cluster::{Cluster, KubeArgs};
+use crate::output::document::{document, sorted};
 use crate::output::progress;
 use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
@@ -125,9 +126,6 @@ fn objects(a: &TenantArgs) -> anyhow::Result<Vec<TenantObjects>> {
         check_name("invalid namespace", ns)?;
         let mut labels: Map<String, Value> = parse_labels(&a.labels)?;
         labels.insert(TENANT_LABEL.into(), json!(tenant));
-        let mut sorted: Vec<(String, Value)> = labels.into_iter().collect();
-        sorted.sort_by(|x, y| x.0.cmp(&y.0));
-        let labels: Map<String, Value> = sorted.into_iter().collect();
         let account = a
             .account
             .as_deref()
@@ -135,17 +133,17 @@ fn objects(a: &TenantArgs) -> anyhow::Result<Vec<TenantObjects>> {
             .unwrap_or(tenant);
         check_name("invalid service-account name", account)?;
         out.push(TenantObjects {
-            namespace: json!({
+            namespace: sorted(json!({
                 "apiVersion": "v1",
                 "kind": "Namespace",
                 "metadata": {"labels": labels, "name": ns},
-            }),
-            account: json!({
+            })),
+            account: sorted(json!({
                 "apiVersion": "v1",
                 "kind": "ServiceAccount",
                 "metadata": {"labels": labels, "name": account, "namespace": ns},
-            }),
-            role_binding: json!({
+            })),
+            role_binding: sorted(json!({
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "RoleBinding",
                 "metadata": {"labels": labels, "name": format!("{tenant}-reconciler"), "namespace": ns},
@@ -158,7 +156,7 @@ fn objects(a: &TenantArgs) -> anyhow::Result<Vec<TenantObjects>> {
                     {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": format!("gotk:{ns}:reconciler")},
                     {"kind": "ServiceAccount", "name": account, "namespace": ns},
                 ],
-            }),
+            })),
         });
     }
     Ok(out)
@@ -175,8 +173,7 @@ pub async fn run(kube: &KubeArgs, a: &TenantArgs) -> anyhow::Result<ExitCode> {
                 docs.insert(0, &t.namespace);
             }
             for doc in docs {
-                text.push_str("---\n");
-                text.push_str(&ferroflux_kustomize::render_yaml(std::slice::from_ref(doc)));
+                text.push_str(&document(doc));
             }
         }
         print!("{text}");
