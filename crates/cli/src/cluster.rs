@@ -192,6 +192,25 @@ impl Cluster {
         }
     }
 
+    /// Reads object `name`. A refusal of the API server (not found, forbidden) is its message
+    /// alone, as flux prints it; any other failure names `what` (e.g. "reading Kustomization
+    /// ns/name").
+    pub async fn get_named<K>(
+        &self,
+        api: &kube::Api<K>,
+        name: &str,
+        what: &str,
+    ) -> anyhow::Result<K>
+    where
+        K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        match api.get(name).await {
+            Ok(object) => Ok(object),
+            Err(kube::Error::Api(status)) => Err(anyhow!("{}", status.message)),
+            Err(e) => Err(anyhow!("{what}: {}", error_chain(&e))),
+        }
+    }
+
     fn explain(&self, what: &str, e: kube::Error) -> anyhow::Error {
         if let kube::Error::Api(status) = &e {
             return anyhow!("{what}: {}", status.message);

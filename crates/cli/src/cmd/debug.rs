@@ -5,7 +5,7 @@
 //! then the inline `substitute`, read as the controller reads them), or its reconcile history;
 //! for a HelmRelease its values as the controller composes them.
 
-use crate::cluster::{Cluster, KubeArgs, error_chain};
+use crate::cluster::{Cluster, KubeArgs};
 use crate::output::document::sorted;
 use anyhow::bail;
 use clap::{Args, Subcommand};
@@ -80,11 +80,13 @@ pub async fn run(args: DebugArgs) -> anyhow::Result<ExitCode> {
     let cluster = Cluster::connect(&args.kube).await?;
     let ns = args.kube.namespace.as_str();
     let api: Api<Kustomization> = Api::namespaced(cluster.client.clone(), ns);
-    let ks = match api.get(&a.name).await {
-        Ok(ks) => ks,
-        Err(kube::Error::Api(status)) => bail!("{}", status.message),
-        Err(e) => bail!("reading Kustomization {ns}/{}: {}", a.name, error_chain(&e)),
-    };
+    let ks = cluster
+        .get_named(
+            &api,
+            &a.name,
+            &format!("reading Kustomization {ns}/{}", a.name),
+        )
+        .await?;
     let mut out = String::new();
     if a.show_status {
         let status = serde_json::to_value(&ks.status)?;
@@ -126,11 +128,13 @@ async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<Exi
     let cluster = Cluster::connect(kube).await?;
     let ns = kube.namespace.as_str();
     let api: Api<HelmRelease> = Api::namespaced(cluster.client.clone(), ns);
-    let hr = match api.get(&a.name).await {
-        Ok(hr) => hr,
-        Err(kube::Error::Api(status)) => bail!("{}", status.message),
-        Err(e) => bail!("reading HelmRelease {ns}/{}: {}", a.name, error_chain(&e)),
-    };
+    let hr = cluster
+        .get_named(
+            &api,
+            &a.name,
+            &format!("reading HelmRelease {ns}/{}", a.name),
+        )
+        .await?;
     let mut out = String::new();
     if a.show_status {
         let status = serde_json::to_value(&hr.status)?;

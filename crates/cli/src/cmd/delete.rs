@@ -4,7 +4,7 @@
 //! is then the controllers' business: a Kustomization with `prune` removes what it applied, a
 //! HelmRelease uninstalls its release (their finalizers).
 
-use crate::cluster::{Cluster, KubeArgs, error_chain};
+use crate::cluster::{Cluster, KubeArgs};
 use crate::cmd::export::resource_of;
 use crate::output::progress;
 use anyhow::bail;
@@ -101,11 +101,9 @@ pub async fn run(args: DeleteArgs) -> anyhow::Result<ExitCode> {
     let ns = args.kube.namespace.as_str();
     let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &resource);
     // It must exist before anyone is asked anything.
-    match api.get(name).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) => bail!("{}", status.message),
-        Err(e) => bail!("reading {kind} {ns}/{name}: {}", error_chain(&e)),
-    }
+    cluster
+        .get_named(&api, name, &format!("reading {kind} {ns}/{name}"))
+        .await?;
     if !args.silent && !progress::confirm(&format!("Are you sure you want to delete this {human}"))?
     {
         bail!("aborting");

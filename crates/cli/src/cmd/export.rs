@@ -8,7 +8,7 @@
 //! Durations are found through the kind's own CRD schema (crates/api): every string field whose
 //! schema carries the duration pattern, wherever it is nested.
 
-use crate::cluster::{Cluster, KubeArgs, error_chain};
+use crate::cluster::{Cluster, KubeArgs};
 use crate::output::document::{document, sorted};
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
@@ -171,12 +171,11 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     } else {
         let name = selection.name.as_deref().unwrap_or_default();
         let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &resource);
-        match api.get(name).await {
-            Ok(o) => vec![o],
-            // The API server's own words, as flux prints them.
-            Err(kube::Error::Api(status)) => bail!("{}", status.message),
-            Err(e) => bail!("reading {kind} {ns}/{name}: {}", error_chain(&e)),
-        }
+        vec![
+            cluster
+                .get_named(&api, name, &format!("reading {kind} {ns}/{name}"))
+                .await?,
+        ]
     };
     let mut text = String::new();
     for object in &objects {
