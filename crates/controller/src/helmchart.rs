@@ -661,16 +661,8 @@ pub fn controller(
     metrics: Arc<Metrics>,
     shutdown: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
 ) -> (Store<HelmChart>, Pin<Box<dyn Future<Output = ()> + Send>>) {
-    let c = client.clone();
-    let run: sourceloop::ReconcileFn = Arc::new(move |ns: String, name: String| {
-        let client = c.clone();
-        let settings = settings.clone();
-        let pass: sourceloop::Pass = Box::pin(async move {
-            reconcile(&client, &settings, &ns, &name)
-                .await
-                .map_err(|e| e.to_string())
-        });
-        pass
+    let run = sourceloop::reconcile_fn(client.clone(), settings, |c, s, ns, name| async move {
+        reconcile(&c, &s, &ns, &name).await
     });
     let sources = client.clone();
     // As source-controller: a source's new artifact reconciles the HelmCharts built from it.
