@@ -289,12 +289,6 @@ pub fn fetch(req: &Request, storage: &Storage) -> Result<Fetched, FetchError> {
     let resolved = artifact::resolve(&client, &pinned)?;
     let media_type = req.layer.as_ref().and_then(|l| l.media_type.as_deref());
     let layer = artifact::select_layer(&target, &resolved.manifest, media_type)?.clone();
-    let blob = artifact::fetch_layer(
-        &client,
-        &pinned,
-        &layer,
-        ferroflux_source::DEFAULT_MAX_ARTIFACT_SIZE,
-    )?;
     let file_name = format!("{}.tar.gz", head.digest.trim_start_matches("sha256:"));
     let copy = req
         .layer
@@ -302,8 +296,13 @@ pub fn fetch(req: &Request, storage: &Storage) -> Result<Fetched, FetchError> {
         .and_then(|l| l.operation)
         .is_some_and(|o| o == OCILayerOperation::Copy);
     let (path, digest, size, ()) = if copy {
+        let mut blob = artifact::fetch_layer(
+            &client,
+            &pinned,
+            &layer,
+            ferroflux_source::DEFAULT_MAX_ARTIFACT_SIZE,
+        )?;
         storage.write_atomic(&req.key, &file_name, |w| {
-            let mut blob = blob;
             std::io::copy(&mut blob, w)
                 .map_err(|e| ferroflux_source::Error::Archive(e.to_string()))?;
             Ok(())
@@ -314,9 +313,13 @@ pub fn fetch(req: &Request, storage: &Storage) -> Result<Fetched, FetchError> {
             message: format!("cannot create a temporary directory: {e}"),
             stalled: false,
         })?;
-        ferroflux_oci::extract::extract_tar_gz(
-            std::io::BufReader::with_capacity(256 * 1024, blob),
+        // Unpacked as it downloads; the digest is checked once the stream ends.
+        artifact::extract_layer(
+            &client,
+            &pinned,
+            &layer,
             dir.path(),
+            ferroflux_source::DEFAULT_MAX_ARTIFACT_SIZE,
             ferroflux_source::DEFAULT_MAX_ARTIFACT_SIZE,
         )?;
         let extra: Vec<String> = req.ignore.iter().cloned().collect();

@@ -369,6 +369,83 @@ pub fn fetch_layer(
     Ok(file)
 }
 
+/// Downloads `layer` and unpacks it into `dest` as it arrives (no temporary copy), hashing the
+/// compressed bytes on the way. When the whole blob has been read its digest and size are
+/// checked; if they do not match, or the extraction is refused, what the extraction created is
+/// removed again (`dest` itself when it did not exist before, else the entries it added at its
+/// top level; files it overwrote in folders that were already there stay overwritten) and the
+/// error says why, the digest mismatch first: a tampered layer is reported as tampered even
+/// when it also fails to decompress.
+pub fn extract_layer(
+    client: &Client,
+    reference: &Reference,
+    layer: &Descriptor,
+    dest: &Path,
+    max_layer_size: u64,
+    max_extract_size: u64,
+) -> Result<crate::extract::ExtractStats> {
+    let before = Before::record(dest)?;
+    let mut blob = client.open_blob(&reference.repository, layer, max_layer_size)?;
+    let extracted = crate::extract::extract_tar_gz(
+        std::io::BufReader::with_capacity(256 * 1024, &mut blob),
+        dest,
+        max_extract_size,
+    );
+    let err = match (extracted, blob.finish()) {
+        (Ok(stats), Ok(())) => return Ok(stats),
+        (_, Err(e)) | (Err(e), Ok(())) => e,
+    };
+    before.restore(dest);
+    Err(err)
+}
+
+/// What existed at an extraction's destination before it, to undo a refused extraction.
+enum Before {
+    /// `dest` did not exist: remove it whole.
+    Absent,
+    /// `dest` existed with these top-level names.
+    Names(std::collections::HashSet<std::ffi::OsString>),
+}
+
+impl Before {
+    fn record(dest: &Path) -> Result<Self> {
+        match std::fs::read_dir(dest) {
+            Ok(entries) => Ok(Before::Names(
+                entries
+                    .map(|e| e.map(|e| e.file_name()))
+                    .collect::<std::io::Result<_>>()
+                    .map_err(|e| Error::io(dest, e))?,
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Before::Absent),
+            Err(e) => Err(Error::io(dest, e)),
+        }
+    }
+
+    /// Best effort: the error being returned matters more than a leftover that cannot be removed.
+    fn restore(self, dest: &Path) {
+        match self {
+            Before::Absent => {
+                let _ = std::fs::remove_dir_all(dest);
+            }
+            Before::Names(names) => {
+                let Ok(entries) = std::fs::read_dir(dest) else {
+                    return;
+                };
+                for entry in entries.flatten() {
+                    if names.contains(&entry.file_name()) {
+                        continue;
+                    }
+                    let path = entry.path();
+                    let _ = match entry.file_type() {
+                        Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+                        _ => std::fs::remove_file(&path),
+                    };
+                }
+            }
+        }
+    }
+}
+
 /// What [`pull`] got.
 #[derive(Debug, Clone)]
 pub struct Pulled {
@@ -393,15 +470,12 @@ pub fn pull(
 ) -> Result<Pulled> {
     let resolved = resolve(client, reference)?;
     let layer = select_layer(reference, &resolved.manifest, layer_media_type)?.clone();
-    let file = fetch_layer(
+    let stats = extract_layer(
         client,
         &reference.with_digest(&resolved.digest),
         &layer,
-        max_layer_size,
-    )?;
-    let stats = crate::extract::extract_tar_gz(
-        std::io::BufReader::with_capacity(256 * 1024, file),
         dest,
+        max_layer_size,
         max_extract_size,
     )?;
     Ok(Pulled {

@@ -593,56 +593,47 @@ impl Client {
         limit: u64,
         out: &mut dyn Write,
     ) -> Result<()> {
+        let mut blob = self.open_blob(repo, desc, limit)?;
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            let n = match blob.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(blob.take_error().unwrap_or_else(|| self.unreachable(e))),
+            };
+            out.write_all(&buf[..n])
+                .map_err(|e| Error::io(format!("blob {}", desc.digest), e))?;
+        }
+        blob.finish()
+    }
+
+    /// Starts downloading the blob of `desc`: the [`BlobReader`] hashes and counts the bytes as
+    /// they are read, so a caller can unpack the stream while it arrives and learn from
+    /// [`BlobReader::finish`] whether what it used was the content the digest names.
+    pub fn open_blob(&self, repo: &str, desc: &Descriptor, limit: u64) -> Result<BlobReader> {
         let what = format!("blob {}", desc.digest);
         if desc.size > limit {
             return Err(Error::TooLarge { what, limit });
         }
         let path = format!("/v2/{repo}/blobs/{}", desc.digest);
-        let mut resp = self.send("GET", repo, false, &path, &[], Body::Empty)?;
+        let resp = self.send("GET", repo, false, &path, &[], Body::Empty)?;
         if resp.status().as_u16() != 200 {
             return Err(self.status_error("GET", &path, resp));
         }
-        let mut reader = resp.body_mut().with_config().limit(limit + 1).reader();
-        let mut hasher = sha2::Sha256::new();
-        let mut total = 0u64;
-        let mut buf = vec![0u8; 256 * 1024];
-        loop {
-            let n = match reader.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    if total >= limit {
-                        return Err(Error::TooLarge { what, limit });
-                    }
-                    return Err(self.unreachable(e));
-                }
-            };
-            total += n as u64;
-            if total > limit {
-                return Err(Error::TooLarge { what, limit });
-            }
-            hasher.update(&buf[..n]);
-            out.write_all(&buf[..n]).map_err(|e| Error::io(&what, e))?;
-        }
-        let actual = hex_digest(hasher.finalize().as_slice());
-        if actual != desc.digest {
-            return Err(Error::DigestMismatch {
-                what,
-                expected: desc.digest.clone(),
-                actual,
-            });
-        }
-        if total != desc.size {
-            return Err(Error::Protocol {
-                registry: self.registry.clone(),
-                detail: format!(
-                    "{what}: {total} bytes received, the manifest says {}",
-                    desc.size
-                ),
-            });
-        }
-        Ok(())
+        Ok(BlobReader {
+            inner: resp
+                .into_body()
+                .into_with_config()
+                .limit(limit.saturating_add(1))
+                .reader(),
+            hasher: sha2::Sha256::new(),
+            total: 0,
+            limit,
+            desc: desc.clone(),
+            registry: self.registry.clone(),
+            error: None,
+        })
     }
 
     /// Uploads a blob (monolithic: `POST` an upload, then one `PUT` with the content), unless
@@ -767,6 +758,109 @@ impl Client {
 }
 
 /// `<url>; rel="next"` → url.
+/// A blob as it downloads (see [`Client::open_blob`]): what is read through it is hashed and
+/// counted; reading more than the limit, or a transport failure, is an I/O error whose cause
+/// [`BlobReader::finish`] (or [`BlobReader::take_error`]) names.
+pub struct BlobReader {
+    inner: ureq::BodyReader<'static>,
+    hasher: sha2::Sha256,
+    total: u64,
+    limit: u64,
+    desc: Descriptor,
+    registry: String,
+    /// Why reading stopped, kept for `finish`: the reader's caller only sees an `io::Error`.
+    error: Option<Error>,
+}
+
+impl Read for BlobReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.error.is_some() {
+            return Err(std::io::Error::other(self.failure()));
+        }
+        let n = match self.inner.read(buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return Err(e),
+            Err(e) => {
+                // ureq's own limit (one byte over ours) ends the body with an error.
+                self.error = Some(if self.total >= self.limit {
+                    self.too_large()
+                } else {
+                    Error::Unreachable {
+                        registry: self.registry.clone(),
+                        detail: e.to_string(),
+                    }
+                });
+                return Err(std::io::Error::other(self.failure()));
+            }
+        };
+        self.total += n as u64;
+        if self.total > self.limit {
+            self.error = Some(self.too_large());
+            return Err(std::io::Error::other(self.failure()));
+        }
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+impl BlobReader {
+    fn too_large(&self) -> Error {
+        Error::TooLarge {
+            what: format!("blob {}", self.desc.digest),
+            limit: self.limit,
+        }
+    }
+
+    fn failure(&self) -> String {
+        self.error
+            .as_ref()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    /// Why reading failed, when it did (the size limit, the transport).
+    pub fn take_error(&mut self) -> Option<Error> {
+        self.error.take()
+    }
+
+    /// Reads what the caller left unread (a tarball's padding, gzip's trailer) and checks the
+    /// sha256 and the size of the whole blob against its descriptor.
+    pub fn finish(mut self) -> Result<()> {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match self.read(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(self.error.take().unwrap_or_else(|| Error::Unreachable {
+                        registry: self.registry.clone(),
+                        detail: e.to_string(),
+                    }));
+                }
+            }
+        }
+        let actual = hex_digest(self.hasher.finalize().as_slice());
+        if actual != self.desc.digest {
+            return Err(Error::DigestMismatch {
+                what: format!("blob {}", self.desc.digest),
+                expected: self.desc.digest,
+                actual,
+            });
+        }
+        if self.total != self.desc.size {
+            return Err(Error::Protocol {
+                registry: self.registry,
+                detail: format!(
+                    "blob {}: {} bytes received, the manifest says {}",
+                    self.desc.digest, self.total, self.desc.size
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
 fn next_link(header: &str) -> Option<String> {
     header.split(',').find_map(|part| {
         let (url, params) = part.split_once(';')?;

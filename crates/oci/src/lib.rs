@@ -43,6 +43,6 @@ mod reference;
 pub mod tags;
 
 pub use auth::{Auth, DockerConfig};
-pub use client::{Client, ClientOptions, MAX_MANIFEST_SIZE, ManifestHead, RawManifest};
+pub use client::{BlobReader, Client, ClientOptions, MAX_MANIFEST_SIZE, ManifestHead, RawManifest};
 pub use error::{Error, Result};
 pub use reference::{Reference, valid_digest, valid_tag};

@@ -294,3 +294,79 @@ fn digest_mismatch() {
         "{msg}"
     );
 }
+
+/// A layer stored without compression whose file content is altered in the registry's storage
+/// decompresses and unpacks cleanly (gzip's checksum sits in the trailer, past the tarball's end):
+/// only the digest of the streamed bytes, checked when the stream ends, catches it. What the
+/// extraction wrote is then removed: a new output directory entirely, in an existing one the
+/// entries it added, never what was there before.
+#[test]
+fn digest_mismatch_after_a_clean_extraction_removes_the_tree() {
+    let reg = plain_registry();
+    let c = client(&reg, Auth::Anonymous);
+    let mut layer = Vec::new();
+    {
+        let gz = flate2::write::GzEncoder::new(&mut layer, flate2::Compression::none());
+        let mut b = tar::Builder::new(gz);
+        for (name, body) in [
+            ("apps/a.yaml", "kind: ConfigMap # original\n"),
+            ("b.yaml", "kind: Secret\n"),
+        ] {
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o644);
+            h.set_size(body.len() as u64);
+            b.append_data(&mut h, name, body.as_bytes()).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap();
+    }
+    let r = Reference::parse(&format!("oci://{}/apps/stored:1.0.0", reg.host())).unwrap();
+    push_raw_layer(&c, &r, &layer);
+    let desc = artifact::resolve(&c, &r).unwrap().manifest.layers[0].clone();
+    let hex = desc.digest.trim_start_matches("sha256:");
+    let data = reg
+        .data_dir()
+        .join("docker/registry/v2/blobs/sha256")
+        .join(&hex[..2])
+        .join(hex)
+        .join("data");
+    let mut bytes = std::fs::read(&data).unwrap();
+    let at = bytes
+        .windows(8)
+        .position(|w| w == b"original")
+        .expect("the stored layer holds the file's text");
+    bytes[at..at + 8].copy_from_slice(b"tampered");
+    std::fs::write(&data, &bytes).unwrap();
+
+    let want = format!(
+        "digest mismatch for blob {}: expected {}, got sha256:",
+        desc.digest, desc.digest
+    );
+    let parent = tempfile::tempdir().unwrap();
+    let fresh = parent.path().join("out");
+    let err = artifact::pull(
+        &c,
+        &r,
+        None,
+        &fresh,
+        DEFAULT_MAX_LAYER_SIZE,
+        DEFAULT_MAX_EXTRACT_SIZE,
+    )
+    .unwrap_err();
+    assert!(err.to_string().starts_with(&want), "{err}");
+    assert!(!fresh.exists(), "the partial tree was left behind");
+
+    let existing = tempfile::tempdir().unwrap();
+    std::fs::write(existing.path().join("keep.txt"), "mine\n").unwrap();
+    let err = artifact::pull(
+        &c,
+        &r,
+        None,
+        existing.path(),
+        DEFAULT_MAX_LAYER_SIZE,
+        DEFAULT_MAX_EXTRACT_SIZE,
+    )
+    .unwrap_err();
+    assert!(err.to_string().starts_with(&want), "{err}");
+    let left: Vec<_> = crate::read_tree(existing.path()).into_keys().collect();
+    assert_eq!(left, ["keep.txt"]);
+}
