@@ -1,7 +1,7 @@
 //! Flux's notifications, as notification-controller does them, without a cluster.
 //!
 //! Owns: the event JSON Flux's controllers post (`event`), the metadata rules applied to it on
-//! the way to a Provider (`event`), each Provider type's HTTP payload (`payload`), sending with
+//! the way to a Provider (`event`), each Provider type's HTTP payload and the keys it needs (`payload`), sending with
 //! Flux's retries and timeouts (`send`), which Alerts an event matches and Flux's rate limit of
 //! identical events (`alert`), and how each Receiver type verifies a webhook call (`receiver`).
 //!
@@ -18,6 +18,7 @@ pub mod event;
 pub mod payload;
 pub mod receiver;
 pub mod send;
+pub mod sha1;
 
 pub use alert::{RateLimiter, matches};
 pub use event::{Event, InvolvedObject};

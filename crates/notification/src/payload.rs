@@ -8,7 +8,18 @@
 //! statuses use it as the last part of their context (`kustomization/apps/production`), so
 //! statuses from staging and production on one commit do not overwrite each other.
 
-use crate::event::{Event, SEVERITY_ERROR, SEVERITY_INFO};
+mod chat;
+mod commit;
+mod incident;
+
+pub use chat::telegram_escape;
+pub use commit::{
+    commit_of, commit_status_context, describe_reason, parse_bitbucket_server_address,
+    parse_git_address,
+};
+pub use incident::opsgenie_alias;
+
+use crate::event::{Event, SEVERITY_ERROR};
 use ferroflux_api::notification::ProviderType;
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
@@ -44,6 +55,8 @@ pub struct ProviderConfig {
     pub timeout: Option<Duration>,
     /// The Provider's UID (the default commit status context ends with its first part).
     pub uid: String,
+    /// `namespace/name` of `spec.secretRef`, when set: messages about a missing key name it.
+    pub secret: Option<String>,
 }
 
 /// One HTTP request to perform.
@@ -73,6 +86,16 @@ impl Request {
         }
     }
 
+    fn get(url: String) -> Request {
+        Request {
+            method: "GET",
+            url,
+            headers: Vec::new(),
+            content_type: String::new(),
+            body: Vec::new(),
+        }
+    }
+
     fn header(mut self, name: &str, value: impl Into<String>) -> Request {
         self.headers.push((name.to_string(), value.into()));
         self
@@ -86,20 +109,80 @@ pub enum Plan {
     Skip(&'static str),
     /// One request.
     Post(Request),
-    /// A commit status: list the commit's statuses first and post only when the context's
-    /// state or description changed (Flux's duplicate check).
+    /// Requests sent in order, each once the one before succeeded (PagerDuty's alert, then
+    /// its change event).
+    Sequence(Vec<Request>),
+    /// A commit status: read the commit's statuses first and post only when this one's state
+    /// or description changed (Flux's duplicate check).
     CommitStatus {
-        /// Lists the commit's statuses.
+        /// Reads the commit's statuses (or the one status of this key).
         list: Request,
         /// Sets the status.
         post: Request,
-        /// The context the duplicate check compares.
-        context: String,
-        /// The state the duplicate check compares.
-        state: String,
-        /// The description the duplicate check compares.
-        description: String,
+        /// How the answer to `list` tells a duplicate.
+        duplicate: Duplicate,
     },
+}
+
+/// How a commit status service's answer tells that the status to set is already there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Duplicate {
+    /// JSON pointer to the statuses in the answer: `""` for the whole body, `/value` for Azure
+    /// DevOps' list.
+    pub items: &'static str,
+    /// The answer is the one status of this key (Bitbucket), not a list.
+    pub single: bool,
+    /// A 404 answer means there is no status yet (Bitbucket's status by key).
+    pub missing_is_none: bool,
+    /// Fields (JSON pointer, value) that pick the statuses this one would replace.
+    pub key: Vec<(&'static str, String)>,
+    /// Fields that must all be equal for it to be a duplicate.
+    pub same: Vec<(&'static str, String)>,
+    /// The first status of the key decides (lists newest first: GitHub, Gitea, Azure DevOps);
+    /// otherwise any equal status is a duplicate (GitLab).
+    pub first_decides: bool,
+}
+
+impl Duplicate {
+    /// Whether `answer` (the body of `list`) already holds this status.
+    pub fn is_duplicate(&self, answer: &Value) -> bool {
+        let field = |s: &Value, pointer: &str| {
+            s.pointer(pointer)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let matches = |s: &Value, fields: &[(&'static str, String)]| {
+            fields
+                .iter()
+                .all(|(p, v)| field(s, p).as_deref() == Some(v.as_str()))
+        };
+        let items: Vec<&Value> = if self.single {
+            answer.pointer(self.items).into_iter().collect()
+        } else {
+            match answer.pointer(self.items).and_then(Value::as_array) {
+                Some(items) => items.iter().collect(),
+                None => return false,
+            }
+        };
+        for s in items {
+            // Entries missing a compared field are skipped, as Flux skips them.
+            let complete = self
+                .key
+                .iter()
+                .chain(&self.same)
+                .all(|(p, _)| field(s, p).is_some_and(|v| !v.is_empty()));
+            if !complete || !matches(s, &self.key) {
+                continue;
+            }
+            if matches(s, &self.same) {
+                return true;
+            }
+            if self.first_decides {
+                return false;
+            }
+        }
+        false
+    }
 }
 
 /// Why an event cannot be sent to a provider.
@@ -116,6 +199,16 @@ pub enum PayloadError {
     /// A value the type needs is missing.
     #[error("{0}")]
     Missing(String),
+    /// A Secret key the type needs is missing.
+    #[error("{}", missing_key(key, kind, secret.as_deref()))]
+    MissingKey {
+        /// `token`.
+        key: &'static str,
+        /// `telegram`.
+        kind: &'static str,
+        /// `namespace/name` of the Secret, when `spec.secretRef` is set.
+        secret: Option<String>,
+    },
     /// The event has no revision a commit status can be set on.
     #[error("missing revision metadata")]
     MissingRevision,
@@ -125,6 +218,17 @@ pub enum PayloadError {
     /// The type is not implemented by ferroflux.
     #[error("provider type '{0}' is not supported by ferroflux")]
     Unsupported(String),
+}
+
+fn missing_key(key: &str, kind: &str, secret: Option<&str>) -> String {
+    match secret {
+        Some(secret) => {
+            format!("secret '{secret}' has no '{key}' key, which provider type '{kind}' needs")
+        }
+        None => format!(
+            "provider type '{kind}' needs a '{key}' key in the Secret of spec.secretRef, and no secretRef is set"
+        ),
+    }
 }
 
 fn check_url(what: &'static str, url: &str) -> Result<(), PayloadError> {
@@ -175,24 +279,134 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// What each type needs before anything is sent: the Secret keys (`token`, ...) and spec
+/// fields it cannot work without, named as a user would fix them. Flux checks the same when
+/// it builds the notifier; the dispatcher reports the answer on the Alert.
+pub fn check(p: &ProviderConfig) -> Result<(), PayloadError> {
+    let kind = p.kind.as_str();
+    let missing = |key: &'static str| PayloadError::MissingKey {
+        key,
+        kind,
+        secret: p.secret.clone(),
+    };
+    // Telegram's API address is fixed; every other type sends to (or reads its repository
+    // from) the address.
+    if p.address.is_empty() && p.kind != ProviderType::Telegram {
+        return Err(PayloadError::Missing(match &p.secret {
+            Some(secret) => format!(
+                "no address: spec.address is empty and secret '{secret}' has no 'address' key"
+            ),
+            None => "no address: spec.address is empty and no secretRef is set".into(),
+        }));
+    }
+    let token = !p.token.is_empty();
+    let token_or_password = token || !p.password.is_empty();
+    match p.kind {
+        ProviderType::GenericHmac
+        | ProviderType::Webex
+        | ProviderType::Matrix
+        | ProviderType::Opsgenie
+        | ProviderType::Telegram
+        | ProviderType::Bitbucket
+        | ProviderType::Azuredevops
+            if !token =>
+        {
+            Err(missing("token"))
+        }
+        ProviderType::Github | ProviderType::Gitlab | ProviderType::Gitea if !token_or_password => {
+            Err(missing("token"))
+        }
+        ProviderType::Bitbucketserver
+            if !token && (p.username.is_empty() || p.password.is_empty()) =>
+        {
+            Err(PayloadError::Missing(format!(
+                "provider type 'bitbucketserver' needs a 'token', or a 'username' and a 'password', in {}",
+                p.secret.as_deref().map_or(
+                    "the Secret of spec.secretRef (none is set)".to_string(),
+                    |s| format!("secret '{s}'")
+                )
+            )))
+        }
+        ProviderType::Telegram | ProviderType::Matrix | ProviderType::Webex
+            if p.channel.is_empty() =>
+        {
+            Err(PayloadError::Missing(format!(
+                "provider type '{kind}' needs spec.channel (the {})",
+                if p.kind == ProviderType::Telegram {
+                    "chat id"
+                } else {
+                    "room id"
+                }
+            )))
+        }
+        ProviderType::Pagerduty if p.channel.is_empty() => Err(PayloadError::Missing(
+            "provider type 'pagerduty' needs spec.channel (the integration's routing key)".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The plan for sending `event` (whose metadata is already combined) to `provider`.
 pub fn plan(provider: &ProviderConfig, event: &Event) -> Result<Plan, PayloadError> {
+    check(provider)?;
     match provider.kind {
         ProviderType::Generic => generic(provider, event, false),
         ProviderType::GenericHmac => generic(provider, event, true),
         ProviderType::Slack => slack(provider, event),
         ProviderType::Discord => discord(provider, event),
         ProviderType::Msteams => msteams(provider, event),
-        ProviderType::Github => github(provider, event),
+        ProviderType::Googlechat => chat::googlechat(provider, event),
+        ProviderType::Rocket => chat::rocket(provider, event),
+        ProviderType::Webex => chat::webex(provider, event),
+        ProviderType::Telegram => chat::telegram(provider, event),
+        ProviderType::Matrix => chat::matrix(provider, event),
+        ProviderType::Alertmanager => incident::alertmanager(provider, event),
+        ProviderType::Grafana => incident::grafana(provider, event),
+        ProviderType::Pagerduty => incident::pagerduty(provider, event),
+        ProviderType::Opsgenie => incident::opsgenie(provider, event),
+        ProviderType::Github => commit::github(provider, event),
+        ProviderType::Gitlab => commit::gitlab(provider, event),
+        ProviderType::Gitea => commit::gitea(provider, event),
+        ProviderType::Bitbucket => commit::bitbucket(provider, event),
+        ProviderType::Bitbucketserver => commit::bitbucketserver(provider, event),
+        ProviderType::Azuredevops => commit::azuredevops(provider, event),
         other => Err(PayloadError::Unsupported(other.as_str().into())),
     }
 }
 
+/// `[production] ` when the event carries the cluster's name, else nothing: chat messages put
+/// it in front of the object.
+pub(crate) fn cluster_prefix(event: &Event) -> String {
+    event
+        .cluster()
+        .map(|c| format!("[{c}] "))
+        .unwrap_or_default()
+}
+
+/// `Basic <base64 of user:password>`.
+pub(crate) fn basic_auth(username: &str, password: &str) -> String {
+    use base64::Engine;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"))
+    )
+}
+
+/// Percent-encodes all but RFC 3986's unreserved characters (and those in `keep`).
+pub(crate) fn escape(s: &str, keep: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) || keep.as_bytes().contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 fn generic(p: &ProviderConfig, event: &Event, signed: bool) -> Result<Plan, PayloadError> {
     check_url("hook", &p.address)?;
-    if signed && p.token.is_empty() {
-        return Err(PayloadError::Missing("HMAC key is empty".into()));
-    }
     let body = serde_json::to_vec(event).unwrap_or_default();
     let mut request = Request {
         method: "POST",
@@ -364,192 +578,4 @@ fn msteams(p: &ProviderConfig, event: &Event) -> Result<Plan, PayloadError> {
         })
     };
     Ok(Plan::Post(Request::json(p.address.clone(), &body)))
-}
-
-/// Flux's `splitCamelcase`, lower-cased and joined: `HealthCheckFailed` → `health check failed`.
-pub fn describe_reason(reason: &str) -> String {
-    let mut runs: Vec<Vec<char>> = Vec::new();
-    let mut last = 0;
-    for c in reason.chars() {
-        let class = if c.is_lowercase() {
-            1
-        } else if c.is_uppercase() {
-            2
-        } else if c.is_ascii_digit() {
-            3
-        } else {
-            4
-        };
-        match runs.last_mut() {
-            Some(run) if class == last => run.push(c),
-            _ => runs.push(vec![c]),
-        }
-        last = class;
-    }
-    // An upper-case run followed by a lower-case one gives its last letter to the word after
-    // it: `HTTPServer` → `HTTP Server`.
-    for i in 0..runs.len().saturating_sub(1) {
-        let upper = runs[i].first().is_some_and(|c| c.is_uppercase());
-        let lower_next = runs[i + 1].first().is_some_and(|c| c.is_lowercase());
-        if upper
-            && lower_next
-            && let Some(moved) = runs[i].pop()
-        {
-            runs[i + 1].insert(0, moved);
-        }
-    }
-    runs.iter()
-        .filter(|r| !r.is_empty())
-        .map(|r| r.iter().collect::<String>())
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
-}
-
-/// The commit hash of a Flux revision: `main@sha1:<hex>`, `sha1:<hex>`, legacy `main/<hex>`,
-/// or a bare hash.
-pub fn commit_of(revision: &str) -> Result<String, PayloadError> {
-    let tail = revision.rsplit_once('@').map_or(revision, |(_, t)| t);
-    let hash = match tail.split_once(':') {
-        Some((algo, hash)) if algo == "sha1" || algo == "sha256" => hash,
-        Some(_) => "",
-        None => tail.rsplit_once('/').map_or(tail, |(_, h)| h),
-    };
-    let valid =
-        (hash.len() == 40 || hash.len() == 64) && hash.chars().all(|c| c.is_ascii_hexdigit());
-    if valid {
-        Ok(hash.to_string())
-    } else {
-        Err(PayloadError::InvalidRevision(revision.to_string()))
-    }
-}
-
-/// `https://host` and `owner/repo` of a Git address (`ssh://` becomes `https://`).
-pub fn parse_git_address(address: &str) -> Result<(String, String), PayloadError> {
-    let invalid = || PayloadError::InvalidAddress {
-        what: "Git repository",
-        url: redact(address),
-    };
-    // scp-like `git@host:owner/repo.git`.
-    let (scheme, rest) = match address.split_once("://") {
-        Some((s, r)) => (s, r.to_string()),
-        None => match address.split_once(':') {
-            Some((host, path)) if !host.contains('/') => ("ssh", format!("{host}/{path}")),
-            _ => return Err(invalid()),
-        },
-    };
-    let scheme = if scheme == "ssh" { "https" } else { scheme };
-    let end = rest.find('/').ok_or_else(invalid)?;
-    let authority = &rest[..end];
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let id = rest[end..].trim_start_matches('/').trim_end_matches(".git");
-    if host.is_empty() || id.is_empty() {
-        return Err(invalid());
-    }
-    Ok((format!("{scheme}://{host}"), id.to_string()))
-}
-
-/// The commit status context: `<kind>/<name>/<cluster>` when the cluster is known, else Flux's
-/// `<kind>/<name>/<first part of the provider's UID>`; lower case.
-pub fn commit_status_context(provider: &ProviderConfig, event: &Event) -> String {
-    let last = match event.cluster() {
-        Some(cluster) => cluster.to_string(),
-        None => provider
-            .uid
-            .split('-')
-            .next()
-            .unwrap_or_default()
-            .to_string(),
-    };
-    format!(
-        "{}/{}/{}",
-        event.involved_object.kind, event.involved_object.name, last
-    )
-    .to_lowercase()
-}
-
-fn github(p: &ProviderConfig, event: &Event) -> Result<Plan, PayloadError> {
-    if event.reason == "Progressing" {
-        return Ok(Plan::Skip("progressing events set no commit status"));
-    }
-    let revision = event.revision().ok_or(PayloadError::MissingRevision)?;
-    let sha = commit_of(revision)?;
-    let token = if p.token.is_empty() {
-        &p.password
-    } else {
-        &p.token
-    };
-    if token.is_empty() {
-        return Err(PayloadError::Missing(
-            "github token or github app details must be specified".into(),
-        ));
-    }
-    let (host, id) = parse_git_address(&p.address)?;
-    let Some((owner, repo)) = id.split_once('/') else {
-        return Err(PayloadError::InvalidAddress {
-            what: "GitHub repository",
-            url: redact(&p.address),
-        });
-    };
-    let api = if host == "https://github.com" {
-        "https://api.github.com/".to_string()
-    } else {
-        format!("{host}/api/v3/")
-    };
-    let state = match event.severity.as_str() {
-        SEVERITY_INFO => "success",
-        SEVERITY_ERROR => "failure",
-        _ => {
-            return Err(PayloadError::Missing(
-                "can't convert to github state".into(),
-            ));
-        }
-    };
-    let description = describe_reason(&event.reason);
-    let context = commit_status_context(p, event);
-    let auth = format!("Bearer {token}");
-    let list = Request {
-        method: "GET",
-        url: format!("{api}repos/{owner}/{repo}/commits/{sha}/statuses?per_page=50"),
-        headers: vec![
-            ("Authorization".into(), auth.clone()),
-            ("Accept".into(), "application/vnd.github.v3+json".into()),
-        ],
-        content_type: String::new(),
-        body: Vec::new(),
-    };
-    let post = Request::json(
-        format!("{api}repos/{owner}/{repo}/statuses/{sha}"),
-        &json!({"state": state, "description": description, "context": context}),
-    )
-    .header("Authorization", auth)
-    .header("Accept", "application/vnd.github.v3+json");
-    Ok(Plan::CommitStatus {
-        list,
-        post,
-        context,
-        state: state.into(),
-        description,
-    })
-}
-
-/// Whether a GitHub statuses list (newest first) already has this context with the same state
-/// and description: the first entry of the context decides, as in Flux.
-pub fn is_duplicate_status(list: &Value, context: &str, state: &str, description: &str) -> bool {
-    let Some(items) = list.as_array() else {
-        return false;
-    };
-    for s in items {
-        let (Some(c), Some(st), Some(d)) = (
-            s.get("context").and_then(Value::as_str),
-            s.get("state").and_then(Value::as_str),
-            s.get("description").and_then(Value::as_str),
-        ) else {
-            continue;
-        };
-        if c == context {
-            return st == state && d == description;
-        }
-    }
-    false
 }

@@ -3,7 +3,7 @@
 //! 501; exponential backoff from 2 s to 30 s, 4 retries). The caller runs it off the async
 //! executor. Errors name the service by scheme and host only: a hook's path is its secret.
 
-use crate::payload::{DEFAULT_TIMEOUT, Plan, ProviderConfig, Request, is_duplicate_status};
+use crate::payload::{DEFAULT_TIMEOUT, Plan, ProviderConfig, Request};
 use std::sync::Arc;
 use std::time::Duration;
 use ureq::tls::{PemItem, RootCerts, TlsConfig};
@@ -142,17 +142,26 @@ impl Sender {
         match plan {
             Plan::Skip(_) => Ok(Delivered::Unchanged),
             Plan::Post(request) => self.perform(request).map(|_| Delivered::Sent),
+            Plan::Sequence(requests) => {
+                for request in requests {
+                    self.perform(request)?;
+                }
+                Ok(Delivered::Sent)
+            }
             Plan::CommitStatus {
                 list,
                 post,
-                context,
-                state,
-                description,
+                duplicate,
             } => {
-                let listed = self.perform(list)?;
-                let statuses: serde_json::Value =
-                    serde_json::from_slice(&listed).unwrap_or(serde_json::Value::Null);
-                if is_duplicate_status(&statuses, context, state, description) {
+                let listed = match self.perform(list) {
+                    Ok(body) => serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null),
+                    // No status of this key yet.
+                    Err(SendError::Status { status: 404, .. }) if duplicate.missing_is_none => {
+                        serde_json::Value::Null
+                    }
+                    Err(e) => return Err(e),
+                };
+                if duplicate.is_duplicate(&listed) {
                     return Ok(Delivered::Unchanged);
                 }
                 self.perform(post).map(|_| Delivered::Sent)

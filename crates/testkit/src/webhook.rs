@@ -42,6 +42,8 @@ struct Shared {
     status: AtomicU16,
     /// Answer with this body (e.g. a GitHub statuses list) to GETs.
     get_body: Mutex<String>,
+    /// Answers for particular requests: method, path prefix, status, body.
+    routes: Mutex<Vec<(String, String, u16, String)>>,
     stop: AtomicBool,
 }
 
@@ -61,6 +63,7 @@ impl WebhookSink {
             arrived: Condvar::new(),
             status: AtomicU16::new(200),
             get_body: Mutex::new("[]".into()),
+            routes: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
         });
         let accept = shared.clone();
@@ -91,6 +94,14 @@ impl WebhookSink {
     pub fn set_get_body(&self, body: &str) {
         if let Ok(mut b) = self.shared.get_body.lock() {
             *b = body.to_string();
+        }
+    }
+
+    /// Answers requests of `method` whose path starts with `path` with `status` and `body`
+    /// (e.g. a 404 for a commit status not set yet), before the defaults apply.
+    pub fn route(&self, method: &str, path: &str, status: u16, body: &str) {
+        if let Ok(mut routes) = self.shared.routes.lock() {
+            routes.push((method.into(), path.into(), status, body.into()));
         }
     }
 
@@ -174,15 +185,26 @@ fn serve(stream: TcpStream, shared: &Shared) {
         if reader.read_exact(&mut body).is_err() {
             return;
         }
+        let routed = shared.routes.lock().ok().and_then(|routes| {
+            routes
+                .iter()
+                .find(|(m, p, _, _)| *m == method && path.starts_with(p.as_str()))
+                .map(|(_, _, status, body)| (*status, body.clone()))
+        });
         let status = shared.status.load(Ordering::SeqCst);
-        let answer = if method == "GET" {
-            shared
-                .get_body
-                .lock()
-                .map(|b| b.clone())
-                .unwrap_or_default()
+        let (status, answer) = if let Some(routed) = routed {
+            routed
+        } else if method == "GET" {
+            (
+                status,
+                shared
+                    .get_body
+                    .lock()
+                    .map(|b| b.clone())
+                    .unwrap_or_default(),
+            )
         } else {
-            "{\"ok\":true}".to_string()
+            (status, "{\"ok\":true}".to_string())
         };
         let close = headers
             .get("connection")

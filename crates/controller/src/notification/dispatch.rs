@@ -421,23 +421,7 @@ impl Dispatcher {
             if let Some(password) = text("password") {
                 config.password = password;
             }
-            let needs_token = matches!(
-                spec.r#type,
-                ProviderType::GenericHmac
-                    | ProviderType::Github
-                    | ProviderType::Gitlab
-                    | ProviderType::Gitea
-                    | ProviderType::Telegram
-                    | ProviderType::Pagerduty
-                    | ProviderType::Opsgenie
-                    | ProviderType::Matrix
-            );
-            if needs_token && config.token.is_empty() && config.password.is_empty() {
-                return Err(format!(
-                    "secret '{ns}/{name}' has no 'token' key, which provider type '{}' needs",
-                    spec.r#type.as_str()
-                ));
-            }
+            config.secret = Some(format!("{ns}/{name}"));
         }
         if let Some(reference) = &spec.proxy_secret_ref {
             let (name, data) = read(reference.name.clone()).await?;
@@ -455,15 +439,8 @@ impl Dispatcher {
                 .ok_or_else(|| format!("secret '{ns}/{name}' has no 'ca.crt' key"))?;
             config.ca_pem = Some(ca.0.clone());
         }
-        if config.address.is_empty() && spec.r#type != ProviderType::Github {
-            return Err(match &spec.secret_ref {
-                Some(r) => format!(
-                    "no address: spec.address is empty and secret '{ns}/{}' has no 'address' key",
-                    r.name
-                ),
-                None => "no address: spec.address is empty and no secretRef is set".into(),
-            });
-        }
+        // The keys and fields each type cannot work without, named for the Alert's Event.
+        payload::check(&config).map_err(|e| e.to_string())?;
         Ok(config)
     }
 }

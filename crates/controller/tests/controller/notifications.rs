@@ -162,6 +162,29 @@ async fn a_failing_kustomization_alerts_slack_with_the_cluster_name() {
                "metadata": {"name": "to-signed", "namespace": "flux-system"},
                "spec": {"providerRef": {"name": "signed"},
                         "eventSources": [{"kind": "Kustomization", "name": "apps"}]}}),
+        // The same two failures on types of the second batch: a GitLab commit status whose
+        // host is down, an Opsgenie whose Secret lacks the API key.
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "gitlab", "namespace": "flux-system"},
+               "stringData": {"token": "glpat-secret"}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+               "metadata": {"name": "gitlab-down", "namespace": "flux-system"},
+               "spec": {"type": "gitlab", "address": format!("http://127.0.0.1:{down}/platform/fleet"),
+                        "secretRef": {"name": "gitlab"}}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+               "metadata": {"name": "to-gitlab-down", "namespace": "flux-system"},
+               "spec": {"providerRef": {"name": "gitlab-down"},
+                        "eventSources": [{"kind": "Kustomization", "name": "apps"}]}}),
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "opsgenie", "namespace": "flux-system"},
+               "stringData": {"address": format!("{}/v2/alerts", slack.url())}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+               "metadata": {"name": "opsgenie", "namespace": "flux-system"},
+               "spec": {"type": "opsgenie", "secretRef": {"name": "opsgenie"}}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+               "metadata": {"name": "to-opsgenie", "namespace": "flux-system"},
+               "spec": {"providerRef": {"name": "opsgenie"},
+                        "eventSources": [{"kind": "Kustomization", "name": "apps"}]}}),
     ] {
         create(&client, object).await;
     }
@@ -273,6 +296,30 @@ async fn a_failing_kustomization_alerts_slack_with_the_cluster_name() {
         notes[0],
         "NotificationDispatchFailed failed to dispatch notification for Kustomization/flux-system/apps: failed to initialize notifier for provider 'signed': secret 'flux-system/hmac' has no 'token' key, which provider type 'generic-hmac' needs"
     );
+    let notes = eventually("the GitLab host that is down, on its Alert", || async {
+        let notes = alert_events(&client, "to-gitlab-down").await;
+        (!notes.is_empty()).then_some(notes)
+    })
+    .await;
+    assert!(
+        notes[0].starts_with(&format!(
+            "NotificationDispatchFailed failed to send notification for Kustomization/flux-system/apps: failed to execute request to http://127.0.0.1:{down} after 3 attempt(s)"
+        )),
+        "{notes:?}"
+    );
+    assert!(!notes[0].contains("glpat-secret"), "{notes:?}");
+    let notes = eventually("the missing API key on the Alert", || async {
+        let notes = alert_events(&client, "to-opsgenie").await;
+        (!notes.is_empty()).then_some(notes)
+    })
+    .await;
+    assert_eq!(
+        notes[0],
+        "NotificationDispatchFailed failed to dispatch notification for Kustomization/flux-system/apps: failed to initialize notifier for provider 'opsgenie': secret 'flux-system/opsgenie' has no 'token' key, which provider type 'opsgenie' needs"
+    );
+    // Slack got every alert meant for it all the same; Opsgenie's address (the same sink)
+    // got nothing.
+    assert!(slack.received().iter().all(|r| r.path != "/v2/alerts"));
     manager.shutdown().await.unwrap();
 }
 

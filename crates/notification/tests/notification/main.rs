@@ -3,6 +3,9 @@
 //! verification.
 
 mod alerts;
+mod chat;
+mod commit_status;
+mod incident;
 mod providers;
 mod receivers;
 

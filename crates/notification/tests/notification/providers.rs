@@ -96,7 +96,7 @@ fn generic_hmac_signs_the_exact_body_with_the_token() {
     p.token.clear();
     assert_eq!(
         payload::plan(&p, &test_event()).unwrap_err().to_string(),
-        "HMAC key is empty"
+        "provider type 'generic-hmac' needs a 'token' key in the Secret of spec.secretRef, and no secretRef is set"
     );
 }
 
