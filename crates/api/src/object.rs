@@ -36,6 +36,9 @@ pub trait FluxObject:
     fn last_handled_reconcile_at(&self) -> Option<&str>;
     /// What flux prints once the object is ready.
     fn success_message(&self) -> String;
+    /// An object no controller reconciles (Alert and Provider since notification v1beta3):
+    /// it has no status, so it is ready as soon as it exists, as flux's `isStatic` objects are.
+    const STATIC: bool = false;
 }
 
 /// The four accessors of a kind whose spec has `suspend` and whose status has `conditions`,
@@ -183,6 +186,44 @@ impl FluxObject for crate::ArtifactGenerator {
         format!("generated {n} artifact(s)")
     }
 }
+
+impl FluxObject for crate::Receiver {
+    const KIND: &'static str = "Receiver";
+    const HUMAN_KIND: &'static str = "receiver";
+    status_accessors!();
+    fn success_message(&self) -> String {
+        "Receiver reconciliation completed".into()
+    }
+}
+
+/// Alert and Provider: a spec with `suspend`, no status.
+macro_rules! static_object {
+    ($kind:ident, $human:literal) => {
+        impl FluxObject for crate::$kind {
+            const KIND: &'static str = stringify!($kind);
+            const HUMAN_KIND: &'static str = $human;
+            const STATIC: bool = true;
+            fn suspended(&self) -> bool {
+                self.spec.suspend.unwrap_or(false)
+            }
+            fn conditions(&self) -> &[Condition] {
+                &[]
+            }
+            fn observed_generation(&self) -> Option<i64> {
+                None
+            }
+            fn last_handled_reconcile_at(&self) -> Option<&str> {
+                None
+            }
+            fn success_message(&self) -> String {
+                concat!(stringify!($kind), " reconciliation completed").into()
+            }
+        }
+    };
+}
+
+static_object!(Alert, "alert");
+static_object!(Provider, "alert provider");
 
 #[cfg(test)]
 mod tests;

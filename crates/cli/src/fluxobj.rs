@@ -1,4 +1,4 @@
-//! What the day-2 commands (suspend, resume, reconcile, fleet status) share: the two Flux kinds
+//! What the day-2 commands (suspend, resume, reconcile, fleet status) share: the Flux kinds
 //! behind one trait (crates/api's `FluxObject`, re-exported), and waiting for a controller to
 //! report an object ready the way the flux CLI decides it.
 
@@ -30,6 +30,9 @@ pub enum Readiness {
 /// Ready condition's `observedGeneration`), not `Reconciling`; `Stalled` or a settled
 /// `Ready=False` is a failure.
 pub fn readiness<K: FluxObject>(obj: &K) -> Readiness {
+    if K::STATIC {
+        return Readiness::Ready;
+    }
     let generation = obj.meta().generation.unwrap_or(0);
     let observed = obj.observed_generation().unwrap_or(0);
     let conditions = obj.conditions();

@@ -16,6 +16,9 @@ fn every_kind_names_itself_as_its_crd_does() {
     kind_matches_the_crd::<crate::HelmRelease>();
     kind_matches_the_crd::<crate::ExternalArtifact>();
     kind_matches_the_crd::<crate::ArtifactGenerator>();
+    kind_matches_the_crd::<crate::Alert>();
+    kind_matches_the_crd::<crate::Provider>();
+    kind_matches_the_crd::<crate::Receiver>();
 }
 
 #[test]

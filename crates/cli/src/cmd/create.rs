@@ -38,6 +38,13 @@ enum CreateWhat {
     Secret(secret::SecretTarget),
     /// Create or update a tenant: namespaces, a service account and role bindings.
     Tenant(tenant::TenantArgs),
+    /// Create or update a Provider resource.
+    #[command(name = "alert-provider")]
+    AlertProvider(notification::ProviderArgs),
+    /// Create or update an Alert resource.
+    Alert(notification::AlertArgs),
+    /// Create or update a Receiver resource.
+    Receiver(notification::ReceiverArgs),
 }
 
 #[derive(Args, Debug)]
@@ -110,6 +117,9 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
         CreateWhat::Source(what) => source::run(&args.kube, what).await,
         CreateWhat::Secret(what) => secret::run(&args.kube, what).await,
         CreateWhat::Tenant(what) => tenant::run(&args.kube, what).await,
+        CreateWhat::AlertProvider(a) => notification::run_provider(&args.kube, a).await,
+        CreateWhat::Alert(a) => notification::run_alert(&args.kube, a).await,
+        CreateWhat::Receiver(a) => notification::run_receiver(&args.kube, a).await,
     }
 }
 
@@ -302,6 +312,7 @@ async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<Exi
     fluxobj::exit_code(result, "the HelmRelease stays applied")
 }
 
+mod notification;
 pub(crate) mod secret;
 mod source;
 mod source_git;

@@ -1,4 +1,5 @@
-//! `ferroflux get`: Flux objects as the flux CLI lists them.
+//! `ferroflux get`: Flux objects as the flux CLI lists them (the notification kinds with their own
+//! columns, [`notifications`]).
 
 use crate::cluster::{Cluster, KubeArgs};
 use crate::output::table::{StreamedRows, flux_table};
@@ -6,10 +7,10 @@ use anyhow::{Context as _, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
 use ferroflux_api::conditions::{READY, find_condition};
 use ferroflux_api::{
-    ArtifactGenerator, GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization,
-    OCIRepository, short_revision,
+    Alert, ArtifactGenerator, FluxObject, GitRepository, HelmChart, HelmRelease, HelmRepository,
+    Kustomization, OCIRepository, Provider, Receiver, short_revision,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
@@ -40,6 +41,15 @@ enum GetWhat {
     /// Artifact objects (flux's `get artifact generators`).
     #[command(subcommand, alias = "artifact")]
     Artifacts(ArtifactKind),
+    /// Alerts and their status.
+    #[command(alias = "alert")]
+    Alerts(ListArgs),
+    /// Alert Providers and their status.
+    #[command(name = "alert-providers", alias = "alert-provider")]
+    AlertProviders(ListArgs),
+    /// Receivers and their status.
+    #[command(alias = "receiver")]
+    Receivers(ListArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -158,6 +168,13 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
                     "--watch is not supported yet for artifact generators"
                 ));
             }
+            GetWhat::Alerts(list) | GetWhat::AlertProviders(list) | GetWhat::Receivers(list)
+                if list.watch =>
+            {
+                return Err(anyhow!(
+                    "--watch is not supported yet for alerts, alert providers and receivers"
+                ));
+            }
             _ => {}
         }
         let client = Cluster::connect(&args.kube).await?.client;
@@ -194,6 +211,18 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
                 let items: Vec<ArtifactGenerator> = fetch(&client, &args.kube, list).await?;
                 generators(&items, list)?
             }
+            GetWhat::Alerts(list) => {
+                let items: Vec<Alert> = fetch(&client, &args.kube, list).await?;
+                notifications(&items, list, &args.kube, false)?
+            }
+            GetWhat::AlertProviders(list) => {
+                let items: Vec<Provider> = fetch(&client, &args.kube, list).await?;
+                notifications(&items, list, &args.kube, false)?
+            }
+            GetWhat::Receivers(list) => {
+                let items: Vec<Receiver> = fetch(&client, &args.kube, list).await?;
+                notifications(&items, list, &args.kube, false)?
+            }
             GetWhat::All(all) => {
                 let list = all.list_args();
                 let mut out = all_sources(&client, &args.kube, &list).await?;
@@ -204,6 +233,19 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
                 out.push_str(&render_all(&hr, &list, hr_row)?);
                 let ks: Vec<Kustomization> = fetch(&client, &args.kube, &list).await?;
                 out.push_str(&render_all(&ks, &list, ks_row)?);
+                // Then the notification kinds, in flux's order.
+                let receivers: Vec<Receiver> = fetch(&client, &args.kube, &list)
+                    .await
+                    .or_else(crd_missing_is_empty)?;
+                out.push_str(&notifications(&receivers, &list, &args.kube, true)?);
+                let providers: Vec<Provider> = fetch(&client, &args.kube, &list)
+                    .await
+                    .or_else(crd_missing_is_empty)?;
+                out.push_str(&notifications(&providers, &list, &args.kube, true)?);
+                let alerts: Vec<Alert> = fetch(&client, &args.kube, &list)
+                    .await
+                    .or_else(crd_missing_is_empty)?;
+                out.push_str(&notifications(&alerts, &list, &args.kube, true)?);
                 out
             }
         };
@@ -286,6 +328,90 @@ fn generators(items: &[ArtifactGenerator], list: &ListArgs) -> anyhow::Result<St
     let mut headers = headers(list.all_namespaces);
     headers.remove(revision_at);
     Ok(flux_table(&headers, &rows))
+}
+
+/// `get alerts|alert-providers|receivers` and their sections of `get all`, with flux's columns:
+/// no revision, and no suspended column for Providers. Alerts and Providers have no status
+/// (notification v1beta3): flux shows them ready (`Alert is Ready`), so `--status-selector
+/// ready=true` keeps them. Like flux, and unlike the other kinds' listings, an empty list is an
+/// error outside `get all`.
+fn notifications<K: FluxObject>(
+    items: &[K],
+    list: &ListArgs,
+    kube: &KubeArgs,
+    in_all: bool,
+) -> anyhow::Result<String> {
+    let row = |o: &K| {
+        let conditions = if K::STATIC {
+            vec![Condition {
+                type_: READY.into(),
+                status: "True".into(),
+                reason: String::new(),
+                message: format!("{} is Ready", K::KIND),
+                last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+                observed_generation: None,
+            }]
+        } else {
+            o.conditions().to_vec()
+        };
+        Row {
+            revision: String::new(),
+            suspended: o.suspended(),
+            conditions,
+        }
+    };
+    if items.is_empty() && !in_all {
+        let ns = if list.all_namespaces {
+            "any".to_string()
+        } else {
+            format!("{:?}", kube.namespace)
+        };
+        return Err(anyhow!("no {} objects found in {ns} namespace", K::KIND));
+    }
+    if !in_all && !matches!(list.output, Output::Table) {
+        return render(items, list, row);
+    }
+    let mut kept = Vec::new();
+    for o in items {
+        let r = row(o);
+        if list.keeps(&r)? {
+            kept.push((o, r));
+        }
+    }
+    if in_all && kept.is_empty() {
+        return Ok(String::new());
+    }
+    kept.sort_by_key(|(o, _)| (o.namespace(), o.name_any()));
+    let name_at = usize::from(list.all_namespaces);
+    // The revision column always goes; a Provider's suspended column too.
+    let dropped: &[usize] = if K::KIND == "Provider" {
+        &[name_at + 1, name_at + 2]
+    } else {
+        &[name_at + 1]
+    };
+    let rows: Vec<Vec<String>> = kept
+        .iter()
+        .map(|(o, r)| {
+            let mut c = cells(*o, r, list.all_namespaces);
+            if in_all {
+                c[name_at] = format!("{}/{}", K::KIND.to_lowercase(), c[name_at]);
+            }
+            without(c, dropped)
+        })
+        .collect();
+    let headers = without(headers(list.all_namespaces), dropped);
+    let table = flux_table(&headers, &rows);
+    Ok(if in_all { table + "\n" } else { table })
+}
+
+/// `cells` without the columns at `dropped`.
+fn without<T>(cells: Vec<T>, dropped: &[usize]) -> Vec<T> {
+    cells
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !dropped.contains(i))
+        .map(|(_, c)| c)
+        .collect()
 }
 
 fn oci_row(o: &OCIRepository) -> Row {
@@ -443,6 +569,19 @@ where
     let api: Api<K> = list.api(client, kube);
     let kind = K::kind(&K::DynamicType::default()).to_string();
     let items = match &list.name {
+        // Across namespaces a name may be there more than once: a listing, as flux's.
+        Some(name) if list.all_namespaces => {
+            let params = ListParams::default().fields(&format!("metadata.name={name}"));
+            let items = api
+                .list(&params)
+                .await
+                .with_context(|| format!("listing {kind} objects"))?
+                .items;
+            if items.is_empty() {
+                return Err(anyhow!("{kind} object '{name}' not found in any namespace"));
+            }
+            items
+        }
         Some(name) => vec![
             api.get_opt(name)
                 .await

@@ -1,5 +1,6 @@
 //! `ferroflux reconcile kustomization NAME [--with-source]`, `reconcile helmrelease NAME
-//! [--with-source] [--force] [--reset]` and `reconcile source git|helm|chart|oci NAME`:
+//! [--with-source] [--force] [--reset]`, `reconcile source git|helm|chart|oci NAME` and
+//! `reconcile receiver NAME` (`alert` and `alert-provider` answer that they have no reconciler):
 //! ask the controller for an immediate reconciliation (`reconcile.fluxcd.io/requestedAt`), wait
 //! with a spinner until the controller has handled a request (`status.lastHandledReconcileAt`
 //! changed from its value before ours, as flux decides it) and the object is ready, then print
@@ -21,7 +22,8 @@ use clap::{Args, Subcommand};
 use ferroflux_api::helmrelease::{FORCE_REQUESTED_AT, RESET_REQUESTED_AT};
 use ferroflux_api::kustomization::SourceKind;
 use ferroflux_api::{
-    GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, OCIRepository,
+    Alert, GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, OCIRepository,
+    Provider, Receiver,
 };
 use std::process::ExitCode;
 
@@ -60,6 +62,14 @@ enum Target {
         #[arg(long)]
         with_source: bool,
     },
+    /// Reconcile a Receiver (read its token again) and wait for it.
+    Receiver { name: String },
+    /// Alerts have no reconciler (notification v1beta3): says so, as flux does for its static
+    /// objects.
+    Alert { name: String },
+    /// Providers have no reconciler either.
+    #[command(name = "alert-provider")]
+    AlertProvider { name: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -110,6 +120,20 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
                     also.push(RESET_REQUESTED_AT);
                 }
                 reconcile_one_with(&cluster, ns, &hr, &also, deadline).await
+            }
+            Target::Receiver { name } => {
+                let receiver: Receiver = fluxobj::get_object(&cluster, ns, name).await?;
+                reconcile_one(&cluster, ns, &receiver, deadline).await
+            }
+            Target::Alert { name } => {
+                fluxobj::get_object::<Alert>(&cluster, ns, name).await?;
+                progress::success("reconciliation not supported by the object");
+                Ok(())
+            }
+            Target::AlertProvider { name } => {
+                fluxobj::get_object::<Provider>(&cluster, ns, name).await?;
+                progress::success("reconciliation not supported by the object");
+                Ok(())
             }
             Target::Source(SourceTarget::Oci { name }) => {
                 let repo: OCIRepository = fluxobj::get_object(&cluster, ns, name).await?;

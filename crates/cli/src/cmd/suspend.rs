@@ -1,5 +1,5 @@
 //! `ferroflux suspend` and `ferroflux resume`: set or clear `spec.suspend` on Kustomizations,
-//! HelmReleases and GitRepositories with flux's messages; resume then waits for the controller to report the
+//! HelmReleases, sources, Alerts, Providers and Receivers with flux's messages; resume then waits for the controller to report the
 //! object ready, as flux does.
 //!
 //! One deliberate difference: flux prints `✗ ... not found` and still exits 0; ferroflux prints
@@ -12,7 +12,8 @@ use crate::output::progress;
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use ferroflux_api::{
-    GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, OCIRepository,
+    Alert, GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, OCIRepository,
+    Provider, Receiver,
 };
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
@@ -37,6 +38,13 @@ enum Target {
     /// Sources.
     #[command(subcommand)]
     Source(SourceTarget),
+    /// Alerts.
+    Alert(Names),
+    /// Alert Providers.
+    #[command(name = "alert-provider", alias = "alert-providers")]
+    AlertProvider(Names),
+    /// Receivers.
+    Receiver(Names),
 }
 
 #[derive(Subcommand, Debug)]
@@ -87,6 +95,9 @@ pub async fn run(args: SuspendArgs, mode: Mode) -> anyhow::Result<ExitCode> {
         Target::Source(SourceTarget::Oci(names)) => {
             act::<OCIRepository>(&args.kube, names, mode).await
         }
+        Target::Alert(names) => act::<Alert>(&args.kube, names, mode).await,
+        Target::AlertProvider(names) => act::<Provider>(&args.kube, names, mode).await,
+        Target::Receiver(names) => act::<Receiver>(&args.kube, names, mode).await,
     };
     fluxobj::exit_code(result, "the objects stay resumed")
 }

@@ -37,6 +37,7 @@ mod helmsources;
 mod image;
 mod install;
 mod kustomize_bad_input;
+mod notification;
 mod reliability;
 mod sops;
 mod trace;
