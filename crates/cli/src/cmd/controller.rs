@@ -46,7 +46,8 @@ pub struct ControllerArgs {
     /// How many Kustomizations reconcile at once, and how many HelmReleases.
     #[arg(long, default_value_t = 4)]
     concurrent: u16,
-    /// How often a Kustomization waiting on its dependencies is retried.
+    /// How often a Kustomization or HelmRelease waiting on its dependencies, or a HelmRelease
+    /// waiting on its chart's artifact, is retried (their watches wake them sooner).
     #[arg(long, default_value = "30s", value_parser = crate::flags::duration)]
     requeue_dependency: Duration,
     /// Flux's feature gates, `Name=true|false` separated by commas. Known:
@@ -146,6 +147,7 @@ pub async fn run(args: ControllerArgs) -> Result<ExitCode> {
     settings.kustomization.concurrency = args.concurrent;
     settings.helmrelease.concurrency = args.concurrent;
     settings.kustomization.requeue_dependency = requeue_dependency;
+    settings.helmrelease.requeue_dependency = requeue_dependency;
     settings.kustomization.substitution = substitution_strictness(&args.feature_gates)?;
     settings.kustomization.health_poll = Duration::from_secs(2);
     settings.cluster_name = args.cluster_name.clone();

@@ -68,8 +68,9 @@ const MAX_SNAPSHOTS: usize = 5;
 /// Settings of the HelmRelease controller (Flux's flags).
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// How often a HelmRelease waiting on dependencies or its chart is retried
-    /// (`--requeue-dependency`).
+    /// How often a HelmRelease waiting on dependencies or its chart's artifact is retried
+    /// (`--requeue-dependency`); the watches of HelmReleases, HelmCharts and OCIRepositories
+    /// wake it as soon as what it waits for changes, so this only bounds a missed event.
     pub requeue_dependency: Duration,
     /// How many HelmReleases reconcile at once (`--concurrent`).
     pub concurrency: u16,
@@ -405,7 +406,7 @@ async fn reconcile_object(
                 Duration::from_secs(300),
             );
             obj.status = Some(status);
-            return fail(&ctx, &api, &mut obj, &failure).await;
+            return fail(&ctx, &api, &mut obj, &failure, failure.requeue).await;
         }
     };
     {
@@ -420,7 +421,20 @@ async fn reconcile_object(
     write_status(&api, &obj).await?;
 
     match prerequisites(&mut obj, &ctx, &requests).await {
-        Err(failure) => fail(&ctx, &api, &mut obj, &failure).await,
+        Err(Unmet::Wait(failure)) => {
+            // Waiting is not failing: the backoff starts over, as controller-runtime forgets
+            // an object whose reconcile returned no error.
+            ctx.succeeded(&ns, &name);
+            fail(&ctx, &api, &mut obj, &failure, failure.requeue).await
+        }
+        Err(Unmet::Error(failure)) => {
+            let after = if failure.stalled {
+                failure.requeue
+            } else {
+                ctx.failed(&ns, &name)
+            };
+            fail(&ctx, &api, &mut obj, &failure, after).await
+        }
         Ok(prepared) => {
             let ended = release(&mut obj, &ctx, &api, prepared, &requests).await?;
             let status = obj.status.get_or_insert_with(Default::default);
@@ -476,12 +490,14 @@ fn ready_message(hr: &HelmRelease) -> String {
         .unwrap_or_default()
 }
 
-/// A prerequisite failed: Ready=False with its reason, Reconciling or Stalled, an event.
+/// A prerequisite failed: Ready=False with its reason, Reconciling or Stalled, an event (none
+/// while the chart is not ready: helm-controller only logs that wait); tried again `after`.
 async fn fail(
     ctx: &Context,
     api: &Api<HelmRelease>,
     obj: &mut HelmRelease,
     failure: &Failure,
+    after: Duration,
 ) -> Result<(Action, Outcome), ReconcileError> {
     failure.mark(&mut conditions(obj));
     if failure.stalled {
@@ -496,15 +512,34 @@ async fn fail(
         &obj.name_any(),
         failure,
     );
-    let type_ = if failure.reason == reason::DEPENDENCY_NOT_READY
-        || failure.reason == hr_reason::SOURCE_NOT_READY
-    {
-        EventType::Normal
-    } else {
-        EventType::Warning
-    };
-    publish(ctx, obj, type_, failure.reason, failure.message.clone()).await;
-    Ok((Action::requeue(failure.requeue), Outcome::Requeue))
+    if failure.reason != hr_reason::SOURCE_NOT_READY {
+        let type_ = if failure.reason == reason::DEPENDENCY_NOT_READY {
+            EventType::Normal
+        } else {
+            EventType::Warning
+        };
+        publish(ctx, obj, type_, failure.reason, failure.message.clone()).await;
+    }
+    Ok((Action::requeue(after), Outcome::Requeue))
+}
+
+/// Why the prerequisites of a release are not met, which decides when it is tried again.
+enum Unmet {
+    /// Something to wait for: a `dependsOn` HelmRelease not Ready, or the chart's source
+    /// without an artifact. Retried at `--requeue-dependency`, as helm-controller does; the
+    /// watches of HelmReleases, HelmCharts and OCIRepositories bring it back sooner, as soon
+    /// as what it waits for changes.
+    Wait(Failure),
+    /// An error (values, the chart's download, the target cluster's client): retried with the
+    /// per-object exponential backoff ([`backoff`]), as helm-controller returns these errors
+    /// to controller-runtime's rate limiter. `Failure::requeue` counts only when stalled.
+    Error(Failure),
+}
+
+impl From<Failure> for Unmet {
+    fn from(failure: Failure) -> Self {
+        Unmet::Error(failure)
+    }
 }
 
 /// What the prerequisites produce for the release step.
@@ -524,9 +559,10 @@ async fn prerequisites(
     obj: &mut HelmRelease,
     ctx: &Context,
     requests: &Requests,
-) -> Result<Prepared, Failure> {
+) -> Result<Prepared, Unmet> {
+    // Only the stalled failures below keep their own requeue; the others back off.
     let retry = Duration::from_secs(10);
-    dependencies(obj, ctx)?;
+    dependencies(obj, ctx).map_err(Unmet::Wait)?;
     chart_template(obj, ctx).await?;
     let artifact = source(obj, ctx).await?;
     let values = compose_values(obj, ctx, retry).await?;
@@ -642,8 +678,9 @@ async fn chart_template(obj: &mut HelmRelease, ctx: &Context) -> Result<(), Fail
     Ok(())
 }
 
-/// The HelmChart's artifact, once it is ready for its generation.
-async fn source(hr: &HelmRelease, ctx: &Context) -> Result<ferroflux_api::Artifact, Failure> {
+/// The HelmChart's artifact, once it is ready for its generation. A source that is missing or
+/// unreadable is an error; one without an artifact yet is waited for.
+async fn source(hr: &HelmRelease, ctx: &Context) -> Result<ferroflux_api::Artifact, Unmet> {
     let requeue = ctx.options.requeue_dependency;
     let (resource, ns, name) = chart::source_location(hr)
         .map_err(|e| Failure::stalled(hr_reason::ARTIFACT_FAILED, e, Duration::from_secs(300)))?;
@@ -667,7 +704,7 @@ async fn source(hr: &HelmRelease, ctx: &Context) -> Result<ferroflux_api::Artifa
             )
         })?;
     chart::ready_artifact(&source)
-        .map_err(|m| Failure::retry(hr_reason::SOURCE_NOT_READY, m, requeue))
+        .map_err(|m| Unmet::Wait(Failure::retry(hr_reason::SOURCE_NOT_READY, m, requeue)))
 }
 
 async fn compose_values(

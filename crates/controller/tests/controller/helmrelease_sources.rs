@@ -29,12 +29,17 @@ struct Fleet {
     cluster: RunningCluster,
     client: kube::Client,
     manager: Option<Manager>,
-    _repo: tempfile::TempDir,
+    repo: tempfile::TempDir,
     _storage: tempfile::TempDir,
 }
 
 impl Fleet {
     async fn start(name: &str) -> Fleet {
+        Fleet::start_with(name, |_| {}).await
+    }
+
+    /// [`Fleet::start`] with the manager's settings changed by `configure`.
+    async fn start_with(name: &str, configure: impl FnOnce(&mut ManagerConfig)) -> Fleet {
         let repo = tempfile::tempdir().unwrap();
         let chart = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../examples/fleet-infra/charts/podinfo/6.7.1");
@@ -60,26 +65,46 @@ impl Fleet {
         }
         let storage = tempfile::tempdir().unwrap();
         let config = cluster.kube_config().await.unwrap();
-        let manager = Manager::start(client.clone(), config, ManagerConfig::local(storage.path()))
+        let mut settings = ManagerConfig::local(storage.path());
+        configure(&mut settings);
+        let manager = Manager::start(client.clone(), config, settings)
             .await
             .unwrap();
-        let repos: Api<ferroflux_api::GitRepository> = Api::namespaced(client.clone(), NS);
+        let fleet = Fleet {
+            cluster,
+            client,
+            manager: Some(manager),
+            repo,
+            _storage: storage,
+        };
+        fleet.create_source("fleet").await;
+        fleet
+    }
+
+    /// A GitRepository `name` following the repository that holds the chart.
+    async fn create_source(&self, name: &str) {
+        let repos: Api<ferroflux_api::GitRepository> = Api::namespaced(self.client.clone(), NS);
         let obj = serde_json::from_value(json!({
             "apiVersion": "source.toolkit.fluxcd.io/v1",
             "kind": "GitRepository",
-            "metadata": {"name": "fleet", "namespace": NS},
-            "spec": {"interval": "1h", "url": format!("file://{}", repo.path().display()),
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"interval": "1h", "url": format!("file://{}", self.repo.path().display()),
                      "ref": {"branch": "main"}},
         }))
         .unwrap();
         repos.create(&PostParams::default(), &obj).await.unwrap();
-        Fleet {
-            cluster,
-            client,
-            manager: Some(manager),
-            _repo: repo,
-            _storage: storage,
-        }
+    }
+
+    /// How many times the HelmRelease `name` was reconciled, as `/metrics` counts them.
+    fn reconciles(&self, name: &str) -> u64 {
+        let series = format!(
+            "gotk_reconcile_duration_seconds_count{{kind=\"HelmRelease\",name=\"{name}\",namespace=\"{NS}\"}} "
+        );
+        let page = self.manager.as_ref().unwrap().metrics();
+        page.lines()
+            .find_map(|l| l.strip_prefix(&series))
+            .map(|n| n.trim().parse().unwrap())
+            .unwrap_or(0)
     }
 
     fn releases(&self) -> Api<HelmRelease> {
@@ -419,5 +444,70 @@ async fn service_account_releases_only_where_rbac_allows_and_retries_on_failure(
     );
     let team_b: Api<Deployment> = Api::namespaced(fleet.client.clone(), "team-b");
     assert!(team_b.get_opt("team-b-denied").await.unwrap().is_some());
+    fleet.stop().await;
+}
+
+/// A HelmRelease whose HelmChart has no artifact yet waits without polling: with the dependency
+/// requeue at an hour, only the HelmChart's watch can bring it back, once, when the chart is
+/// built; and the wait publishes no event (helm-controller only logs it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_waiting_for_its_chart_is_woken_by_the_artifact_not_polled() {
+    let fleet = Fleet::start_with("chartwait", |c| {
+        c.helmrelease.requeue_dependency = Duration::from_secs(3600);
+    })
+    .await;
+    let api = fleet.releases();
+    let chart = json!({"spec": {"chart": "./charts/podinfo",
+        "sourceRef": {"kind": "GitRepository", "name": "later"}}});
+    api.create(
+        &PostParams::default(),
+        &release("late", json!({"chart": chart})),
+    )
+    .await
+    .unwrap();
+    let waiting = ready_where(&api, "late", "waiting for its chart", |r| {
+        r["reason"] == "SourceNotReady"
+    })
+    .await;
+    assert_eq!(waiting["status"], "False");
+    assert!(
+        waiting["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("HelmChart 'flux-system/flux-system-late' is not ready"),
+        "{waiting}"
+    );
+    let before = fleet.reconciles("late");
+    assert!(
+        (1..=2).contains(&before),
+        "{before} reconciles before the source exists"
+    );
+
+    // The source appears: the HelmChart is built and its new artifact wakes the release.
+    fleet.create_source("later").await;
+    ready_where(&api, "late", "installed", installed).await;
+    let after = fleet.reconciles("late");
+    assert!(
+        after <= before + 2,
+        "{after} reconciles in all ({before} before the artifact): the release was polled"
+    );
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(fleet.client.clone(), NS);
+    let reasons: Vec<String> = events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some("late"))
+        .filter_map(|e| e.reason)
+        .collect();
+    assert!(
+        !reasons.iter().any(|r| r == "SourceNotReady"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r == "InstallSucceeded"),
+        "{reasons:?}"
+    );
     fleet.stop().await;
 }
