@@ -11,9 +11,10 @@ use kube::api::{Api, ListParams};
 
 use crate::cluster::{Cluster, KubeArgs};
 use crate::cmd::install::{self, FIELD_MANAGER};
+use crate::cmd::version::ClusterInfo;
 use crate::exit;
 use crate::output::progress;
-use ferroflux_bootstrap::manifests::{PART_OF_LABEL, PART_OF_VALUE, VERSION, VERSION_LABEL};
+use ferroflux_bootstrap::manifests::{PART_OF_LABEL, PART_OF_VALUE, VERSION};
 use std::process::ExitCode;
 
 /// Oldest Kubernetes the engine supports, in Flux's constraint notation.
@@ -88,39 +89,35 @@ async fn check(args: &CheckArgs) -> Result<bool> {
     }
 
     progress::action(format_args!("checking version in cluster"));
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    match crds
-        .get_opt("gitrepositories.source.toolkit.fluxcd.io")
-        .await
-    {
-        Ok(Some(crd)) => {
-            let labels = crd.metadata.labels.unwrap_or_default();
-            let installed = labels.get(VERSION_LABEL).cloned().unwrap_or_default();
-            let distribution = match labels.get(PART_OF_LABEL) {
-                Some(p) if !installed.is_empty() => format!("{p}-{installed}"),
-                _ => installed.clone(),
-            };
+    match ClusterInfo::read(&client).await {
+        Ok(Some(info)) => {
+            let distribution = info.distribution();
             if !distribution.is_empty() {
                 progress::success(format_args!("distribution: {distribution}"));
             }
-            let bootstrapped = install::bootstrapped_version(&client).await?.is_some();
-            progress::success(format_args!("bootstrapped: {bootstrapped}"));
-            if !installed.is_empty() && installed != VERSION {
+            progress::success(format_args!("bootstrapped: {}", info.bootstrapped));
+            if info.part_of.as_deref() == Some(PART_OF_VALUE)
+                && !info.version.is_empty()
+                && info.version != VERSION
+                && info.managed_by.is_none()
+            {
                 progress::warning(format_args!(
-                    "the cluster runs {installed} and this CLI is {VERSION}: run bootstrap (or \
-                     install) again to upgrade"
+                    "the cluster runs {} and this CLI is {VERSION}: run bootstrap (or \
+                     install) again to upgrade",
+                    info.version
                 ));
             }
         }
         Ok(None) => {
             ok = false;
             progress::failure(format_args!(
-                "checking failed: ferroflux is not installed (no GitRepository CRD)"
+                "checking failed: customresourcedefinitions.apiextensions.k8s.io \
+                 \"gitrepositories.source.toolkit.fluxcd.io\" not found"
             ));
         }
         Err(e) => {
             ok = false;
-            progress::failure(format_args!("checking failed: {e}"));
+            progress::failure(format_args!("checking failed: {e:#}"));
         }
     }
 
@@ -167,61 +164,11 @@ async fn check(args: &CheckArgs) -> Result<bool> {
     }
 
     progress::action(format_args!("checking crds"));
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     match crds.list(&selector).await {
         Ok(list) => {
-            for wanted in ferroflux_api::crds() {
-                let name = wanted.metadata.name.clone().unwrap_or_default();
-                let need: Vec<String> = wanted
-                    .spec
-                    .versions
-                    .iter()
-                    .filter(|v| v.served)
-                    .map(|v| v.name.clone())
-                    .collect();
-                let Some(found) = list
-                    .items
-                    .iter()
-                    .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
-                else {
-                    ok = false;
-                    progress::failure(format_args!("{name} is not installed"));
-                    continue;
-                };
-                let served: Vec<&str> = found
-                    .spec
-                    .versions
-                    .iter()
-                    .filter(|v| v.served)
-                    .map(|v| v.name.as_str())
-                    .collect();
-                let missing: Vec<&String> = need
-                    .iter()
-                    .filter(|v| !served.contains(&v.as_str()))
-                    .collect();
-                if !missing.is_empty() {
-                    ok = false;
-                    progress::failure(format_args!(
-                        "{name} does not serve {}",
-                        missing
-                            .iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
-                    continue;
-                }
-                let stored = found
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.stored_versions.clone())
-                    .unwrap_or_default();
-                match stored.last() {
-                    Some(v) => progress::success(format_args!("{name}/{v}")),
-                    None => {
-                        ok = false;
-                        progress::failure(format_args!("no stored versions for {name}"));
-                    }
-                }
+            if !check_crds(&list.items) {
+                ok = false;
             }
         }
         Err(e) => {
@@ -236,4 +183,64 @@ async fn check(args: &CheckArgs) -> Result<bool> {
         progress::failure(format_args!("check failed"));
     }
     Ok(ok)
+}
+
+/// Every CRD labelled as part of Flux, in the API server's order (by name), with its stored
+/// version, as flux lists them: ours and those of controllers installed beside them (image
+/// automation, Bucket…). Ours must also serve every version this CLI uses; one of ours that is
+/// missing fails the check.
+fn check_crds(installed: &[CustomResourceDefinition]) -> bool {
+    let mut ok = true;
+    let wanted = ferroflux_api::crds();
+    let served_versions = |crd: &CustomResourceDefinition| -> Vec<String> {
+        crd.spec
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| v.name.clone())
+            .collect()
+    };
+    let mut installed: Vec<&CustomResourceDefinition> = installed.iter().collect();
+    installed.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    for found in &installed {
+        let name = found.metadata.name.clone().unwrap_or_default();
+        if let Some(ours) = wanted
+            .iter()
+            .find(|w| w.metadata.name.as_deref() == Some(name.as_str()))
+        {
+            let served = served_versions(found);
+            let missing: Vec<String> = served_versions(ours)
+                .into_iter()
+                .filter(|v| !served.contains(v))
+                .collect();
+            if !missing.is_empty() {
+                ok = false;
+                progress::failure(format_args!("{name} does not serve {}", missing.join(", ")));
+                continue;
+            }
+        }
+        let stored = found
+            .status
+            .as_ref()
+            .and_then(|s| s.stored_versions.clone())
+            .unwrap_or_default();
+        match stored.last() {
+            Some(v) => progress::success(format_args!("{name}/{v}")),
+            None => {
+                ok = false;
+                progress::failure(format_args!("no stored versions for {name}"));
+            }
+        }
+    }
+    for ours in &wanted {
+        let name = ours.metadata.name.clone().unwrap_or_default();
+        if !installed
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some(name.as_str()))
+        {
+            ok = false;
+            progress::failure(format_args!("{name} is not installed"));
+        }
+    }
+    ok
 }

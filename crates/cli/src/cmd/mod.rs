@@ -36,13 +36,15 @@ pub mod suspend;
 pub mod trace;
 pub mod tree;
 pub mod uninstall;
+pub mod version;
 
 // Parsed once per process: the size difference between the commands' flag sets costs nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum Command {
-    /// Print the version of this binary.
-    Version,
+    /// Print this binary's version and the versions of the controllers the cluster runs, as
+    /// `flux version` does.
+    Version(version::VersionArgs),
     /// Show Flux objects and their status, as `flux get` does.
     Get(get::GetArgs),
     /// Show what a Kustomization applied, as `flux tree` does.
@@ -67,7 +69,7 @@ pub enum Command {
     Events(events::EventsArgs),
     /// Counts of Flux objects per kind, as `flux stats` prints them.
     Stats(stats::StatsArgs),
-    /// Shell completion scripts (bash, zsh, fish).
+    /// Shell completion scripts (bash, zsh, fish, powershell).
     #[command(alias = "completion")]
     Completions(completions::CompletionsArgs),
     /// Install the engine on a cluster, or print its manifests (`--export`).
@@ -126,10 +128,7 @@ impl Command {
 /// Runs one command on `main`'s runtime.
 pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Version => {
-            println!("ferroflux {}", env!("CARGO_PKG_VERSION"));
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Version(args) => version::run(args).await,
         Command::Get(args) => get::run(args).await,
         Command::Sops(args) => sops::run(args),
         Command::Tree(args) => tree::run(args).await,

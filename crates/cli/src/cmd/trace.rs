@@ -74,8 +74,18 @@ pub async fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
         Err(e) => bail!("failed to find object: {}", error_chain(&e)),
     };
     let tracer = Tracer { cluster: &cluster };
-    let report = tracer.trace(&object, &kind_text).await?;
-    print!("{report}");
+    match tracer.trace(&object, &kind_text).await {
+        Ok(report) => print!("{report}"),
+        // Once the object is found, flux reports a failed trace (an object no Flux object
+        // manages among them) on stderr without its `✗` and still exits 0: a script tracing
+        // many objects goes on. Unlike flux, the line ends with a newline.
+        Err(e) => eprintln!(
+            "failed to trace {}/{} in namespace {}: {e:#}",
+            s(&object, &["kind"]),
+            s(&object, &["metadata", "name"]),
+            s(&object, &["metadata", "namespace"])
+        ),
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -210,12 +220,7 @@ impl Tracer<'_> {
             let hr = self.get("HelmRelease", &ns, &name).await?;
             return self.trace_helm(header(16), &hr).await;
         }
-        bail!(
-            "failed to trace {}/{} in namespace {}: object not managed by Flux",
-            s(object, &["kind"]),
-            s(object, &["metadata", "name"]),
-            s(object, &["metadata", "namespace"])
-        )
+        bail!("object not managed by Flux")
     }
 
     async fn source_of(&self, owner: &Value, reference: &Value) -> anyhow::Result<(String, Value)> {

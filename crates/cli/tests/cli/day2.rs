@@ -1039,11 +1039,15 @@ fn watches_survive_restarts_broken_connections_and_410() {
 }
 
 #[test]
-fn completions_for_three_shells() {
+fn completions_for_four_shells() {
     for (shell, marker) in [
         ("bash", "_ferroflux()"),
         ("zsh", "#compdef ferroflux"),
         ("fish", "complete -c ferroflux"),
+        (
+            "powershell",
+            "Register-ArgumentCompleter -Native -CommandName 'ferroflux'",
+        ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
             .args(["completions", shell])
@@ -1057,9 +1061,9 @@ fn completions_for_three_shells() {
         }
     }
     let out = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
-        .args(["completions", "powershell"])
+        .args(["completions", "nushell"])
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid value 'powershell'"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid value 'nushell'"));
 }

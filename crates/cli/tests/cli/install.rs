@@ -188,6 +188,14 @@ async fn install_check_uninstall_on_a_local_cluster() {
     ] {
         assert!(log.contains(line), "missing {line:?} in {log}");
     }
+    // Our controller's image is named like the CLI: `version` keys it by its Deployment.
+    let version = ferroflux(args(&["version", "--kubeconfig", &kc]), vec![]).await;
+    assert!(version.status.success(), "{}", text(&version));
+    let v = concat!("v", env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout),
+        format!("ferroflux: {v}\ndistribution: flux-{v}\nferroflux-controller: {v}\n")
+    );
 
     // A workload applied by a Kustomization, and the Kustomization with its finalizer.
     let client = c.client().await;

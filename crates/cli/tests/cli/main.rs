@@ -41,3 +41,4 @@ mod notification;
 mod reliability;
 mod sops;
 mod trace;
+mod version_check;
