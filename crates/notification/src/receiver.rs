@@ -62,8 +62,8 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// go-github's `ValidateSignature`: `<algorithm>=<hex HMAC of the body>` with sha256 or
-/// sha512 (sha1 is refused: ferroflux has no SHA-1 HMAC).
+/// go-github's `ValidateSignature`: `<algorithm>=<hex HMAC of the body>` with sha256, sha512
+/// or sha1 (GitHub's legacy `X-Hub-Signature`, which Flux accepts too).
 pub fn check_signature(signature: &str, body: &[u8], token: &str) -> Result<(), Rejected> {
     let Some((algorithm, hex)) = signature.split_once('=') else {
         return Err(unauthorized(
@@ -88,6 +88,9 @@ pub fn check_signature(signature: &str, body: &[u8], token: &str) -> Result<(), 
                 m.verify_slice(&given).is_ok()
             })
             .unwrap_or(false),
+        "sha1" => {
+            crate::sha1::hmac_sha1(token.as_bytes(), body).is_some_and(|mac| same(&mac, &given))
+        }
         other => {
             return Err(unauthorized(format!(
                 "unable to validate HMAC signature: algorithm '{other}' is not supported, use sha256"
@@ -229,7 +232,22 @@ pub fn verify(
                 ping: false,
             })
         }
-        ReceiverType::Nexus | ReceiverType::Gcr | ReceiverType::GenericOidc => Err(Rejected {
+        ReceiverType::Nexus => {
+            // Nexus signs with a bare hex HMAC-SHA1 of the body, no `sha1=` prefix.
+            let signature = header("x-nexus-webhook-signature")
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| unauthorized("the Nexus signature is missing from header"))?;
+            let valid = unhex(signature)
+                .zip(crate::sha1::hmac_sha1(token.as_bytes(), body))
+                .is_some_and(|(given, mac)| same(&given, &mac));
+            if !valid {
+                return Err(unauthorized("invalid Nexus signature"));
+            }
+            serde_json::from_slice::<serde_json::Value>(body)
+                .map_err(|e| bad_request(format!("cannot decode Nexus webhook payload: {e}")))?;
+            Ok(Verified::default())
+        }
+        ReceiverType::Gcr | ReceiverType::GenericOidc => Err(Rejected {
             status: 501,
             message: format!(
                 "receiver type '{}' is not supported by ferroflux",

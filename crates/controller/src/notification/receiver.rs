@@ -109,12 +109,16 @@ async fn reconcile(
         status.last_handled_reconcile_at = Some(requested.clone());
     }
     let outcome = match receiver.spec.r#type {
-        ReceiverType::GenericOidc | ReceiverType::Gcr | ReceiverType::Nexus => Err((
+        // Flux runs the provider's CEL validations over the token's claims before it trusts a
+        // call; without a CEL evaluator ferroflux cannot, and accepting a token on its
+        // signature alone would let any holder of a token from the issuer in.
+        ReceiverType::GenericOidc => Err((
             "UnsupportedType",
-            format!(
-                "receiver type '{}' is not supported by ferroflux",
-                receiver.spec.r#type.as_str()
-            ),
+            "receiver type 'generic-oidc' is not supported by ferroflux: its oidcProviders' CEL validations cannot be evaluated".to_string(),
+        )),
+        ReceiverType::Gcr => Err((
+            "UnsupportedType",
+            "receiver type 'gcr' is not supported by ferroflux".to_string(),
         )),
         _ => token(&client, &receiver)
             .await

@@ -2,7 +2,8 @@
 //! cluster's name while a provider that is down is retried and reported on its Alert and a
 //! provider Secret missing its key is named; Flux's event JSON posted to `--events-addr` reaches
 //! a generic provider; a Receiver call after a push to a real Git repository re-applies the
-//! Kustomization without waiting for the interval, and bad calls are refused.
+//! Kustomization without waiting for the interval, and bad calls are refused; a Nexus Receiver
+//! checks its HMAC-SHA1 signature, and a generic-oidc one says why it is not ready.
 
 use ferroflux_api::notification::Receiver;
 use ferroflux_api::{GitRepository, Kustomization};
@@ -563,5 +564,109 @@ async fn a_receiver_call_after_a_push_reapplies_at_once() {
     })
     .await;
     eprintln!("receiver call to re-applied: {:?}", started.elapsed());
+    manager.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_nexus_receiver_checks_its_signature_and_generic_oidc_says_why_it_is_not_ready() {
+    let (_cluster, client, config) = cluster("nexus").await;
+    let token = "nexus-token-456";
+    for object in [
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "nexus-token", "namespace": "flux-system"},
+               "stringData": {"token": token}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1", "kind": "Receiver",
+               "metadata": {"name": "nexus", "namespace": "flux-system"},
+               "spec": {"type": "nexus", "secretRef": {"name": "nexus-token"},
+                        "resources": [{"kind": "HelmRelease", "name": "app"}]}}),
+        json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+               "metadata": {"name": "app", "namespace": "flux-system"},
+               "spec": {"interval": "1h", "suspend": true,
+                        "chart": {"spec": {"chart": "app",
+                                           "sourceRef": {"kind": "HelmRepository", "name": "charts"}}}}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1", "kind": "Receiver",
+               "metadata": {"name": "oidc", "namespace": "flux-system"},
+               "spec": {"type": "generic-oidc",
+                        "oidcProviders": [{"issuerURL": "https://token.actions.githubusercontent.com",
+                                           "validations": [{"expression": "claims.repository == 'org/fleet'",
+                                                            "message": "wrong repository"}]}],
+                        "resources": [{"kind": "HelmRelease", "name": "app"}]}}),
+    ] {
+        create(&client, object).await;
+    }
+    let mut settings = ManagerConfig::local(tempfile::tempdir().unwrap().keep());
+    settings.receiver_addr = Some(([127, 0, 0, 1], 0).into());
+    let manager = Manager::start(client.clone(), config, settings)
+        .await
+        .unwrap();
+    let base = manager.receiver_url().unwrap().to_string();
+    let receivers: Api<Receiver> = Api::namespaced(client.clone(), "flux-system");
+    let path = eventually("the nexus Receiver's webhook path", || async {
+        receivers.get("nexus").await.ok()?.status?.webhook_path
+    })
+    .await;
+    let url = format!("{base}{path}");
+    let repos: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "flux-system",
+        &kube::api::ApiResource {
+            group: "helm.toolkit.fluxcd.io".into(),
+            version: "v2".into(),
+            api_version: "helm.toolkit.fluxcd.io/v2".into(),
+            kind: "HelmRelease".into(),
+            plural: "helmreleases".into(),
+        },
+    );
+    let annotated = || async {
+        repos
+            .get("app")
+            .await
+            .unwrap()
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get("reconcile.fluxcd.io/requestedAt")
+            .cloned()
+    };
+    let body = br#"{"action":"CREATED","repositoryName":"docker-hosted"}"#;
+    let sign = |key: &[u8]| -> String {
+        ferroflux_notification::sha1::hmac_sha1(key, body)
+            .unwrap()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    let (status, text) = http_post(&url, &[], body).await;
+    assert_eq!(
+        (status, text.as_str()),
+        (401, "the Nexus signature is missing from header\n")
+    );
+    let (status, text) =
+        http_post(&url, &[("X-Nexus-Webhook-Signature", sign(b"wrong"))], body).await;
+    assert_eq!((status, text.as_str()), (401, "invalid Nexus signature\n"));
+    assert_eq!(annotated().await, None, "nothing annotated by bad calls");
+    let (status, text) = http_post(
+        &url,
+        &[("X-Nexus-Webhook-Signature", sign(token.as_bytes()))],
+        body,
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert!(annotated().await.is_some());
+
+    // generic-oidc: not ready, and the condition says why.
+    let condition = eventually("the generic-oidc Receiver's Ready condition", || async {
+        let status = receivers.get("oidc").await.ok()?.status?;
+        status.conditions?.into_iter().find(|c| c.type_ == "Ready")
+    })
+    .await;
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("False", "UnsupportedType")
+    );
+    assert_eq!(
+        condition.message,
+        "receiver type 'generic-oidc' is not supported by ferroflux: its oidcProviders' CEL validations cannot be evaluated"
+    );
     manager.shutdown().await.unwrap();
 }

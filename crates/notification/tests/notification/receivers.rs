@@ -3,6 +3,7 @@
 use ferroflux_api::notification::ReceiverType;
 use ferroflux_notification::payload::hmac_sha256_hex;
 use ferroflux_notification::receiver::verify;
+use ferroflux_notification::sha1::hmac_sha1;
 use std::collections::BTreeMap;
 
 const TOKEN: &str = "receiver-token";
@@ -12,6 +13,18 @@ fn headers(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
+        .collect()
+}
+
+fn sha1_sig(body: &[u8], token: &str) -> String {
+    format!("sha1={}", hex(body, token))
+}
+
+fn hex(body: &[u8], token: &str) -> String {
+    hmac_sha1(token.as_bytes(), body)
+        .unwrap()
+        .iter()
+        .map(|b| format!("{b:02x}"))
         .collect()
 }
 
@@ -126,12 +139,15 @@ fn generic_hmac_and_generic() {
         err.message,
         "unable to validate HMAC signature: missing X-Signature header"
     );
-    let sha1 = headers(&[("X-Signature", "sha1=0011")]);
+    // SHA-1 signatures are accepted as go-github accepts them; other algorithms are not.
+    let sha1 = headers(&[("X-Signature", &sha1_sig(BODY, TOKEN))]);
+    verify(ReceiverType::GenericHmac, TOKEN, &[], &sha1, BODY).unwrap();
+    let md5 = headers(&[("X-Signature", "md5=0011")]);
     assert_eq!(
-        verify(ReceiverType::GenericHmac, TOKEN, &[], &sha1, BODY)
+        verify(ReceiverType::GenericHmac, TOKEN, &[], &md5, BODY)
             .unwrap_err()
             .message,
-        "unable to validate HMAC signature: algorithm 'sha1' is not supported, use sha256"
+        "unable to validate HMAC signature: algorithm 'md5' is not supported, use sha256"
     );
     // generic: the secret path is the authentication.
     verify(ReceiverType::Generic, TOKEN, &[], &headers(&[]), b"").unwrap();
@@ -160,10 +176,81 @@ fn registries_and_unsupported_types() {
         (err.status, err.message.as_str()),
         (400, "cannot decode Quay webhook payload")
     );
-    let err = verify(ReceiverType::Gcr, TOKEN, &[], &headers(&[]), b"{}").unwrap_err();
-    assert_eq!(err.status, 501);
+}
+
+#[test]
+fn github_legacy_sha1_signature_is_accepted_when_no_sha256_one_is_sent() {
+    let legacy = headers(&[
+        ("X-Hub-Signature", &sha1_sig(BODY, TOKEN)),
+        ("X-GitHub-Event", "push"),
+    ]);
+    let v = verify(ReceiverType::Github, TOKEN, &["push".into()], &legacy, BODY).unwrap();
+    assert_eq!(v.event.as_deref(), Some("push"));
+    let bad = headers(&[
+        ("X-Hub-Signature", &sha1_sig(BODY, "wrong")),
+        ("X-GitHub-Event", "push"),
+    ]);
+    let err = verify(ReceiverType::Github, TOKEN, &[], &bad, BODY).unwrap_err();
+    assert_eq!(err.status, 401);
     assert_eq!(
         err.message,
-        "receiver type 'gcr' is not supported by ferroflux"
+        "the GitHub signature header is invalid: unable to validate HMAC signature: the payload signature does not match"
+    );
+    // The SHA-256 header, when sent, is the one checked: a good legacy one does not rescue a
+    // bad SHA-256 one.
+    let both = headers(&[
+        ("X-Hub-Signature-256", &github_sig(BODY, "wrong")),
+        ("X-Hub-Signature", &sha1_sig(BODY, TOKEN)),
+    ]);
+    assert_eq!(
+        verify(ReceiverType::Github, TOKEN, &[], &both, BODY)
+            .unwrap_err()
+            .status,
+        401
+    );
+}
+
+#[test]
+fn nexus_signature_is_a_bare_hmac_sha1_of_the_body() {
+    let body = br#"{"action":"CREATED","repositoryName":"docker-hosted"}"#;
+    let good = headers(&[("X-Nexus-Webhook-Signature", &hex(body, TOKEN))]);
+    verify(ReceiverType::Nexus, TOKEN, &[], &good, body).unwrap();
+    // Signed with another key, or the body changed after signing.
+    let bad = headers(&[("X-Nexus-Webhook-Signature", &hex(body, "wrong"))]);
+    let err = verify(ReceiverType::Nexus, TOKEN, &[], &bad, body).unwrap_err();
+    assert_eq!(
+        (err.status, err.message.as_str()),
+        (401, "invalid Nexus signature")
+    );
+    assert!(!err.message.contains(TOKEN));
+    assert_eq!(
+        verify(ReceiverType::Nexus, TOKEN, &[], &good, b"{}")
+            .unwrap_err()
+            .status,
+        401
+    );
+    // GitHub's prefixed form is not Nexus' form.
+    let prefixed = headers(&[("X-Nexus-Webhook-Signature", &sha1_sig(body, TOKEN))]);
+    assert_eq!(
+        verify(ReceiverType::Nexus, TOKEN, &[], &prefixed, body)
+            .unwrap_err()
+            .status,
+        401
+    );
+    let err = verify(ReceiverType::Nexus, TOKEN, &[], &headers(&[]), body).unwrap_err();
+    assert_eq!(
+        (err.status, err.message.as_str()),
+        (401, "the Nexus signature is missing from header")
+    );
+    // A good signature over a body that is not JSON: refused, 400.
+    let text = b"not json";
+    let signed = headers(&[("X-Nexus-Webhook-Signature", &hex(text, TOKEN))]);
+    let err = verify(ReceiverType::Nexus, TOKEN, &[], &signed, text).unwrap_err();
+    assert_eq!(err.status, 400);
+    assert!(
+        err.message
+            .starts_with("cannot decode Nexus webhook payload: "),
+        "{}",
+        err.message
     );
 }
