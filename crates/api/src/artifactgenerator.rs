@@ -54,8 +54,7 @@ pub struct ArtifactGeneratorSpec {
     /// Labels and annotations set on every generated ExternalArtifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub common_metadata: Option<CommonMetadata>,
-    /// `@alias/dir/{capture}`: one set of artifacts per matched directory (not supported by
-    /// ferroflux yet).
+    /// `@alias/dir/{capture}`: one set of artifacts per matched directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024), regex(pattern = ALIAS_PATH_PATTERN))]
     pub path_pattern: Option<String>,

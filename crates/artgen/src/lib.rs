@@ -1,6 +1,7 @@
 //! An ArtifactGenerator's artifacts, below Kubernetes: the tree of one output artifact composed
 //! from the unpacked trees of its sources by its `copy` operations (source-watcher's `cp`
 //! semantics, Go's and doublestar's globs, the `Overwrite`, `Merge` and `Extract` strategies),
+//! the expansion of `spec.pathPattern` into one set of artifacts per matched directory,
 //! the content hash that names its file (source-watcher's Adler-32 directory hash, so an
 //! unchanged tree keeps its file name), and reproducible packing.
 //!
@@ -12,6 +13,7 @@
 pub mod copy;
 pub mod glob;
 pub mod merge;
+pub mod pattern;
 
 use std::io::Write;
 use std::path::Path;
@@ -34,6 +36,20 @@ pub enum Error {
     /// Reading or packing the staged tree failed.
     #[error("{0}")]
     Io(String),
+}
+
+/// A Kubernetes object name (a lowercase RFC 1123 subdomain): what an ExternalArtifact is
+/// called.
+pub fn is_object_name(name: &str) -> bool {
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
 }
 
 /// Adler-32 of `data`.

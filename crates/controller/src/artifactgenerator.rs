@@ -14,8 +14,12 @@
 //! ExternalArtifacts no longer generated are deleted with their files. A failure at any step
 //! leaves every ExternalArtifact and file as the last good pass wrote them.
 //!
-//! `source.extensions.fluxcd.io/reconcile: Disabled` suspends a generator; `pathPattern` and
-//! Bucket sources are not supported yet (Stalled with that message).
+//! With `spec.pathPattern` the artifacts are made once per matching directory of a source
+//! (crates/artgen's `pattern`), each ExternalArtifact labelled with the captured values; a
+//! pattern that cannot be expanded stalls the generator (`BuildFailed`).
+//!
+//! `source.extensions.fluxcd.io/reconcile: Disabled` suspends a generator; Bucket sources are
+//! not supported yet (Stalled with that message).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -113,9 +117,8 @@ pub struct ObservedSource {
 /// Checks what the API server's schema cannot (source-watcher's `validateSpec`).
 pub fn validate(obj: &ArtifactGenerator) -> Result<(), String> {
     let spec = &obj.spec;
-    if spec.path_pattern.as_deref().is_some_and(|p| !p.is_empty()) {
-        return Err("not supported yet: spec.pathPattern".into());
-    }
+    // With a pathPattern the names are templates, checked once rendered.
+    let pattern = spec.path_pattern.as_deref().is_some_and(|p| !p.is_empty());
     let mut aliases = BTreeSet::new();
     for s in &spec.sources {
         if !aliases.insert(s.alias.as_str()) {
@@ -133,7 +136,7 @@ pub fn validate(obj: &ArtifactGenerator) -> Result<(), String> {
         if !names.insert(a.name.as_str()) {
             return Err(format!("duplicate artifact name '{}' found", a.name));
         }
-        if !is_dns_subdomain(&a.name) {
+        if !pattern && !ferroflux_artgen::is_object_name(&a.name) {
             return Err(format!(
                 "artifact name {:?} is not a valid Kubernetes object name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
                 a.name
@@ -155,18 +158,6 @@ pub fn validate(obj: &ArtifactGenerator) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-fn is_dns_subdomain(name: &str) -> bool {
-    name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
 }
 
 /// A digest over what the sources hold (alias, digest, revision, URL), so an unchanged set
@@ -373,6 +364,7 @@ async fn apply_external(
     ns: &str,
     out: &OutputArtifact,
     artifact: &Artifact,
+    pattern_labels: &BTreeMap<String, String>,
 ) -> Result<(), kube::Error> {
     let api: Api<ExternalArtifact> = Api::namespaced(client.clone(), ns);
     let mut labels = BTreeMap::new();
@@ -381,6 +373,7 @@ async fn apply_external(
         labels.extend(cm.labels.clone().unwrap_or_default());
         annotations.extend(cm.annotations.clone().unwrap_or_default());
     }
+    labels.extend(pattern_labels.clone());
     labels.insert(
         "app.kubernetes.io/managed-by".to_string(),
         CONTROLLER_NAME.to_string(),
@@ -477,10 +470,16 @@ fn up_to_date(obj: &ArtifactGenerator, digest: &str, storage: &Storage) -> bool 
             && c.status == "True"
             && c.observed_generation == obj.metadata.generation
     });
+    // A pathPattern's artifact count depends on the sources' trees, whose digest is compared.
+    let pattern = obj
+        .spec
+        .path_pattern
+        .as_deref()
+        .is_some_and(|p| !p.is_empty());
     ready
         && status.observed_sources_digest.as_deref() == Some(digest)
         && status.inventory.as_ref().is_some_and(|inv| {
-            inv.len() == obj.spec.output_artifacts.len()
+            (pattern || inv.len() == obj.spec.output_artifacts.len())
                 && inv.iter().all(|r| {
                     storage.exists(&format!(
                         "{}/{}",
@@ -643,10 +642,25 @@ async fn run(
             )));
         }
     };
+    let requests = match ferroflux_artgen::pattern::expand(
+        obj.spec.path_pattern.as_deref(),
+        &obj.spec.output_artifacts,
+        &local,
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(Err(Failure::stalled(
+                reason::BUILD_FAILED,
+                format!("failed to expand path pattern: {e}"),
+                REQUEUE,
+            )));
+        }
+    };
     let previous = status.inventory.clone().unwrap_or_default();
     let mut inventory = Vec::new();
     let mut changed = Vec::new();
-    for out in &obj.spec.output_artifacts {
+    for request in &requests {
+        let out = &request.artifact;
         let (storage, o, l, w, n) = (
             settings.storage.clone(),
             out.clone(),
@@ -670,7 +684,7 @@ async fn run(
             }
         };
         let artifact = external_status_artifact(&stored.artifact, out, &sources, Timestamp::now());
-        if let Err(e) = apply_external(client, obj, ns, out, &artifact).await {
+        if let Err(e) = apply_external(client, obj, ns, out, &artifact, &request.labels).await {
             return Ok(Err(Failure::retry(
                 reason::RECONCILIATION_FAILED,
                 format!("{} reconcile failed: {e}", out.name),

@@ -287,3 +287,139 @@ fn the_content_hash_follows_content_not_time() {
     ferroflux_artgen::pack(&f.staging, &mut two).unwrap();
     assert_eq!(one, two, "packing is reproducible");
 }
+
+fn output(name: &str, ops: &[(&str, &str)]) -> ferroflux_api::artifactgenerator::OutputArtifact {
+    ferroflux_api::artifactgenerator::OutputArtifact {
+        name: name.into(),
+        copy: ops.iter().map(|(f, t)| op(f, t)).collect(),
+        ..Default::default()
+    }
+}
+
+/// source-watcher's pathPattern: one artifact per matching directory, the name rendered with
+/// lowercased captures, `from`/`to` with the captures as the tree spells them, labels per
+/// capture; directories that do not match the whole pattern are left out.
+#[test]
+fn path_pattern_makes_one_artifact_per_matching_directory() {
+    use ferroflux_artgen::pattern::expand;
+    let f = fixture();
+    let repo = &f.sources["repo"];
+    write(repo, "tenants/Team-A/envs/prod/app.yaml", "a-prod\n");
+    write(repo, "tenants/Team-A/envs/dev/app.yaml", "a-dev\n");
+    write(repo, "tenants/team-b/envs/prod/app.yaml", "b-prod\n");
+    write(repo, "tenants/team-b/envs/prod/deep/x.yaml", "deeper\n");
+    write(repo, "tenants/team-b/README.md", "docs\n");
+    let outs = [output(
+        "{tenant}-{env}",
+        &[("@repo/tenants/{tenant}/envs/{env}/**", "@artifact/")],
+    )];
+    let got = expand(Some("@repo/tenants/{tenant}/envs/{env}"), &outs, &f.sources).unwrap();
+    let summary: Vec<_> = got
+        .iter()
+        .map(|e| {
+            (
+                e.artifact.name.as_str(),
+                e.artifact.copy[0].from.as_str(),
+                e.labels["tenant"].as_str(),
+                e.labels["env"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                "team-a-dev",
+                "@repo/tenants/Team-A/envs/dev/**",
+                "team-a",
+                "dev"
+            ),
+            (
+                "team-a-prod",
+                "@repo/tenants/Team-A/envs/prod/**",
+                "team-a",
+                "prod"
+            ),
+            (
+                "team-b-prod",
+                "@repo/tenants/team-b/envs/prod/**",
+                "team-b",
+                "prod"
+            ),
+        ]
+    );
+    // The rendered rules compose each artifact from its own directory.
+    let staging = f.staging.join("team-b-prod");
+    std::fs::create_dir_all(&staging).unwrap();
+    ferroflux_artgen::apply_all(&got[2].artifact.copy, &f.sources, &staging).unwrap();
+    assert_eq!(
+        tree(&staging),
+        BTreeMap::from([
+            ("app.yaml".to_string(), "b-prod\n".to_string()),
+            ("deep/x.yaml".to_string(), "deeper\n".to_string()),
+        ])
+    );
+    // Without a pattern the outputs are returned as written, without labels.
+    let plain = expand(None, &outs, &f.sources).unwrap();
+    assert_eq!(plain.len(), 1);
+    assert_eq!(plain[0].artifact, outs[0]);
+    assert!(plain[0].labels.is_empty());
+    // A pattern no directory matches makes no artifact.
+    assert!(
+        expand(Some("@repo/none/{x}"), &outs, &f.sources)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn bad_path_patterns_name_the_pattern_and_the_cause() {
+    use ferroflux_artgen::pattern::expand;
+    let f = fixture();
+    let repo = &f.sources["repo"];
+    write(repo, "other/a_b/app.yaml", "x\n");
+    write(repo, "teams/A/app.yaml", "x\n");
+    write(repo, "teams/a/app.yaml", "x\n");
+    let one = |name: &str| [output(name, &[("@repo/teams/{team}/**", "@artifact/")])];
+    let cases = [
+        (
+            "repo/teams/{team}",
+            one("{team}"),
+            "invalid pathPattern format: repo/teams/{team}",
+        ),
+        (
+            "@nope/teams/{team}",
+            one("{team}"),
+            "pathPattern \"@nope/teams/{team}\": source alias nope not found in local sources",
+        ),
+        (
+            "@repo/teams/{team",
+            one("{team}"),
+            "pathPattern \"@repo/teams/{team\": capture starting at offset 6 is missing its closing brace",
+        ),
+        (
+            "@repo/{team}/{team}",
+            one("{team}"),
+            "pathPattern \"@repo/{team}/{team}\": duplicate capture variable \"team\"",
+        ),
+        (
+            "@repo/teams/{team}",
+            one("{tenant}"),
+            "pathPattern \"@repo/teams/{team}\": failed to render artifact {tenant} for match teams/A: invalid template \"{tenant}\": capture variable \"tenant\" is not defined by pathPattern",
+        ),
+        (
+            "@repo/teams/{team}",
+            one("app-{team}"),
+            "pathPattern \"@repo/teams/{team}\": directories \"teams/A\" and \"teams/a\" both resolve to artifact name \"app-a\"",
+        ),
+        (
+            "@repo/other/{team}",
+            one("{team}.x"),
+            "pathPattern \"@repo/other/{team}\": rendered artifact name \"a_b.x\" is not a valid Kubernetes object name",
+        ),
+    ];
+    for (pattern, outs, want) in cases {
+        let err = expand(Some(pattern), &outs, &f.sources).unwrap_err();
+        assert_eq!(err, want, "{pattern}");
+    }
+}

@@ -412,3 +412,142 @@ async fn decomposes_a_monorepo_feeds_kustomizations_and_keeps_artifacts_on_bad_i
     assert!(gens.get_opt("flux-system").await.unwrap().is_none());
     assert!(!store.join("externalartifact/flux-system/apps").exists());
 }
+
+/// `spec.pathPattern`: one ExternalArtifact per matching directory of the monorepo, named and
+/// labelled with the captured value; a directory added by a commit adds one, a removed one's is
+/// deleted with its file; a pattern that cannot be expanded stalls the generator and keeps the
+/// last good ExternalArtifacts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn path_pattern_makes_an_artifact_per_directory() {
+    let env = harness::start("artgen-pattern").await;
+    let client = env.client.clone();
+    let work = tempfile::tempdir().unwrap();
+    let repo = work.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    write(&repo, "apps/Frontend/app.yaml", &configmap("frontend", "1"));
+    write(&repo, "apps/backend/app.yaml", &configmap("backend", "1"));
+    write(&repo, "README.md", "docs\n");
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "one"]);
+
+    let store = work.path().join("storage");
+    std::fs::create_dir(&store).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(ferroflux_source::serve(store.clone(), listener));
+    let storage = Storage::new(&store, &base).unwrap();
+    let git_settings = gitrepository::Options {
+        storage: storage.clone(),
+        allow_file_urls: true,
+    };
+    let settings = Options::new(storage.clone());
+    let repos: Api<GitRepository> = Api::namespaced(client.clone(), "flux-system");
+    let gens: Api<ArtifactGenerator> = Api::namespaced(client.clone(), "flux-system");
+    let eas: Api<ExternalArtifact> = Api::namespaced(client.clone(), "flux-system");
+    repos
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "source.toolkit.fluxcd.io/v1",
+                "kind": "GitRepository",
+                "metadata": {"name": "monorepo", "namespace": "flux-system"},
+                "spec": {"url": format!("file://{}", repo.display()), "interval": "5m",
+                         "ref": {"branch": "main"}},
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    gitrepository::reconcile(&client, &git_settings, "flux-system", "monorepo")
+        .await
+        .unwrap();
+    let generator: ArtifactGenerator = serde_json::from_value(json!({
+        "apiVersion": "source.extensions.fluxcd.io/v1beta1",
+        "kind": "ArtifactGenerator",
+        "metadata": {"name": "per-app", "namespace": "flux-system"},
+        "spec": {
+            "sources": [{"alias": "monorepo", "kind": "GitRepository", "name": "monorepo"}],
+            "pathPattern": "@monorepo/apps/{app}",
+            "commonMetadata": {"labels": {"team": "platform"}},
+            "artifacts": [{"name": "app-{app}",
+                           "copy": [{"from": "@monorepo/apps/{app}/**", "to": "@artifact/"}]}]
+        }
+    }))
+    .unwrap();
+    gens.create(&PostParams::default(), &generator)
+        .await
+        .unwrap();
+    reconcile(&client, &settings, "flux-system", "per-app")
+        .await
+        .unwrap();
+    let g = gens.get("per-app").await.unwrap();
+    assert_eq!(
+        ready(&g),
+        (
+            "True".into(),
+            "Succeeded".into(),
+            "reconciliation succeeded, generated 2 artifact(s)".into()
+        )
+    );
+    for (name, app, file_value) in [
+        ("app-backend", "backend", "backend"),
+        ("app-frontend", "frontend", "frontend"),
+    ] {
+        let ea = eas.get(name).await.unwrap();
+        let labels = ea.metadata.labels.clone().unwrap();
+        assert_eq!(labels["app"], app, "{name}");
+        assert_eq!(labels["team"], "platform", "{name}");
+        let a = ea.status.unwrap().artifact.unwrap();
+        let files = files_of(&storage, &a.path);
+        assert_eq!(files.keys().collect::<Vec<_>>(), ["app.yaml"], "{name}");
+        assert!(files["app.yaml"].contains(&format!("name: {file_value}")));
+    }
+
+    // A new directory makes a third artifact; a removed one's ExternalArtifact is deleted.
+    write(&repo, "apps/cache/app.yaml", &configmap("cache", "1"));
+    git(&repo, &["rm", "-rq", "apps/backend"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "two"]);
+    gitrepository::reconcile(&client, &git_settings, "flux-system", "monorepo")
+        .await
+        .unwrap();
+    reconcile(&client, &settings, "flux-system", "per-app")
+        .await
+        .unwrap();
+    let g = gens.get("per-app").await.unwrap();
+    let names: Vec<_> = g
+        .status
+        .unwrap()
+        .inventory
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    // In the order Go walks the tree: bytewise, so "Frontend" before "cache".
+    assert_eq!(names, ["app-frontend", "app-cache"]);
+    assert!(eas.get_opt("app-backend").await.unwrap().is_none());
+
+    // Two directories that lowercase to one name: Stalled, the last artifacts kept.
+    write(&repo, "apps/CACHE/app.yaml", &configmap("cache2", "1"));
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "three"]);
+    gitrepository::reconcile(&client, &git_settings, "flux-system", "monorepo")
+        .await
+        .unwrap();
+    reconcile(&client, &settings, "flux-system", "per-app")
+        .await
+        .unwrap();
+    let g = gens.get("per-app").await.unwrap();
+    assert_eq!(
+        ready(&g),
+        (
+            "False".into(),
+            "BuildFailed".into(),
+            "failed to expand path pattern: pathPattern \"@monorepo/apps/{app}\": directories \"apps/CACHE\" and \"apps/cache\" both resolve to artifact name \"app-cache\"".into()
+        )
+    );
+    assert!(g.conditions().iter().any(|c| c.type_ == "Stalled"));
+    assert!(eas.get_opt("app-cache").await.unwrap().is_some());
+    assert!(eas.get_opt("app-frontend").await.unwrap().is_some());
+}
