@@ -8,6 +8,7 @@
 
 use ferroflux_api::Kustomization;
 use ferroflux_controller::kustomization::build::{self as ks_build, Cluster};
+use ferroflux_controller::kustomization::generate::KUSTOMIZATION_FILES;
 use kube::ResourceExt;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -171,6 +172,73 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<(), RepoError> {
     Ok(())
 }
 
+/// A writable copy of `from` in a new temporary directory, made off the async executor (a
+/// repository of thousands of files takes a while).
+async fn writable_copy(from: &Path) -> Result<tempfile::TempDir, RepoError> {
+    let from = from.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let work = tempfile::Builder::new()
+            .prefix("ferroflux-fleet-build-")
+            .tempdir()
+            .map_err(|e| io(Path::new("temporary directory"), e))?;
+        copy_tree(&from, work.path())?;
+        Ok(work)
+    })
+    .await
+    .map_err(|e| io(Path::new("temporary directory"), e))?
+}
+
+/// The kustomization files of a folder as they were before a build, to put back after it.
+struct KeptFiles {
+    /// Each name kustomize recognises, and its content when the file exists.
+    files: Vec<(PathBuf, Option<Vec<u8>>)>,
+}
+
+impl KeptFiles {
+    fn take(dir: &Path) -> Result<KeptFiles, RepoError> {
+        let mut files = Vec::new();
+        for name in KUSTOMIZATION_FILES {
+            let path = dir.join(name);
+            // `Kustomization` may be a folder of that name: never the build's file then.
+            if path.is_dir() {
+                continue;
+            }
+            let content = read_if_any(&path)?;
+            files.push((path, content));
+        }
+        Ok(KeptFiles { files })
+    }
+
+    /// Writes back what changed and removes what the build created.
+    fn restore(self) -> Result<(), RepoError> {
+        for (path, before) in self.files {
+            match (before, read_if_any(&path)?) {
+                (Some(b), Some(n)) if b == n => {}
+                (Some(b), _) => std::fs::write(&path, b).map_err(|e| io(&path, e))?,
+                (None, Some(_)) => std::fs::remove_file(&path).map_err(|e| io(&path, e))?,
+                (None, None) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A file's content, or None when it (or its folder) does not exist.
+fn read_if_any(path: &Path) -> Result<Option<Vec<u8>>, RepoError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(io(path, e)),
+    }
+}
+
 /// One object a cluster would hold, and the Kustomization that applies it.
 #[derive(Clone, Debug)]
 pub struct Built {
@@ -232,6 +300,7 @@ pub async fn build_cluster(
         what: "Kustomization/flux-system/flux-system".into(),
         message: e.to_string(),
     })?;
+    let shared = writable_copy(tree.path()).await?;
     let mut out = ClusterBuild::default();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut queue = VecDeque::from([root]);
@@ -247,16 +316,22 @@ pub async fn build_cluster(
         if !seen.insert(key) {
             continue;
         }
-        // The build writes into its tree (a generated kustomization.yaml): each gets a copy.
-        let work = tempfile::Builder::new()
-            .prefix("ferroflux-fleet-build-")
-            .tempdir()
-            .map_err(|e| io(Path::new("temporary directory"), e))?;
-        copy_tree(tree.path(), work.path())?;
-        let dir: PathBuf = work.path().join(&path);
-        let objects = ks_build::build_with(
+        // A build writes into its tree: the kustomization file of its own folder (generated,
+        // or with the Kustomization's overrides), and with decryption the decrypted files
+        // wherever they are. The first is put back after each build, so that the cluster's
+        // builds share one copy; a decrypting build gets a copy of its own.
+        let decrypts = ks.spec.decryption.is_some() && matches!(cluster, Cluster::Client(_));
+        let private = if decrypts {
+            Some(writable_copy(tree.path()).await?)
+        } else {
+            None
+        };
+        let root = private.as_ref().map_or(shared.path(), |p| p.path());
+        let dir: PathBuf = root.join(&path);
+        let kept = KeptFiles::take(&dir)?;
+        let built = ks_build::build_with(
             &ks,
-            work.path(),
+            root,
             &dir,
             match &cluster {
                 Cluster::Client(c) => Cluster::Client(c),
@@ -264,8 +339,9 @@ pub async fn build_cluster(
             },
             ks_build::Strictness::Lenient,
         )
-        .await
-        .map_err(|e| RepoError::Build {
+        .await;
+        kept.restore()?;
+        let objects = built.map_err(|e| RepoError::Build {
             cluster: name.to_string(),
             what: what.clone(),
             message: e.to_string(),
@@ -311,4 +387,87 @@ pub async fn build_cluster(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, path: &str, text: &str) {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn ks(name: &str, path: &str, extra: &str) -> String {
+        format!(
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n{extra}"
+        )
+    }
+
+    /// The cluster's builds share one copy of the tree: what one build writes into a folder
+    /// (its Kustomization's overrides, a generated kustomization.yaml) must not leak into the
+    /// next build that reads that folder.
+    #[tokio::test]
+    async fn builds_of_one_cluster_do_not_see_each_others_overrides() {
+        let src = tempfile::tempdir().unwrap();
+        let root = src.path();
+        let cm = |name: &str| {
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  a: b\n")
+        };
+        write(
+            root,
+            "apps/base/kustomization.yaml",
+            "resources:\n- cm.yaml\n",
+        );
+        write(root, "apps/base/cm.yaml", &cm("app"));
+        write(
+            root,
+            "apps/overlay/kustomization.yaml",
+            "resources:\n- ../base\n",
+        );
+        // No kustomization file: the build generates one, twice, for two Kustomizations.
+        write(root, "apps/plain/cm.yaml", &cm("plain"));
+        let docs = [
+            ks("a-base", "./apps/base", "  targetNamespace: one\n"),
+            ks("b-overlay", "./apps/overlay", "  targetNamespace: two\n"),
+            ks("c-plain", "./apps/plain", "  targetNamespace: three\n"),
+            // (A substitution of their own: one build per path and substitution.)
+            ks(
+                "d-plain",
+                "./apps/plain",
+                "  namePrefix: again-\n  postBuild:\n    substitute:\n      x: d\n",
+            ),
+            ks(
+                "e-base",
+                "./apps/base",
+                "  postBuild:\n    substitute:\n      x: e\n",
+            ),
+        ];
+        write(root, "clusters/one/apps.yaml", &docs.join("---\n"));
+        let tree = Tree::work_tree(root).unwrap();
+        let built = build_cluster(&tree, "one", Cluster::Offline).await.unwrap();
+        let ids: Vec<(&str, &str)> = built
+            .objects
+            .iter()
+            .filter(|(id, _)| id.starts_with("ConfigMap/"))
+            .map(|(id, b)| (id.as_str(), b.by.as_str()))
+            .collect();
+        assert_eq!(
+            ids,
+            vec![
+                ("ConfigMap/again-plain", "Kustomization/flux-system/d-plain"),
+                ("ConfigMap/app", "Kustomization/flux-system/e-base"),
+                ("ConfigMap/one/app", "Kustomization/flux-system/a-base"),
+                ("ConfigMap/three/plain", "Kustomization/flux-system/c-plain"),
+                ("ConfigMap/two/app", "Kustomization/flux-system/b-overlay"),
+            ]
+        );
+        // The tree the builds came from is as it was.
+        assert!(!tree.path().join("apps/plain/kustomization.yaml").exists());
+        assert_eq!(
+            std::fs::read_to_string(tree.path().join("apps/base/kustomization.yaml")).unwrap(),
+            "resources:\n- cm.yaml\n"
+        );
+    }
 }

@@ -1,0 +1,692 @@
+//! Issue 18's benchmarks: the `ferroflux fleet` commands against many devclusters, each beside
+//! the peer a Flux user runs today for the same answer, in the same run.
+//!
+//! The clusters (`crates/devcluster`, in memory, serving Flux's CRDs) run in this process; the
+//! commands run as the real `ferroflux` binary (`FERROFLUX_BIN`, default
+//! `$CARGO_TARGET_DIR/release/ferroflux`), one process per run, so a run's wall time includes
+//! what a user pays: process start, reading the kubeconfig, TLS to every cluster.
+//!
+//! `status`: N clusters of K Kustomizations each (issue 18: 50 × 20), the objects created with
+//! the status a controller writes (Ready, applied revision, an inventory), since the benchmark
+//! is of the status command, not of reconciling. Timed: `ferroflux fleet status` over all of
+//! them (its answer checked: every cluster ready); the peer is `kubectl get kustomizations -A
+//! --context C` for every context, one after the other as a user types them, and the same
+//! with all of them started at once.
+//!
+//! `diff`: a fleet repository of N cluster folders (2 staging, 2 canary, the rest production)
+//! with K Kustomizations each (issue 18: 14 × 30; each an overlay of its own base, the
+//! cluster's name substituted), and a commit that changes every base's image tag and one app's
+//! memory. Timed: `ferroflux fleet diff --ref HEAD --against HEAD~1`, then against N live
+//! devclusters running HEAD~1 (applied by the bench as kustomize-controller would), its answer
+//! checked (every cluster changes, every app's Deployment). The peers, cluster by cluster:
+//! `kubectl kustomize` of every Kustomization's path with the variables substituted (what
+//! `flux build kustomization` does) piped into one `kubectl diff --server-side` per cluster;
+//! and against the other ref, both revisions built so and compared.
+//!
+//! Run (numbers go to BENCHMARKS.md):
+//! `cargo build --release -p ferroflux && cargo bench -p ferroflux --bench fleetcmds`
+//! Flags: `--only status,diff` (default: every benchmark), `--clusters N`, `--per-cluster K`,
+//! `--runs R` (timed runs of our command, after one warm-up; default 5), `--no-peer`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use ferroflux_api::{GitRepository, Kustomization};
+use ferroflux_devcluster::RunningCluster;
+use futures_util::future::join_all;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+const NAMESPACE: &str = "flux-system";
+const SHA: &str = "5e1f0c2a9d3b4e6f7a8b9c0d1e2f3a4b5c6d7e8f";
+
+struct Options {
+    only: Vec<String>,
+    clusters: Option<usize>,
+    per_cluster: Option<usize>,
+    runs: usize,
+    peer: bool,
+}
+
+fn options() -> Options {
+    let mut o = Options {
+        only: Vec::new(),
+        clusters: None,
+        per_cluster: None,
+        runs: 5,
+        peer: true,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut number = |what: &str| -> usize {
+            args.next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{what} needs a number"))
+        };
+        match a.as_str() {
+            "--clusters" => o.clusters = Some(number("--clusters")),
+            "--per-cluster" => o.per_cluster = Some(number("--per-cluster")),
+            "--runs" => o.runs = number("--runs").max(1),
+            "--no-peer" => o.peer = false,
+            "--only" => {
+                let v = args.next().expect("--only needs status or diff");
+                o.only = v.split(',').map(str::to_string).collect();
+            }
+            // cargo bench passes --bench.
+            _ => {}
+        }
+    }
+    o
+}
+
+impl Options {
+    fn wants(&self, what: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == what)
+    }
+}
+
+fn ferroflux_bin() -> PathBuf {
+    if let Some(b) = std::env::var_os("FERROFLUX_BIN") {
+        return PathBuf::from(b);
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    target.join("release/ferroflux")
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Min, median and max of some durations, in ms.
+fn spread(times: &[Duration]) -> String {
+    let mut ms: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+    ms.sort_by(|a, b| a.total_cmp(b));
+    let median = ms[ms.len() / 2];
+    format!(
+        "min {:.1} ms, median {median:.1} ms, max {:.1} ms ({} runs)",
+        ms[0],
+        ms[ms.len() - 1],
+        ms.len()
+    )
+}
+
+/// Runs a command, timing it; panics with its stderr when it fails to start.
+fn timed(cmd: &mut Command) -> (Output, Duration) {
+    let started = Instant::now();
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    (out, started.elapsed())
+}
+
+fn cond(status: &str, message: &str, generation: i64) -> Value {
+    json!({"type": "Ready", "status": status, "reason": "ReconciliationSucceeded",
+           "message": message, "observedGeneration": generation,
+           "lastTransitionTime": "2026-12-01T00:00:00Z"})
+}
+
+fn revision() -> String {
+    format!("main@sha1:{SHA}")
+}
+
+/// The cluster's `flux-system` GitRepository, with the status of a fetched artifact.
+async fn git_repository(client: &kube::Client, cluster: &str) {
+    let api: Api<GitRepository> = Api::namespaced(client.clone(), NAMESPACE);
+    let obj: GitRepository = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": "flux-system", "namespace": NAMESPACE},
+        "spec": {"interval": "1m", "url": "ssh://git@github.example/acme/fleet-infra.git",
+                 "ref": {"branch": "main"}, "secretRef": {"name": "flux-system"}},
+    }))
+    .expect("a GitRepository");
+    let created = api.create(&PostParams::default(), &obj).await.unwrap();
+    let generation = created.metadata.generation.unwrap_or(1);
+    let rev = revision();
+    let status = json!({"status": {
+        "observedGeneration": generation,
+        "conditions": [cond("True", &format!("stored artifact for revision '{rev}'"), generation)],
+        "artifact": {"digest": "sha256:2c1b7c6f0e0a6f3e8f2d4b3a1c9e8d7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d",
+            "lastUpdateTime": "2026-12-01T00:00:00Z",
+            "path": format!("gitrepository/flux-system/flux-system/{SHA}.tar.gz"), "revision": rev,
+            "url": format!("http://source-controller.flux-system.svc.cluster.local./gitrepository/flux-system/flux-system/{SHA}.tar.gz"),
+            "size": 48213},
+    }});
+    api.patch_status(
+        "flux-system",
+        &PatchParams::default(),
+        &Patch::Merge(status),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{cluster}: GitRepository status: {e}"));
+}
+
+/// Kustomization `app-NN`, Ready at [`SHA`], with the inventory of the four objects it applied
+/// (a real controller's status carries one; it is most of the object's size).
+async fn kustomization(client: &kube::Client, cluster: &str, i: usize) {
+    let api: Api<Kustomization> = Api::namespaced(client.clone(), NAMESPACE);
+    let name = format!("app-{i:02}");
+    let obj: Kustomization = serde_json::from_value(json!({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"interval": "10m", "retryInterval": "1m", "timeout": "5m", "prune": true,
+                 "wait": true, "path": format!("./apps/production/{name}"),
+                 "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+                 "postBuild": {"substitute": {"cluster_name": cluster}}},
+    }))
+    .expect("a Kustomization");
+    let created = api.create(&PostParams::default(), &obj).await.unwrap();
+    let generation = created.metadata.generation.unwrap_or(1);
+    let rev = revision();
+    let entries: Vec<Value> = [
+        ("", "Namespace", "v1", "_".to_string()),
+        ("apps", "Deployment", "v1", name.clone()),
+        ("", "Service", "v1", name.clone()),
+        ("", "ConfigMap", "v1", format!("{name}-config")),
+    ]
+    .iter()
+    .map(|(group, kind, version, object)| {
+        let id = if *kind == "Namespace" {
+            format!("_{name}__{group}_{kind}")
+        } else {
+            format!("{name}_{object}_{group}_{kind}")
+        };
+        json!({"id": id, "v": version})
+    })
+    .collect();
+    let status = json!({"status": {
+        "observedGeneration": generation,
+        "conditions": [cond("True", &format!("Applied revision: {rev}"), generation)],
+        "lastAppliedRevision": rev, "lastAttemptedRevision": rev,
+        "lastHandledReconcileAt": "2026-12-01T00:00:00Z",
+        "inventory": {"entries": entries},
+    }});
+    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap_or_else(|e| panic!("{cluster}: Kustomization {name} status: {e}"));
+}
+
+/// `n` devclusters named `prefix-NN`, each with the `flux-system` GitRepository and `per`
+/// Kustomizations, all Ready.
+async fn status_fleet(prefix: &str, n: usize, per: usize) -> Vec<RunningCluster> {
+    join_all((0..n).map(|c| async move {
+        let name = format!("{prefix}-{c:02}");
+        let (cluster, client) = ferroflux_testkit::flux_cluster(&name).await;
+        git_repository(&client, &name).await;
+        join_all((0..per).map(|i| kustomization(&client, &name, i))).await;
+        cluster
+    }))
+    .await
+}
+
+fn kubeconfig(dir: &Path, clusters: &[RunningCluster]) -> PathBuf {
+    let path = dir.join("kubeconfig");
+    let refs: Vec<&RunningCluster> = clusters.iter().collect();
+    ferroflux_devcluster::write_kubeconfig(&path, &refs, None).unwrap();
+    path
+}
+
+/// Issue 18's first target: `fleet status` over 50 clusters of 20 Kustomizations under 1 s.
+fn bench_status(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
+    let n = o.clusters.unwrap_or(50);
+    let per = o.per_cluster.unwrap_or(20);
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let clusters = rt.block_on(status_fleet("prod", n, per));
+    let kc = kubeconfig(dir.path(), &clusters);
+    println!(
+        "status: {n} clusters × {per} Kustomizations created in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let expect = format!("{n} clusters: {n} ready");
+    let run = || {
+        let (out, took) = timed(
+            Command::new(bin)
+                .args(["fleet", "status", "--kubeconfig"])
+                .arg(&kc),
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains(&expect),
+            "fleet status: {}\n{text}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let rows = text.lines().filter(|l| l.contains("\tapp-")).count();
+        assert_eq!(rows, n * per, "one row per Kustomization:\n{text}");
+        took
+    };
+    run();
+    let ours: Vec<Duration> = (0..o.runs).map(|_| run()).collect();
+    println!(
+        "status: ferroflux fleet status, {n} clusters × {per}: {} (load {})",
+        spread(&ours),
+        load_average()
+    );
+    if !o.peer {
+        return;
+    }
+    let contexts: Vec<String> = clusters.iter().map(|c| c.name().to_string()).collect();
+    let kubectl = |context: &str| {
+        let mut cmd = Command::new("kubectl");
+        cmd.args(["get", "kustomizations", "-A", "--context", context])
+            .env("KUBECONFIG", &kc);
+        cmd
+    };
+    let check = |out: &Output, context: &str| {
+        let rows = String::from_utf8_lossy(&out.stdout).lines().count();
+        assert!(
+            out.status.success() && rows == per + 1,
+            "kubectl --context {context}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let mut sequential = Vec::new();
+    for _ in 0..o.runs.min(3) {
+        let started = Instant::now();
+        for c in &contexts {
+            let (out, _) = timed(&mut kubectl(c));
+            check(&out, c);
+        }
+        sequential.push(started.elapsed());
+    }
+    println!(
+        "status: peer, kubectl get kustomizations -A --context C for the {n} contexts in sequence: {} (load {})",
+        spread(&sequential),
+        load_average()
+    );
+    let mut parallel = Vec::new();
+    for _ in 0..o.runs.min(3) {
+        let started = Instant::now();
+        let children: Vec<_> = contexts
+            .iter()
+            .map(|c| {
+                (
+                    c,
+                    kubectl(c)
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .expect("kubectl runs"),
+                )
+            })
+            .collect();
+        for (c, child) in children {
+            let out = child.wait_with_output().expect("kubectl ends");
+            check(&out, c);
+        }
+        parallel.push(started.elapsed());
+    }
+    println!(
+        "status: peer, the same {n} kubectl processes started at once: {} (load {})",
+        spread(&parallel),
+        load_average()
+    );
+    drop(clusters);
+}
+
+/// The fleet repository of the diff benchmark: `clusters` cluster folders (2 staging, 2
+/// canary, the rest production), each with its `flux-system` sync and `apps` Kustomizations
+/// (`apps.yaml`), each Kustomization building `apps/<env>/app-NN` (an overlay of
+/// `apps/base/app-NN`: Namespace, Deployment, Service, ConfigMap; replicas and image tag per
+/// environment) with the cluster's name substituted.
+struct FleetRepo {
+    dir: tempfile::TempDir,
+    clusters: Vec<(String, &'static str)>,
+    apps: usize,
+}
+
+fn env_of(i: usize) -> &'static str {
+    match i {
+        0 | 1 => "staging",
+        2 | 3 => "canary",
+        _ => "production",
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("a parent")).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+impl FleetRepo {
+    fn new(clusters: usize, apps: usize) -> FleetRepo {
+        let dir = tempfile::tempdir().unwrap();
+        let clusters = (0..clusters)
+            .map(|i| (format!("{}-{i:02}", env_of(i)), env_of(i)))
+            .collect();
+        let repo = FleetRepo {
+            dir,
+            clusters,
+            apps,
+        };
+        ferroflux_testkit::git(repo.path(), &["init", "-q"]);
+        repo.write_tree("v1", "16Mi");
+        repo.commit("fleet");
+        repo
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Every file; `base_tag` is the base image tag, `memory` app-03's memory request (the
+    /// "pull request" changes both).
+    fn write_tree(&self, base_tag: &str, memory: &str) {
+        let root = self.path();
+        for a in 0..self.apps {
+            let app = format!("app-{a:02}");
+            let base = root.join("apps/base").join(&app);
+            write(
+                &base.join("kustomization.yaml"),
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- namespace.yaml\n- deployment.yaml\n- service.yaml\n- configmap.yaml\n",
+            );
+            write(
+                &base.join("namespace.yaml"),
+                &format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {app}\n"),
+            );
+            let mem = if a == 3 { memory } else { "16Mi" };
+            write(
+                &base.join("deployment.yaml"),
+                &format!(
+                    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {app}\n  namespace: {app}\n  labels:\n    app.kubernetes.io/name: {app}\n    cluster: ${{cluster_name}}\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: {app}\n  template:\n    metadata:\n      labels:\n        app.kubernetes.io/name: {app}\n    spec:\n      containers:\n      - name: app\n        image: ghcr.io/acme/{app}:{base_tag}\n        env:\n        - name: CLUSTER\n          value: ${{cluster_name}}\n        ports:\n        - name: http\n          containerPort: 8080\n        resources:\n          requests:\n            cpu: 10m\n            memory: {mem}\n"
+                ),
+            );
+            write(
+                &base.join("service.yaml"),
+                &format!(
+                    "apiVersion: v1\nkind: Service\nmetadata:\n  name: {app}\n  namespace: {app}\nspec:\n  selector:\n    app.kubernetes.io/name: {app}\n  ports:\n  - name: http\n    port: 80\n    targetPort: http\n"
+                ),
+            );
+            write(
+                &base.join("configmap.yaml"),
+                &format!(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {app}-config\n  namespace: {app}\ndata:\n  cluster: ${{cluster_name}}\n  log-level: info\n  feature-flags: \"search,checkout,recommendations\"\n"
+                ),
+            );
+            for (env, replicas) in [("staging", 1), ("canary", 2), ("production", 3)] {
+                write(
+                    &root
+                        .join("apps")
+                        .join(env)
+                        .join(&app)
+                        .join("kustomization.yaml"),
+                    &format!(
+                        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- ../../base/{app}\nlabels:\n- pairs:\n    env: {env}\n  includeSelectors: false\nreplicas:\n- name: {app}\n  count: {replicas}\n"
+                    ),
+                );
+            }
+        }
+        for (name, env) in &self.clusters {
+            let dir = root.join("clusters").join(name);
+            write(
+                &dir.join("flux-system/gotk-sync.yaml"),
+                &format!(
+                    "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m\n  url: ssh://git@github.example/acme/fleet-infra.git\n  ref:\n    branch: main\n  secretRef:\n    name: flux-system\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./clusters/{name}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+                ),
+            );
+            let docs: Vec<String> = (0..self.apps)
+                .map(|a| {
+                    format!(
+                        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: app-{a:02}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps/{env}/app-{a:02}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  postBuild:\n    substitute:\n      cluster_name: {name}\n"
+                    )
+                })
+                .collect();
+            write(&dir.join("apps.yaml"), &docs.join("---\n"));
+        }
+    }
+
+    fn commit(&self, message: &str) {
+        ferroflux_testkit::git(self.path(), &["add", "-A"]);
+        ferroflux_testkit::git(self.path(), &["commit", "-q", "-m", message]);
+    }
+}
+
+/// Applies what each cluster folder builds to at `rev` (the offline build `fleet diff` uses,
+/// applied as kustomize-controller does, stage by stage), so that the live clusters run that
+/// commit.
+async fn apply_at(repo: &FleetRepo, rev: &str, clients: &[kube::Client]) {
+    use ferroflux_controller::kustomization::build::Cluster as BuildCluster;
+    use ferroflux_fleet::repo::{Tree, build_cluster};
+    let tree = Tree::at(repo.path(), rev).expect("a revision of the repository");
+    join_all(
+        repo.clusters
+            .iter()
+            .zip(clients)
+            .map(|((name, _), client)| {
+                let tree = &tree;
+                async move {
+                    let built = build_cluster(tree, name, BuildCluster::Offline)
+                        .await
+                        .unwrap_or_else(|e| panic!("{name}: {e}"));
+                    let objects: Vec<Value> =
+                        built.objects.into_values().map(|b| b.object).collect();
+                    let applier = ferroflux_apply::applier::Applier::new(
+                        client.clone(),
+                        ferroflux_controller::kustomization::reconciler::FIELD_MANAGER,
+                    );
+                    applier
+                        .apply_staged(objects, &ferroflux_apply::applier::ApplyOptions::default())
+                        .await
+                        .unwrap_or_else(|e| panic!("{name}: applying {rev}: {e}"));
+                }
+            }),
+    )
+    .await;
+}
+
+/// The peer's build of one cluster at the tree `root`: `kubectl kustomize` of each
+/// Kustomization's path with the cluster's name substituted (as `flux build kustomization`
+/// does), and the cluster folder's own manifests; one YAML stream.
+fn peer_build(root: &Path, name: &str, env: &str, apps: usize) -> String {
+    let mut out = String::new();
+    for f in ["flux-system/gotk-sync.yaml", "apps.yaml"] {
+        let text = std::fs::read_to_string(root.join("clusters").join(name).join(f)).unwrap();
+        out.push_str(&text);
+        out.push_str("---\n");
+    }
+    for a in 0..apps {
+        let path = root.join(format!("apps/{env}/app-{a:02}"));
+        let built = Command::new("kubectl")
+            .arg("kustomize")
+            .arg(&path)
+            .output()
+            .expect("kubectl runs");
+        assert!(
+            built.status.success(),
+            "kubectl kustomize {}: {}",
+            path.display(),
+            String::from_utf8_lossy(&built.stderr)
+        );
+        out.push_str(&String::from_utf8_lossy(&built.stdout).replace("${cluster_name}", name));
+        out.push_str("---\n");
+    }
+    out
+}
+
+/// Issue 18's second target: `fleet diff` of 14 clusters × 30 Kustomizations under 5 s,
+/// against another ref and against the live clusters.
+fn bench_diff(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
+    let n = o.clusters.unwrap_or(14);
+    let apps = o.per_cluster.unwrap_or(30);
+    let repo = FleetRepo::new(n, apps);
+    // The pull request: a new base image tag (every cluster's every app) and app-03's memory.
+    repo.write_tree("v2", "32Mi");
+    repo.commit("v2, app-03 gets 32Mi");
+    let files = ferroflux_testkit::git(repo.path(), &["ls-files"])
+        .lines()
+        .count();
+    println!("diff: {n} clusters × {apps} Kustomizations, {files} files in the repository");
+
+    let expect = format!("{n} of {n} clusters would change");
+    let run = |extra: &[&str]| {
+        let (out, took) = timed(
+            Command::new(bin)
+                .args(["fleet", "diff", "--repo"])
+                .arg(repo.path())
+                .args(["--ref", "HEAD"])
+                .args(extra),
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.code() == Some(1) && text.contains(&expect),
+            "fleet diff {extra:?}: {}\n{}\n{}",
+            out.status,
+            text.lines().last().unwrap_or(""),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Every app's Deployment changes on every cluster.
+        let changed = text
+            .matches(" changed (by Kustomization/flux-system/app-")
+            .count();
+        assert!(changed >= n * apps, "{changed} objects changed:\n{text}");
+        took
+    };
+    run(&["--against", "HEAD~1"]);
+    let ours: Vec<Duration> = (0..o.runs).map(|_| run(&["--against", "HEAD~1"])).collect();
+    println!(
+        "diff: ferroflux fleet diff --ref HEAD --against HEAD~1: {} (load {})",
+        spread(&ours),
+        load_average()
+    );
+
+    // The live clusters at HEAD~1.
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let clusters: Vec<(RunningCluster, kube::Client)> = rt.block_on(join_all(
+        repo.clusters
+            .iter()
+            .map(|(name, _)| ferroflux_testkit::flux_cluster(name)),
+    ));
+    let clients: Vec<kube::Client> = clusters.iter().map(|(_, c)| c.clone()).collect();
+    let running: Vec<RunningCluster> = clusters.into_iter().map(|(c, _)| c).collect();
+    let kc = kubeconfig(dir.path(), &running);
+    rt.block_on(apply_at(&repo, "HEAD~1", &clients));
+    println!(
+        "diff: {n} live clusters at HEAD~1 in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let live = ["--kubeconfig", kc.to_str().expect("a UTF-8 path")];
+    run(&live);
+    let ours: Vec<Duration> = (0..o.runs).map(|_| run(&live)).collect();
+    println!(
+        "diff: ferroflux fleet diff --ref HEAD (against live): {} (load {})",
+        spread(&ours),
+        load_average()
+    );
+    if !o.peer {
+        return;
+    }
+    // The peer against live, cluster by cluster: what `flux diff kustomization` does per
+    // Kustomization (build, substitute, server-side dry-run diff), here one kubectl diff per
+    // cluster of every Kustomization's build.
+    let started = Instant::now();
+    let mut changed = 0;
+    for (name, env) in &repo.clusters {
+        let stream = peer_build(repo.path(), name, env, apps);
+        let mut child = Command::new("kubectl")
+            .args([
+                "diff",
+                "--server-side",
+                "--field-manager",
+                ferroflux_controller::kustomization::reconciler::FIELD_MANAGER,
+                "--force-conflicts",
+                "--context",
+                name,
+                "-f",
+                "-",
+            ])
+            .env("KUBECONFIG", &kc)
+            .env("KUBECTL_EXTERNAL_DIFF", "diff -u -N")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin.write_all(stream.as_bytes()).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        // kubectl diff: 0 no change, 1 changes, >1 an error.
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "kubectl diff --context {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        changed += usize::from(out.status.code() == Some(1));
+    }
+    assert_eq!(changed, n, "kubectl diff: every cluster changes");
+    println!(
+        "diff: peer, per cluster kubectl kustomize of each Kustomization + kubectl diff --server-side, in sequence: {:.1} ms (load {})",
+        started.elapsed().as_secs_f64() * 1000.0,
+        load_average()
+    );
+    // The peer against the other ref: both revisions' builds, compared per cluster.
+    let started = Instant::now();
+    let old = tempfile::tempdir().unwrap();
+    ferroflux_testkit::git(
+        repo.path(),
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            old.path().to_str().expect("a UTF-8 path"),
+            "HEAD~1",
+        ],
+    );
+    let mut changed = 0;
+    for (name, env) in &repo.clusters {
+        let new = peer_build(repo.path(), name, env, apps);
+        let before = peer_build(old.path(), name, env, apps);
+        changed += usize::from(new != before);
+    }
+    assert_eq!(changed, n, "every cluster's build changes");
+    println!(
+        "diff: peer, per cluster kubectl kustomize of each Kustomization at both revisions, compared, in sequence: {:.1} ms (load {})",
+        started.elapsed().as_secs_f64() * 1000.0,
+        load_average()
+    );
+    drop(running);
+}
+
+fn main() {
+    let o = options();
+    let bin = ferroflux_bin();
+    if !bin.is_file() {
+        eprintln!(
+            "{} not found: build it first (cargo build --release -p ferroflux) or set FERROFLUX_BIN",
+            bin.display()
+        );
+        std::process::exit(2);
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "fleet commands bench with {}, load average {}",
+        bin.display(),
+        load_average()
+    );
+    if o.wants("status") {
+        bench_status(&rt, &bin, &o);
+    }
+    if o.wants("diff") {
+        bench_diff(&rt, &bin, &o);
+    }
+}
