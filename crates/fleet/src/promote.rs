@@ -404,7 +404,10 @@ fn judge(reports: &[ClusterReport], sha: &str) -> Verdict {
                 "cluster {}: Kustomization {}/{}",
                 r.context, k.namespace, k.name
             );
-            if k.ready == "False" && at(&k.attempted_revision) {
+            // Waiting for a dependency to apply the same commit is a step of the wave, not
+            // a failure: the controller retries it.
+            let waiting = k.reason == ferroflux_api::conditions::reason::DEPENDENCY_NOT_READY;
+            if k.ready == "False" && at(&k.attempted_revision) && !waiting {
                 failed.push(format!("{id} failed at the commit: {}", k.message));
             } else if !(k.ready == "True" && at(&k.applied_revision)) {
                 pending.push(format!(
@@ -429,5 +432,41 @@ fn judge(reports: &[ClusterReport], sha: &str) -> Verdict {
         Verdict::Pending(pending)
     } else {
         Verdict::Ready
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::KustomizationReport;
+
+    fn cluster(ready: &str, reason: &str, attempted: &str) -> ClusterReport {
+        let mut r = ClusterReport::unreachable("staging", "https://x", "failing", String::new());
+        r.error = None;
+        r.kustomizations.push(KustomizationReport {
+            namespace: "flux-system".into(),
+            name: "apps".into(),
+            applied_revision: Some("staging@sha1:old".into()),
+            attempted_revision: Some(attempted.into()),
+            source: "GitRepository/flux-system/flux-system".into(),
+            source_revision: Some("staging@sha1:new".into()),
+            behind: true,
+            ready: ready.into(),
+            reason: reason.into(),
+            suspended: false,
+            message: "m".into(),
+            depends_on: vec!["flux-system/infrastructure".into()],
+        });
+        r
+    }
+
+    /// A Kustomization waiting for its dependency to apply the commit is pending (the wave
+    /// goes on waiting); one whose own build failed at the commit fails the wave.
+    #[test]
+    fn a_dependency_not_ready_yet_is_pending_not_failed() {
+        let waiting = cluster("False", "DependencyNotReady", "staging@sha1:new");
+        assert!(matches!(judge(&[waiting], "new"), Verdict::Pending(_)));
+        let failed = cluster("False", "BuildFailed", "staging@sha1:new");
+        assert!(matches!(judge(&[failed], "new"), Verdict::Failed(_)));
     }
 }

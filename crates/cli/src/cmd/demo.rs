@@ -1,13 +1,16 @@
 //! `ferroflux demo`: the main job end to end on two local clusters. The example fleet repository
 //! (`examples/fleet-infra`, compiled into the binary) becomes a Git repository; two local
-//! clusters start with their controllers; each is bootstrapped onto its own folder with the same
-//! commands a user types; then a change is promoted from staging to production by commits.
+//! clusters start with their controllers; each is bootstrapped onto its own folder and its own
+//! branch (`staging`, `production`) with the same commands a user types; then one commit on
+//! main is promoted by `fleet promote` through the repository's plan (`fleet-promotion.yaml`):
+//! staging's branch first, production's only once staging is Ready at it and soaked.
 //! podinfo is a HelmRelease whose chart lives in the fleet repository itself (a HelmChart built
-//! from the GitRepository's artifact), so the demo needs no network; the promotion moves each
-//! environment's overlay from chart version 6.7.1 to 6.8.0.
+//! from the GitRepository's artifact), so the demo needs no network; the promoted commit moves
+//! both environments' overlays from chart version 6.7.1 to 6.8.0.
 //!
 //! The user-facing steps run this very binary as a child process (`bootstrap git`,
-//! `get kustomizations`, `get helmreleases`, `fleet status`), so the demo shows exactly what those commands print.
+//! `get kustomizations`, `get helmreleases`, `fleet status`, `fleet promote`), so the demo shows
+//! exactly what those commands print.
 
 use crate::cluster::Cluster;
 use crate::cmd::controller::ShutdownSignals;
@@ -46,6 +49,10 @@ pub const FLEET_INFRA: &[(&str, &str)] = &[
     (
         "README.md",
         include_str!("../../../../examples/fleet-infra/README.md"),
+    ),
+    (
+        "fleet-promotion.yaml",
+        include_str!("../../../../examples/fleet-infra/fleet-promotion.yaml"),
     ),
     (
         "apps/base/certificate.yaml",
@@ -246,8 +253,8 @@ async fn demo(work: &Path, step_timeout: Duration, hold: Option<ShutdownSignals>
     }
     outcome?;
     println!(
-        "\ndemo finished in {:.1}s: both clusters follow their folder of one repository, and a \
-         change reached each cluster only when its own overlay changed",
+        "\ndemo finished in {:.1}s: both clusters follow their folder and branch of one \
+         repository, and fleet promote moved a commit to staging, then to production",
         started.elapsed().as_secs_f64()
     );
     Ok(())
@@ -262,12 +269,17 @@ async fn run_steps(
     step_timeout: Duration,
 ) -> Result<()> {
     let url = format!("file://{}", remote.display());
-    heading("3. Bootstrap each cluster onto its folder");
-    for name in CLUSTERS {
+    let kc = kubeconfig.display().to_string();
+    heading("3. Bootstrap each cluster onto its folder and its branch");
+    // Each cluster follows a branch of its own, which the promotion plan moves. A bootstrap
+    // commits the cluster's flux-system folder to that branch; the other branches are then
+    // fast-forwarded to it, so that main, staging and production stay one line of history and
+    // every later promotion is a fast-forward.
+    for (i, name) in CLUSTERS.iter().enumerate() {
         let path = format!("clusters/{name}");
-        let kc = kubeconfig.display().to_string();
         ferroflux(
             exe,
+            None,
             &[
                 "bootstrap",
                 "git",
@@ -278,7 +290,7 @@ async fn run_steps(
                 "--url",
                 &url,
                 "--branch",
-                "main",
+                name,
                 "--path",
                 &path,
                 "--interval",
@@ -286,10 +298,24 @@ async fn run_steps(
                 "--silent",
             ],
         )?;
+        let others: Vec<&str> = if i + 1 < CLUSTERS.len() {
+            vec![CLUSTERS[i + 1]]
+        } else {
+            std::iter::once("main")
+                .chain(CLUSTERS.iter().copied().filter(|c| c != name))
+                .collect()
+        };
+        git(checkout, &["fetch", "-q", "origin"]).await?;
+        for other in others {
+            let spec = format!("origin/{name}:refs/heads/{other}");
+            // A plain push: git refuses anything but a fast-forward.
+            git(checkout, &["push", "-q", "origin", &spec]).await?;
+            println!("$ git push origin {spec}");
+        }
     }
 
     heading("4. Wait for infrastructure, then apps, on every cluster");
-    // Each bootstrap pushed a commit: fetch the last one now instead of waiting an interval.
+    // The bootstraps pushed commits: fetch the last one now instead of waiting an interval.
     let head = git(remote, &["rev-parse", "main"]).await?;
     for cluster in &fleet.clients {
         request_reconcile::<GitRepository>(cluster, "flux-system", "flux-system").await?;
@@ -305,9 +331,9 @@ async fn run_steps(
         .await?;
     }
     for name in CLUSTERS {
-        let kc = kubeconfig.display().to_string();
         ferroflux(
             exe,
+            None,
             &[
                 "get",
                 "kustomizations",
@@ -319,6 +345,7 @@ async fn run_steps(
         )?;
         ferroflux(
             exe,
+            None,
             &[
                 "get",
                 "helmreleases",
@@ -330,47 +357,60 @@ async fn run_steps(
             ],
         )?;
     }
-    let kc = kubeconfig.display().to_string();
-    ferroflux(exe, &["fleet", "status", "--kubeconfig", &kc])?;
+    ferroflux(exe, None, &["fleet", "status", "--kubeconfig", &kc])?;
+    for (i, name) in CLUSTERS.iter().enumerate() {
+        show_podinfo(name, &fleet.clients[i].client, OLD_TAG).await?;
+    }
 
     heading(&format!(
-        "5. Promotion: podinfo's chart {OLD_TAG} -> {NEW_TAG} in apps/staging, then apps/production"
+        "5. Promotion: podinfo's chart {OLD_TAG} -> {NEW_TAG} committed to main, then `fleet promote` moves staging, then production"
     ));
     // The bootstraps pushed their flux-system folders: start from the remote's history.
     git(checkout, &["pull", "-q", "--ff-only", "origin", "main"]).await?;
-    for (step, env) in CLUSTERS.iter().enumerate() {
-        let file = format!("apps/{env}/kustomization.yaml");
-        bump_tag(checkout, &file)?;
-        git(
-            checkout,
-            &[
-                "commit",
-                "-qam",
-                &format!("apps/{env}: podinfo chart {NEW_TAG}"),
-            ],
-        )
-        .await?;
-        git(checkout, &["push", "-q", "origin", "main"]).await?;
-        let head = git(checkout, &["rev-parse", "HEAD"]).await?;
-        println!("committed {} ({file})", &head[..12.min(head.len())]);
-        // Both clusters fetch the new commit; only the one whose overlay changed must change.
-        for (i, name) in CLUSTERS.iter().enumerate() {
-            let cluster = &fleet.clients[i];
-            request_reconcile::<GitRepository>(cluster, "flux-system", "flux-system").await?;
-            wait_ready(name, &cluster.client, &["apps"], &head, step_timeout).await?;
-        }
-        for (i, name) in CLUSTERS.iter().enumerate() {
-            let client = &fleet.clients[i].client;
-            let chart = podinfo_chart(client).await?;
-            let image = podinfo_image(client).await?;
-            let expected = if i <= step { NEW_TAG } else { OLD_TAG };
-            println!("{name:<11} podinfo chart {chart} runs {image}");
-            if chart != format!("podinfo@{expected}") || !image.ends_with(&format!(":{expected}")) {
-                bail!("{name} has chart {chart} running {image}, expected version {expected}");
-            }
-        }
+    for env in CLUSTERS {
+        bump_tag(checkout, &format!("apps/{env}/kustomization.yaml"))?;
     }
-    ferroflux(exe, &["fleet", "status", "--kubeconfig", &kc])?;
+    git(
+        checkout,
+        &["commit", "-qam", &format!("apps: podinfo chart {NEW_TAG}")],
+    )
+    .await?;
+    git(checkout, &["push", "-q", "origin", "main"]).await?;
+    let promoted = git(checkout, &["rev-parse", "HEAD"]).await?;
+    println!(
+        "committed {} to main (apps/staging and apps/production); the clusters follow their own branches, still at {}",
+        short(&promoted),
+        short(&head)
+    );
+    // Run in the checkout, as a user runs it: the plan is read from the repository and its
+    // remote is where the branches are pushed.
+    ferroflux(
+        exe,
+        Some(checkout),
+        &["fleet", "promote", "--kubeconfig", &kc],
+    )?;
+    for (i, name) in CLUSTERS.iter().enumerate() {
+        show_podinfo(name, &fleet.clients[i].client, NEW_TAG).await?;
+    }
+    println!("$ git ls-remote origin");
+    let refs = git(checkout, &["ls-remote", "origin"]).await?;
+    println!("{refs}");
+    ferroflux(exe, None, &["fleet", "status", "--kubeconfig", &kc])?;
+    Ok(())
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..12.min(sha.len())]
+}
+
+/// Prints the cluster's podinfo release and image; an error unless both are at `version`.
+async fn show_podinfo(name: &str, client: &kube::Client, version: &str) -> Result<()> {
+    let chart = podinfo_chart(client).await?;
+    let image = podinfo_image(client).await?;
+    println!("{name:<11} podinfo chart {chart} runs {image}");
+    if chart != format!("podinfo@{version}") || !image.ends_with(&format!(":{version}")) {
+        bail!("{name} has chart {chart} running {image}, expected version {version}");
+    }
     Ok(())
 }
 
@@ -379,7 +419,7 @@ fn heading(text: &str) {
 }
 
 /// Runs `ferroflux ARGS`, showing the command and its output as a user would see them.
-fn ferroflux(exe: &Path, args: &[&str]) -> Result<()> {
+fn ferroflux(exe: &Path, dir: Option<&Path>, args: &[&str]) -> Result<()> {
     let shown: Vec<&str> = args
         .iter()
         .copied()
@@ -391,8 +431,12 @@ fn ferroflux(exe: &Path, args: &[&str]) -> Result<()> {
         .map(|(_, a)| a)
         .collect();
     println!("$ ferroflux {}", shown.join(" "));
-    let status = Command::new(exe)
-        .args(args)
+    let mut command = Command::new(exe);
+    command.args(args);
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let status = command
         .status()
         .with_context(|| format!("cannot run ferroflux {}", args.join(" ")))?;
     if !status.success() {
@@ -439,7 +483,19 @@ async fn create_repository(remote: &Path, checkout: &Path) -> Result<()> {
     .await?;
     let remote_url = remote.display().to_string();
     git(checkout, &["remote", "add", "origin", &remote_url]).await?;
-    git(checkout, &["push", "-q", "origin", "main"]).await?;
+    // The branches the clusters follow start where main is.
+    git(
+        checkout,
+        &[
+            "push",
+            "-q",
+            "origin",
+            "main",
+            "main:staging",
+            "main:production",
+        ],
+    )
+    .await?;
     Ok(())
 }
 

@@ -1,8 +1,11 @@
 //! README command 1 as a newcomer runs it: `ferroflux demo` bootstraps two local clusters from
-//! the example fleet repository, shows them Ready, promotes podinfo's chart (a HelmRelease of a
-//! chart kept in the repository) from staging to production,
-//! cleans up and exits 0. With `--hold` it keeps the clusters up until interrupted: the real
-//! `kubectl get pods -A` on each shows podinfo's Pods running.
+//! the example fleet repository, each onto its own branch, shows them Ready, commits podinfo's
+//! chart bump (a HelmRelease of a chart kept in the repository) to main and lets
+//! `fleet promote` move it through the plan's waves, staging then production; it cleans up and
+//! exits 0. With `--hold` it keeps the clusters up until interrupted: the real `kubectl` on each
+//! shows podinfo's Pods running and the release at the promoted chart, fetched from the
+//! cluster's own branch at the promoted commit. With `--keep` the repository stays, and Git's
+//! record of the promotion is read from it: each branch at the commit, the previous one kept.
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
@@ -52,10 +55,66 @@ fn check_pods(kubectl: &Kubectl, context: &str) {
     }
 }
 
+/// The promoted release on one cluster, read from the cluster: `(chart version, flux-system's
+/// branch, flux-system's artifact revision)`.
+fn release_and_source(kubectl: &Kubectl, context: &str) -> (String, String, String) {
+    let hr: Value = serde_json::from_str(&kubectl.ok(
+        &[
+            "--context",
+            context,
+            "get",
+            "helmrelease",
+            "podinfo",
+            "-n",
+            "podinfo",
+            "-o",
+            "json",
+        ],
+        "",
+    ))
+    .unwrap();
+    let repo: Value = serde_json::from_str(&kubectl.ok(
+        &[
+            "--context",
+            context,
+            "get",
+            "gitrepository",
+            "flux-system",
+            "-n",
+            "flux-system",
+            "-o",
+            "json",
+        ],
+        "",
+    ))
+    .unwrap();
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    (
+        s(&hr["status"]["history"][0]["chartVersion"]),
+        s(&repo["spec"]["ref"]["branch"]),
+        s(&repo["status"]["artifact"]["revision"]),
+    )
+}
+
+fn git_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 #[test]
-fn the_demo_bootstraps_two_clusters_and_promotes_by_commit() {
+fn the_demo_bootstraps_two_clusters_and_promotes_with_the_plan() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
-        .args(["demo", "--hold"])
+        .args(["demo", "--hold", "--keep"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -68,6 +127,7 @@ fn the_demo_bootstraps_two_clusters_and_promotes_by_commit() {
     });
     let mut lines = BufReader::new(child.stdout.take().unwrap());
     let mut out = String::new();
+    let mut holding = Vec::new();
     // Up to the line that says it holds (or the end, when the demo failed).
     loop {
         let mut line = String::new();
@@ -83,6 +143,7 @@ fn the_demo_bootstraps_two_clusters_and_promotes_by_commit() {
             let kubectl = Kubectl::at(std::path::Path::new(kubeconfig));
             for context in ["staging", "production"] {
                 check_pods(&kubectl, context);
+                holding.push((context, release_and_source(&kubectl, context)));
             }
             let interrupted = Command::new("kill")
                 .args(["-INT", &child.id().to_string()])
@@ -107,17 +168,114 @@ fn the_demo_bootstraps_two_clusters_and_promotes_by_commit() {
             );
         }
     }
-    // podinfo is a HelmRelease of the chart kept in the repository: after the staging commit
-    // staging's release is chart 6.8.0 (and runs its appVersion) while production stays on
-    // 6.7.1; after the production commit both are on 6.8.0.
+    let kept = out
+        .lines()
+        .find_map(|l| l.strip_prefix("kept "))
+        .map(std::path::PathBuf::from)
+        .expect("--keep prints the directory kept");
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            std::fs::remove_dir_all(&self.0).ok();
+        }
+    }
+    let kept = Remove(kept);
+    let bare = kept.0.join("fleet-infra.git");
+
+    // Git's record: main has the chart bump, and the plan moved both branches to it, keeping
+    // where each was before; the promotion's lock is gone.
+    let promoted = git_in(&bare, &["rev-parse", "refs/heads/main"]);
+    let before = git_in(&bare, &["rev-parse", "refs/heads/main~1"]);
+    assert_eq!(
+        git_in(&bare, &["log", "-1", "--format=%s", &promoted]),
+        "apps: podinfo chart 6.8.0"
+    );
+    for wave in ["staging", "production"] {
+        assert_eq!(
+            git_in(&bare, &["rev-parse", &format!("refs/heads/{wave}")]),
+            promoted,
+            "{wave}'s branch"
+        );
+        assert_eq!(
+            git_in(
+                &bare,
+                &["rev-parse", &format!("refs/ferroflux/previous/{wave}")]
+            ),
+            before,
+            "{wave}'s previous revision"
+        );
+    }
+    assert_eq!(
+        git_in(&bare, &["for-each-ref", "refs/ferroflux/promotion-lock"]),
+        ""
+    );
+
+    // The clusters, read while the demo held them: each release at the promoted chart, built
+    // from the cluster's own branch at the promoted commit.
+    assert_eq!(
+        holding,
+        ["staging", "production"].map(|c| (
+            c,
+            (
+                "6.8.0".to_string(),
+                c.to_string(),
+                format!("{c}@sha1:{promoted}")
+            )
+        )),
+        "{out}"
+    );
+
+    // The promotion went through the plan, wave by wave: staging moved, Ready and soaked
+    // before production's branch moved.
+    let short = |s: &str| s[..12].to_string();
+    let promote: Vec<&str> = out
+        .lines()
+        .skip_while(|l| *l != "$ ferroflux fleet promote")
+        .take_while(|l| !l.starts_with("✔ promoted"))
+        .filter(|l| l.starts_with("► "))
+        .collect();
+    assert_eq!(
+        promote,
+        [
+            format!(
+                "► wave staging: moved refs/heads/staging {} -> {}",
+                short(&before),
+                short(&promoted)
+            ),
+            format!(
+                "► wave staging: Ready at {} on staging; soaking 5s",
+                short(&promoted)
+            ),
+            "► wave staging: healthy".to_string(),
+            format!(
+                "► wave production: moved refs/heads/production {} -> {}",
+                short(&before),
+                short(&promoted)
+            ),
+            format!(
+                "► wave production: Ready at {} on production; soaking 5s",
+                short(&promoted)
+            ),
+            "► wave production: healthy".to_string(),
+        ],
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "✔ promoted {} through every wave",
+            short(&promoted)
+        )),
+        "{out}"
+    );
+    // Each release before and after the promotion, as the demo printed them.
     let images: Vec<&str> = out
         .lines()
-        .filter(|l| l.contains("podinfo chart"))
+        .filter(|l| l.contains("podinfo chart podinfo@"))
         .collect();
     assert_eq!(
         images,
         [
-            "staging     podinfo chart podinfo@6.8.0 runs ghcr.io/stefanprodan/podinfo:6.8.0",
+            "staging     podinfo chart podinfo@6.7.1 runs ghcr.io/stefanprodan/podinfo:6.7.1",
             "production  podinfo chart podinfo@6.7.1 runs ghcr.io/stefanprodan/podinfo:6.7.1",
             "staging     podinfo chart podinfo@6.8.0 runs ghcr.io/stefanprodan/podinfo:6.8.0",
             "production  podinfo chart podinfo@6.8.0 runs ghcr.io/stefanprodan/podinfo:6.8.0",
