@@ -1,9 +1,11 @@
 //! The fleet kept current by watches: per cluster, one reflector per Flux kind (list, then
 //! watch, resuming and relisting as kube's watcher does, with its backoff while a cluster is
 //! down), and one counter every change bumps. `fleet status --watch` and `fleet serve` redraw
-//! from it; neither polls.
+//! from it; neither polls. [`Live::start_with_events`] also watches each cluster's Events (what
+//! the page's "last events" shows); [`Live::start`] does not, so the status and promotion
+//! watches cost what they did.
 
-use crate::report::{ClusterReport, Objects};
+use crate::report::{ClusterReport, Objects, recent_events};
 use ferroflux_api::{
     GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, OCIRepository,
 };
@@ -45,6 +47,7 @@ struct Stores {
     oci_repositories: Store<OCIRepository>,
     helm_repositories: Store<HelmRepository>,
     helm_charts: Store<HelmChart>,
+    events: Option<Store<k8s_openapi::api::core::v1::Event>>,
 }
 
 struct Watched {
@@ -52,6 +55,8 @@ struct Watched {
     server: String,
     stores: Stores,
     health: Arc<Mutex<Health>>,
+    /// The number of kinds watched.
+    kinds: usize,
 }
 
 /// Every watched cluster; dropping it stops the watches.
@@ -69,8 +74,11 @@ impl Drop for Live {
     }
 }
 
-/// The number of kinds watched per cluster.
+/// The number of Flux kinds watched per cluster.
 const KINDS: usize = 6;
+
+/// How many Events per cluster a report carries.
+pub const EVENTS_PER_CLUSTER: usize = 10;
 
 fn spawn_kind<K>(
     client: &kube::Client,
@@ -146,6 +154,16 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 impl Live {
     /// Starts watching every target (on the current tokio runtime).
     pub fn start(targets: Vec<Target>) -> Live {
+        Live::watch(targets, false)
+    }
+
+    /// As [`Live::start`], and each cluster's Events too: every report carries the newest
+    /// [`EVENTS_PER_CLUSTER`] Events about Flux objects.
+    pub fn start_with_events(targets: Vec<Target>) -> Live {
+        Live::watch(targets, true)
+    }
+
+    fn watch(targets: Vec<Target>, events: bool) -> Live {
         let (tx, rx) = watch::channel(0u64);
         let tx = Arc::new(tx);
         let mut tasks = Vec::new();
@@ -160,12 +178,14 @@ impl Live {
                 oci_repositories: spawn_kind(c, false, &health, &tx, &mut tasks),
                 helm_repositories: spawn_kind(c, false, &health, &tx, &mut tasks),
                 helm_charts: spawn_kind(c, false, &health, &tx, &mut tasks),
+                events: events.then(|| spawn_kind(c, false, &health, &tx, &mut tasks)),
             };
             clusters.push(Watched {
                 context: t.context,
                 server: t.server,
                 stores,
                 health,
+                kinds: KINDS + usize::from(events),
             });
         }
         Live {
@@ -187,7 +207,7 @@ impl Live {
                 Ok(h) => h.clone(),
                 Err(p) => p.into_inner().clone(),
             };
-            h.listed == KINDS || h.error.is_some()
+            h.listed == c.kinds || h.error.is_some()
         })
     }
 
@@ -208,7 +228,7 @@ impl Live {
                         format!("cannot watch the cluster ({}): {e}", c.server),
                     );
                 }
-                if h.listed < KINDS {
+                if h.listed < c.kinds {
                     return ClusterReport::unreachable(
                         &c.context,
                         &c.server,
@@ -232,7 +252,12 @@ impl Live {
                     helm_repositories: all(&s.helm_repositories),
                     helm_charts: all(&s.helm_charts),
                 };
-                ClusterReport::from_objects(&c.context, &c.server, &objects)
+                let mut report = ClusterReport::from_objects(&c.context, &c.server, &objects);
+                if let Some(events) = &s.events {
+                    let events = events.state();
+                    report.events = recent_events(events.iter().map(|e| &**e), EVENTS_PER_CLUSTER);
+                }
+                report
             })
             .collect()
     }

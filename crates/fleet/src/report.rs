@@ -115,6 +115,94 @@ impl SourceReport {
     }
 }
 
+/// A Kubernetes Event about a Flux object, as the fleet page lists it.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct EventReport {
+    /// `Kind/namespace/name` of the object it is about.
+    pub object: String,
+    /// `Normal` or `Warning`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Its reason (`ReconciliationSucceeded`, `HealthCheckFailed`…).
+    pub reason: String,
+    /// Its message.
+    pub message: String,
+    /// When it was last seen (RFC 3339), as kubectl picks it: the series' last observation,
+    /// else `lastTimestamp`, else `eventTime`, else the object's creation.
+    pub last_seen: Option<String>,
+    /// How many times it happened (1 for a single one).
+    pub count: i64,
+}
+
+/// The kinds whose Events the fleet page lists: those of Flux's APIs.
+const FLUX_GROUP: &str = ".toolkit.fluxcd.io/";
+
+impl EventReport {
+    /// The report of a `core/v1` Event, when it is about a Flux object.
+    pub fn from_event(e: &k8s_openapi::api::core::v1::Event) -> Option<EventReport> {
+        Self::seen(e).map(|(_, r)| r)
+    }
+
+    /// The report with the time it was last seen.
+    fn seen(
+        e: &k8s_openapi::api::core::v1::Event,
+    ) -> Option<(Option<k8s_openapi::jiff::Timestamp>, EventReport)> {
+        let o = &e.involved_object;
+        if !o
+            .api_version
+            .as_deref()
+            .is_some_and(|v| v.contains(FLUX_GROUP))
+        {
+            return None;
+        }
+        let last_seen = e
+            .series
+            .as_ref()
+            .and_then(|s| s.last_observed_time.as_ref().map(|t| t.0))
+            .or(e.last_timestamp.as_ref().map(|t| t.0))
+            .or(e.event_time.as_ref().map(|t| t.0))
+            .or(e.metadata.creation_timestamp.as_ref().map(|t| t.0));
+        let report = EventReport {
+            object: format!(
+                "{}/{}/{}",
+                o.kind.as_deref().unwrap_or(""),
+                o.namespace.as_deref().unwrap_or(""),
+                o.name.as_deref().unwrap_or("")
+            ),
+            type_: e.type_.clone().unwrap_or_default(),
+            reason: e.reason.clone().unwrap_or_default(),
+            message: e.message.clone().unwrap_or_default(),
+            last_seen: last_seen.map(|t| t.to_string()),
+            count: e
+                .series
+                .as_ref()
+                .and_then(|s| s.count.map(i64::from))
+                .or(e.count.map(i64::from))
+                .unwrap_or(1)
+                .max(1),
+        };
+        Some((last_seen, report))
+    }
+}
+
+/// The `limit` newest Events about Flux objects, newest first.
+pub fn recent_events<'a>(
+    events: impl IntoIterator<Item = &'a k8s_openapi::api::core::v1::Event>,
+    limit: usize,
+) -> Vec<EventReport> {
+    let mut seen: Vec<(Option<k8s_openapi::jiff::Timestamp>, EventReport)> =
+        events.into_iter().filter_map(EventReport::seen).collect();
+    // The object and reason keep events of the same time in a stable order.
+    seen.sort_by(|(at, a), (bt, b)| {
+        bt.cmp(at)
+            .then_with(|| a.object.cmp(&b.object))
+            .then_with(|| a.reason.cmp(&b.reason))
+    });
+    seen.truncate(limit);
+    seen.into_iter().map(|(_, r)| r).collect()
+}
+
 /// One cluster: reachable with its objects, or why not.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -149,6 +237,10 @@ pub struct ClusterReport {
     /// Every source.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<SourceReport>,
+    /// The newest Events about Flux objects, newest first (only where they are watched:
+    /// `fleet serve`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<EventReport>,
 }
 
 impl ClusterReport {
@@ -179,6 +271,7 @@ impl ClusterReport {
             kustomizations: vec![],
             helm_releases: vec![],
             sources: vec![],
+            events: vec![],
         }
     }
 
@@ -412,4 +505,49 @@ fn sources(objects: &Objects) -> Vec<SourceReport> {
     }
     out.sort_by_key(|s| (s.kind.clone(), s.namespace.clone(), s.name.clone()));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Event;
+
+    fn event(kind: &str, api_version: &str, reason: &str, last: &str, count: i32) -> Event {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("{kind}.{reason}"), "namespace": "flux-system"},
+            "involvedObject": {"apiVersion": api_version, "kind": kind, "name": "apps", "namespace": "flux-system"},
+            "reason": reason, "message": format!("{reason} happened"), "type": "Normal",
+            "lastTimestamp": last, "count": count,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn recent_events_are_flux_ones_newest_first_and_bounded() {
+        let ks = "kustomize.toolkit.fluxcd.io/v1";
+        let events = [
+            event("Kustomization", ks, "Old", "2026-01-01T10:00:00Z", 1),
+            event("Pod", "v1", "Scheduled", "2026-01-01T12:00:00Z", 1),
+            // A fraction of a second later than Newer: the time, not its text, orders them.
+            event("Kustomization", ks, "Newest", "2026-01-01T11:00:00.5Z", 3),
+            event("Kustomization", ks, "Newer", "2026-01-01T11:00:00Z", 1),
+            event(
+                "GitRepository",
+                "source.toolkit.fluxcd.io/v1",
+                "Fetched",
+                "2026-01-01T09:00:00Z",
+                1,
+            ),
+        ];
+        let recent = recent_events(&events, 3);
+        let reasons: Vec<&str> = recent.iter().map(|e| e.reason.as_str()).collect();
+        assert_eq!(reasons, ["Newest", "Newer", "Old"]);
+        assert_eq!(recent[0].object, "Kustomization/flux-system/apps");
+        assert_eq!(recent[0].count, 3);
+        assert_eq!(recent[0].message, "Newest happened");
+        assert_eq!(
+            recent[0].last_seen.as_deref(),
+            Some("2026-01-01T11:00:00.5Z")
+        );
+    }
 }

@@ -7,7 +7,8 @@
 //! ([`flux_cluster`]), kubeconfig files ([`Cluster`], [`kubeconfig`]) and the real kubectl
 //! ([`Kubectl`]). Feature `webhook`: a recording HTTP endpoint standing in for Slack, GitHub and
 //! the other services alerts go to ([`WebhookSink`]). Feature `oci-registry`: Debian's `docker-registry` on a loopback port and
-//! `skopeo` ([`Registry`]).
+//! `skopeo` ([`Registry`]). Feature `cdp`: headless chromium over the DevTools protocol
+//! ([`cdp::Browser`]).
 //!
 //! Must not: be a dependency of anything but tests and benches, or mock a part that can run
 //! for real. The pure crates (kustomize, schema, sops, envsubst) do not use it, so their tests
@@ -33,6 +34,9 @@ pub use ssh::{Sshd, closed_port, keygen};
 mod registry;
 #[cfg(feature = "oci-registry")]
 pub use registry::{ClientCert, Registry, RegistryOptions, client_ca_and_cert};
+
+#[cfg(feature = "cdp")]
+pub mod cdp;
 
 #[cfg(feature = "webhook")]
 mod webhook;

@@ -727,7 +727,7 @@ async fn serve(kube: &KubeArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
             client: cluster.client,
         });
     }
-    let live = std::sync::Arc::new(Live::start(targets));
+    let live = std::sync::Arc::new(Live::start_with_events(targets));
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("listening on {}", args.addr))?;

@@ -1,14 +1,21 @@
-//! `ferroflux fleet serve` over two in-process clusters: the page read by Debian's headless
-//! `chromium` (its DOM dumped; a phone-sized screenshot kept as target/fleet-serve.png), 401
-//! without the token, and a change on a cluster pushed over `/events` (Server-Sent Events)
-//! without a reload.
+//! `ferroflux fleet serve` over two in-process clusters: 401 without the token; the page read
+//! by Debian's headless `chromium` (its DOM dumped); then the page kept open in chromium driven
+//! over the DevTools protocol: a Kustomization failing on one cluster, then an Event about it,
+//! appear in the same document (no reload: a mark set in the page survives) as the server
+//! pushes them over `/events`, read from the DOM. A phone-sized screenshot of that page is kept
+//! as target/fleet-serve.png.
 
 use crate::objects::*;
 use crate::run::*;
+use ferroflux_testkit::cdp::Browser;
 use ferroflux_testkit::{flux_cluster, kubeconfig};
+use k8s_openapi::api::core::v1::Event as CoreEvent;
+use k8s_openapi::api::events::v1::Event as EventsV1;
+use kube::api::{Api, PostParams};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 fn get(addr: &str, path: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -131,34 +138,22 @@ fn fleet_page_in_chromium_and_live_events() {
         dom.contains("<a href=\"cluster/production?token=s3cret\">production</a>"),
         "{dom}"
     );
-    // Kept under the workspace's target/ (ignored by Git), wherever cargo builds.
-    let shots = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
-    std::fs::create_dir_all(&shots).unwrap();
-    let shot = shots.join("fleet-serve.png");
-    std::fs::remove_file(&shot).ok();
-    let out = chromium(&[
-        &format!("--screenshot={}", shot.display()),
-        "--window-size=412,915",
-        &url,
-    ]);
-    assert!(shot.is_file(), "{}", String::from_utf8_lossy(&out.stderr));
-
     // One cluster's graph.
     let answer = get(&addr, "/cluster/production?token=s3cret");
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("<li>Kustomization flux-system/apps (Ready True) ← source GitRepository/flux-system/flux-system</li>"), "{answer}");
 
-    // The events stream: a change on production arrives without asking again.
-    let mut s = TcpStream::connect(&addr).unwrap();
-    write!(
-        s,
-        "GET /events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer s3cret\r\n\r\n"
-    )
-    .unwrap();
-    let mut reader = BufReader::new(s);
-    let mut head = String::new();
-    reader.read_line(&mut head).unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // The page kept open in chromium: changes on production arrive without a reload.
+    let mut browser = Browser::launch();
+    let page = browser.open(&url, 412, 915);
+    let minute = Duration::from_secs(60);
+    browser.wait_for(
+        &page,
+        "document.body.innerText.includes('2 clusters: 2 ready')",
+        minute,
+    );
+    // A reload would make a new window object: this mark tells.
+    browser.eval(&page, "window.sameDocument = 'yes'");
     rt.block_on(ks_status(
         &p,
         "apps",
@@ -166,26 +161,111 @@ fn fleet_page_in_chromium_and_live_events() {
         None,
         serde_json::json!({}),
     ));
-    // One event: its `data:` lines (the fragment's own newlines split it), then a blank line.
-    let mut seen = String::new();
-    let mut data = String::new();
-    loop {
-        let mut l = String::new();
-        // The read is bounded by the server's keep-alive comments, never by a sleep here.
-        if reader.read_line(&mut l).unwrap() == 0 {
-            panic!("the stream ended: {seen}");
-        }
-        seen.push_str(&l);
-        if let Some(d) = l.strip_prefix("data: ").or_else(|| l.strip_prefix("data:")) {
-            data.push_str(d);
-        } else if l.trim().is_empty() && !data.is_empty() {
-            if data.contains("kustomize build failed: boom") {
-                assert!(data.contains("2 clusters: 1 failing, 1 ready"), "{data}");
-                break;
-            }
-            data.clear();
-        }
-    }
+    browser.wait_for(
+        &page,
+        "document.getElementById('fleet').textContent.includes('kustomize build failed: boom')",
+        minute,
+    );
+    let text = browser.eval(&page, "document.getElementById('fleet').innerText");
+    let text = text.as_str().unwrap_or_default();
+    assert!(text.contains("2 clusters: 1 failing, 1 ready"), "{text}");
+    let row = browser.eval(
+        &page,
+        "Array.from(document.querySelectorAll('#fleet tr.False td')).map(td => td.textContent)",
+    );
+    // CLUSTER, KIND, NAME, READY, SUSPENDED and MESSAGE of the one row that is not Ready.
+    let row: Vec<&str> = row
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(row.len(), 9, "{row:?}");
+    assert_eq!(
+        [row[0], row[1], row[2], row[4], row[5], row[8]],
+        [
+            "production",
+            "Kustomization",
+            "flux-system/apps",
+            "False",
+            "False",
+            "kustomize build failed: boom"
+        ]
+    );
+
+    // Events: one about a Pod (not a Flux object: not listed), then one about the failing
+    // Kustomization, written through events.k8s.io/v1 as the controllers write them.
+    rt.block_on(async {
+        let core: Api<CoreEvent> = Api::namespaced(p.clone(), "flux-system");
+        let pod_event = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "podinfo.1", "namespace": "flux-system"},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": "podinfo", "namespace": "flux-system"},
+            "reason": "Scheduled", "message": "Successfully assigned podinfo", "type": "Normal",
+            "lastTimestamp": jiff::Timestamp::now().to_string(),
+        }))
+        .unwrap();
+        core.create(&PostParams::default(), &pod_event).await.unwrap();
+        let events: Api<EventsV1> = Api::namespaced(p.clone(), "flux-system");
+        let flux_event = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "apps.1", "namespace": "flux-system"},
+            "regarding": {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "name": "apps", "namespace": "flux-system"},
+            "reason": "BuildFailed", "note": "kustomize build failed: boom", "type": "Warning",
+            "eventTime": jiff::Timestamp::now().to_string(),
+            "reportingController": "kustomize-controller", "reportingInstance": "kustomize-controller",
+            "action": "Reconcile",
+        }))
+        .unwrap();
+        events.create(&PostParams::default(), &flux_event).await.unwrap();
+    });
+    browser.wait_for(
+        &page,
+        "Array.from(document.querySelectorAll('#fleet table.events td')).some(td => td.textContent === 'BuildFailed')",
+        minute,
+    );
+    let events = browser.eval(
+        &page,
+        "Array.from(document.querySelectorAll('#fleet table.events tbody tr')).map(tr => Array.from(tr.cells).map(td => td.textContent))",
+    );
+    let rows = events.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{events}");
+    let cells: Vec<&str> = rows[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(cells[0], "production");
+    assert!(cells[1].ends_with(" s"), "an age in seconds: {cells:?}");
+    assert_eq!(
+        cells[2..],
+        [
+            "Warning",
+            "Kustomization/flux-system/apps",
+            "BuildFailed",
+            "kustomize build failed: boom"
+        ]
+    );
+    assert_eq!(
+        browser.eval(&page, "window.sameDocument"),
+        serde_json::json!("yes"),
+        "the page was reloaded"
+    );
+    assert!(
+        browser
+            .eval(&page, "Number(document.body.getAttribute('data-updates'))")
+            .as_f64()
+            .is_some_and(|n| n >= 2.0),
+        "the page was not updated by pushed events"
+    );
+    // Kept under the workspace's target/ (ignored by Git), wherever cargo builds.
+    let shots = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join("fleet-serve.png");
+    std::fs::remove_file(&shot).ok();
+    browser.screenshot(&page, &shot);
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    drop(browser);
 
     rt.block_on(async {
         staging.shutdown().await;

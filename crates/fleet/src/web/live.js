@@ -9,4 +9,20 @@
     if (el) { el.innerHTML = e.data; }
     document.body.setAttribute("data-updates", String(1 + Number(document.body.getAttribute("data-updates") || 0)));
   });
+  // The events' ages, as the server writes them ("40 s", "3 min"), kept current from each
+  // <time datetime> by the page's own clock: nothing is asked of the server.
+  function age(s) {
+    s = Math.max(0, Math.floor(s));
+    if (s < 60) { return s + " s"; }
+    if (s < 3600) { return Math.floor(s / 60) + " min"; }
+    if (s < 86400) { return Math.floor(s / 3600) + " h"; }
+    return Math.floor(s / 86400) + " d";
+  }
+  setInterval(function () {
+    var now = Date.now();
+    document.querySelectorAll("#fleet time[datetime]").forEach(function (t) {
+      var at = Date.parse(t.getAttribute("datetime"));
+      if (!isNaN(at)) { t.textContent = age((now - at) / 1000); }
+    });
+  }, 10000);
 })();

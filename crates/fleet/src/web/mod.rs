@@ -1,7 +1,8 @@
 //! `fleet serve`: the fleet as a web page. One HTML page (every asset embedded in the binary,
 //! no CDN), readable on a phone: the rollup, then one table of every cluster's Kustomizations,
 //! HelmReleases and sources (revision, readiness, suspended, behind, message), and a page per
-//! cluster with its dependency graph. The page is complete without JavaScript; with it, a few
+//! cluster with its dependency graph, and the last Kubernetes Events of each cluster's Flux
+//! objects (reason, message, age). The page is complete without JavaScript; with it, a few
 //! lines subscribe to `/events`, where the server pushes the re-rendered fleet (Server-Sent
 //! Events) whenever a watch sees a change — no polling in the page or the server.
 //!
@@ -190,6 +191,50 @@ pub fn fleet_fragment(reports: &[ClusterReport], token: Option<&str>) -> String 
                 ],
                 &c,
             );
+        }
+    }
+    out.push_str("</tbody></table></div>");
+    out.push_str(&events_table(reports, now()));
+    out
+}
+
+/// The last Events of every cluster (newest first within a cluster), or nothing when no
+/// cluster has any. Each age is also a `<time datetime>` the page's script keeps current.
+fn events_table(reports: &[ClusterReport], now: i64) -> String {
+    if reports.iter().all(|r| r.events.is_empty()) {
+        return String::new();
+    }
+    let mut out = String::from(
+        "<h2>Last events</h2><div class=\"wrap\"><table class=\"events\"><thead><tr><th>CLUSTER</th><th>AGE</th><th>TYPE</th><th>OBJECT</th><th>REASON</th><th class=\"msg\">MESSAGE</th></tr></thead><tbody>",
+    );
+    for r in reports {
+        for e in &r.events {
+            let at = e
+                .last_seen
+                .as_deref()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+            let age = match at {
+                Some(t) => format!(
+                    "<time datetime=\"{}\">{}</time>",
+                    escape(&t.to_string()),
+                    crate::rollup::age(now - t.as_second())
+                ),
+                None => String::new(),
+            };
+            let count = if e.count > 1 {
+                format!(" (x{})", e.count)
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "<tr class=\"{}\"><td>{}</td><td>{age}{count}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"msg\">{}</td></tr>",
+                escape(&e.type_),
+                escape(&r.context),
+                escape(&e.type_),
+                escape(&e.object),
+                escape(&e.reason),
+                escape(&e.message)
+            ));
         }
     }
     out.push_str("</tbody></table></div>");
