@@ -4,7 +4,7 @@
 //! cohorts of clusters per followed source, how many are at each revision and since when, the
 //! laggards and why ([`rollup`]) — the fleet kept current by watches ([`live`]), reading a
 //! fleet repository's `clusters/<name>/` tree and building what each cluster would apply
-//! ([`repo`]), comparing that against another revision or the live cluster ([`diff`]), the
+//! ([`repo`]) with its HelmReleases rendered ([`helm`]), comparing that against another revision or the live cluster ([`diff`]), the
 //! promotion plan ([`plan`]), promoting a commit through its waves ([`promote`]) and the
 //! fleet's web page with its live updates ([`web`]).
 //!
@@ -13,6 +13,7 @@
 //! live diff only dry-runs).
 
 pub mod diff;
+pub mod helm;
 pub mod live;
 pub mod plan;
 pub mod promote;

@@ -482,9 +482,9 @@ pub fn render(reports: &[ClusterReport]) -> String {
 /// compared; the clusters are built and compared concurrently. Exit 1 when anything would
 /// change or a cluster could not be compared (a folder without a context is named and skipped).
 async fn diff(kube: &KubeArgs, args: &DiffArgs) -> anyhow::Result<ExitCode> {
-    use ferroflux_controller::kustomization::build::Cluster as BuildCluster;
     use ferroflux_fleet::diff::{ClusterDiff, against_live, between};
-    use ferroflux_fleet::repo::{Tree, build_cluster, git};
+    use ferroflux_fleet::helm::build_cluster_with_releases;
+    use ferroflux_fleet::repo::{Tree, git};
 
     let top = git(&args.repo, &["rev-parse", "--show-toplevel"])
         .with_context(|| format!("{} is not a Git work tree", args.repo.display()))?;
@@ -526,8 +526,8 @@ async fn diff(kube: &KubeArgs, args: &DiffArgs) -> anyhow::Result<ExitCode> {
             };
             match (old, kubeconfig) {
                 (Some(old), _) => {
-                    let built = build_cluster(tree, name, BuildCluster::Offline).await;
-                    let before = build_cluster(old, name, BuildCluster::Offline).await;
+                    let built = build_cluster_with_releases(tree, name, None).await;
+                    let before = build_cluster_with_releases(old, name, None).await;
                     match (built, before) {
                         (Ok(new), Ok(before)) => {
                             d.changes = between(&new, &before);
@@ -551,7 +551,7 @@ async fn diff(kube: &KubeArgs, args: &DiffArgs) -> anyhow::Result<ExitCode> {
                         }
                     };
                     let built =
-                        build_cluster(tree, name, BuildCluster::Client(&cluster.client)).await;
+                        build_cluster_with_releases(tree, name, Some(&cluster.client)).await;
                     match built {
                         Ok(new) => {
                             let applier = ferroflux_apply::applier::Applier::new(

@@ -13,15 +13,13 @@ use anyhow::{Context as _, anyhow};
 use clap::Args;
 use ferroflux_api::HelmRelease;
 use ferroflux_apply::applier::{Applier, ApplyOptions};
-use ferroflux_controller::helmrelease::postrender::post_render;
 use ferroflux_controller::helmrelease::reconciler::FIELD_MANAGER;
+use ferroflux_controller::helmrelease::template::{Against, template};
 use ferroflux_controller::helmrelease::values;
-use ferroflux_helmrelease::{Actions, PostRenderer, ReleaseRef, objects_of_manifest};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Which HelmRelease, rendered from which local chart.
 #[derive(Args, Debug)]
@@ -46,53 +44,8 @@ async fn rendered(
     let fetched = values::fetch(&cluster.client, ns, &refs)
         .await
         .context("reading valuesFrom")?;
-    let composed = values::compose(ns, &refs, &fetched, hr.spec.values.as_ref())?;
-    let actions = Actions::new(cluster.client.clone(), FIELD_MANAGER);
-    let target = ReleaseRef::new(
-        &hr.release_name(),
-        &hr.target_namespace(),
-        &hr.storage_namespace(),
-    );
-    let last = actions
-        .storage(&target.storage_namespace)
-        .last(&target.name)
-        .await?;
-    let revision = last.as_ref().map(|r| r.version + 1).unwrap_or(1);
-    let renderer: Arc<PostRenderer> = {
-        let hr = hr.clone();
-        Arc::new(move |objects| post_render(&hr, objects))
-    };
-    let release = actions
-        .template(
-            &target,
-            Arc::new(chart),
-            composed,
-            revision,
-            last.is_some(),
-            Some(renderer),
-        )
-        .await?;
-    let namespaced = |objects: Vec<Value>| -> Vec<Value> {
-        objects
-            .into_iter()
-            .map(|mut o| {
-                if o.pointer("/metadata/namespace").is_none()
-                    && let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut)
-                {
-                    meta.insert("namespace".into(), Value::String(target.namespace.clone()));
-                }
-                o
-            })
-            .collect()
-    };
-    let objects = namespaced(objects_of_manifest(&release.manifest).map_err(|e| anyhow!(e))?);
-    let current = match last {
-        Some(rel) => Some(namespaced(
-            objects_of_manifest(&rel.manifest).map_err(|e| anyhow!(e))?,
-        )),
-        None => None,
-    };
-    Ok((objects, current))
+    let t = template(&hr, chart, &fetched, Against::Cluster(&cluster.client)).await?;
+    Ok((t.objects, t.current))
 }
 
 /// `build helmrelease`: the rendered objects, Secret values masked.

@@ -26,6 +26,7 @@ mod dev_up;
 mod envsubst;
 mod export;
 mod fleet_diff;
+mod fleet_diff_helm;
 mod fleet_promote;
 mod fleet_rollup;
 mod fleet_serve;

@@ -1,0 +1,342 @@
+//! `ferroflux fleet diff` with HelmReleases: a chart kept in the fleet repository (two versions,
+//! one folder each), each cluster's overlay pinning one, values from a ConfigMap of the
+//! repository (`valuesFrom`) and inline. A chart version bump in staging's overlay shows as the
+//! rendered Deployment's change on staging only; a change of the values ConfigMap shows on both
+//! clusters' Deployments; a chart that does not render fails its cluster with the HelmRelease
+//! named; a chart from a HelmRepository is left unrendered with a note; against a live
+//! devcluster the rendered Deployment is dry-run against the one running.
+
+use crate::repo::Repo;
+use crate::run::*;
+use ferroflux_testkit::{flux_cluster, kubeconfig};
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+
+fn sync(cluster: &str) -> String {
+    format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 1m
+  url: https://git.example.invalid/fleet.git
+  ref:
+    branch: main
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./clusters/{cluster}
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./apps/{cluster}
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"
+    )
+}
+
+fn chart(version: &str) -> [(String, String); 3] {
+    [
+        (
+            format!("charts/web/{version}/Chart.yaml"),
+            format!("apiVersion: v2\nname: web\nversion: {version}\nappVersion: \"{version}\"\n"),
+        ),
+        (
+            format!("charts/web/{version}/values.yaml"),
+            "replicaCount: 1\nmessage: hello\n".to_string(),
+        ),
+        (
+            format!("charts/web/{version}/templates/deployment.yaml"),
+            "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+  labels:
+    chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+spec:
+  replicas: {{ .Values.replicaCount }}
+  selector:
+    matchLabels:
+      app: {{ .Release.Name }}
+  template:
+    metadata:
+      labels:
+        app: {{ .Release.Name }}
+    spec:
+      containers:
+        - name: web
+          image: \"nginx:{{ .Chart.AppVersion }}\"
+          env:
+            - name: MESSAGE
+              value: {{ .Values.message | quote }}
+"
+            .to_string(),
+        ),
+    ]
+}
+
+const RELEASE: &str = "apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: web
+  namespace: flux-system
+spec:
+  interval: 10m
+  chart:
+    spec:
+      chart: ./charts/web/1.0.0
+      sourceRef:
+        kind: GitRepository
+        name: flux-system
+  valuesFrom:
+    - kind: ConfigMap
+      name: web-values
+  values:
+    message: from the HelmRelease
+";
+
+fn values(replicas: u32) -> String {
+    format!(
+        "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-values
+  namespace: flux-system
+data:
+  values.yaml: |
+    replicaCount: {replicas}
+"
+    )
+}
+
+fn overlay(version: &str) -> String {
+    format!(
+        "resources: [../base]
+patches:
+  - target:
+      kind: HelmRelease
+      name: web
+    patch: |
+      - op: replace
+        path: /spec/chart/spec/chart
+        value: ./charts/web/{version}
+"
+    )
+}
+
+fn fleet_repo() -> Repo {
+    let mut files: Vec<(String, String)> = vec![
+        (
+            "clusters/staging/flux-system/gotk-sync.yaml".into(),
+            sync("staging"),
+        ),
+        (
+            "clusters/production/flux-system/gotk-sync.yaml".into(),
+            sync("production"),
+        ),
+        (
+            "apps/base/kustomization.yaml".into(),
+            "resources: [release.yaml, values.yaml]\n".into(),
+        ),
+        ("apps/base/release.yaml".into(), RELEASE.into()),
+        ("apps/base/values.yaml".into(), values(2)),
+        ("apps/staging/kustomization.yaml".into(), overlay("1.0.0")),
+        (
+            "apps/production/kustomization.yaml".into(),
+            overlay("1.0.0"),
+        ),
+    ];
+    files.extend(chart("1.0.0"));
+    files.extend(chart("2.0.0"));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    Repo::with_files(&refs)
+}
+
+fn fleet_diff(repo: &Repo, kc: Option<&std::path::Path>, args: &[&str]) -> std::process::Output {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_ferroflux"));
+    c.args(["fleet", "diff"])
+        .args(args)
+        .current_dir(repo.work());
+    if let Some(kc) = kc {
+        c.arg("--kubeconfig").arg(kc);
+    }
+    c.output().unwrap()
+}
+
+/// The part of the table output about one cluster.
+fn part<'a>(text: &'a str, cluster: &str) -> &'a str {
+    let start = text
+        .find(&format!("cluster {cluster}:"))
+        .unwrap_or_else(|| panic!("no cluster {cluster}:\n{text}"));
+    let rest = &text[start..];
+    let end = rest[1..]
+        .find("cluster ")
+        .map_or(rest.len(), |i| i + 1)
+        .min(rest.find(" clusters would change").unwrap_or(rest.len()));
+    &rest[..end]
+}
+
+#[test]
+fn fleet_diff_renders_helm_releases_against_another_revision() {
+    let repo = fleet_repo();
+
+    // The chart bump in staging's overlay: staging's Deployment changes, production nothing.
+    repo.write("apps/staging/kustomization.yaml", &overlay("2.0.0"));
+    let out = fleet_diff(&repo, None, &["--against", "HEAD"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    let staging = part(&text, "staging");
+    assert!(
+        staging.contains("► Deployment/flux-system/web changed (by HelmRelease/flux-system/web)"),
+        "{text}"
+    );
+    assert!(
+        staging.contains("- nginx:1.0.0\n+ nginx:2.0.0"),
+        "the image moves with the chart's appVersion:\n{text}"
+    );
+    assert!(
+        staging.contains("- web-1.0.0\n+ web-2.0.0"),
+        "the chart label:\n{text}"
+    );
+    assert!(
+        staging
+            .contains("► HelmRelease/flux-system/web changed (by Kustomization/flux-system/apps)"),
+        "{text}"
+    );
+    assert!(
+        part(&text, "production").contains("no change against HEAD"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("1 of 2 clusters would change: staging\n"),
+        "{text}"
+    );
+
+    // The rendered objects as JSON: the values ConfigMap of the repository and the inline
+    // values went into the render (replicas 2 from valuesFrom, the message inline).
+    repo.commit_and_push("staging: web 2.0.0");
+    repo.write("apps/base/values.yaml", &values(5));
+    let out = fleet_diff(&repo, None, &["--against", "HEAD", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(doc["changed"], json!(["production", "staging"]), "{doc:#}");
+    for cluster in doc["clusters"].as_array().unwrap() {
+        let deployment = cluster["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == "Deployment/flux-system/web")
+            .unwrap_or_else(|| panic!("{cluster:#}"));
+        assert_eq!(deployment["by"], "HelmRelease/flux-system/web");
+        let report = deployment["report"].as_str().unwrap();
+        assert!(report.contains("spec.replicas"), "{report}");
+        assert!(report.contains("- 2\n+ 5"), "{report}");
+    }
+
+    // A chart that does not render fails its cluster, naming the HelmRelease.
+    repo.write(
+        "charts/web/1.0.0/templates/broken.yaml",
+        "{{ .Values.nope.deeper }}\n",
+    );
+    let out = fleet_diff(
+        &repo,
+        None,
+        &["--against", "HEAD", "--cluster", "production"],
+    );
+    let text = stdout(&out);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("cluster production: HelmRelease/flux-system/web:"),
+        "{text}"
+    );
+    assert!(text.contains("nil pointer evaluating"), "{text}");
+    assert!(
+        stderr(&out).contains("could not compare: production"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_file(repo.work().join("charts/web/1.0.0/templates/broken.yaml")).unwrap();
+
+    // A chart from a HelmRepository is not fetched: the HelmRelease is compared as an object
+    // and a note says its chart was not rendered.
+    repo.write(
+        "apps/base/release.yaml",
+        &RELEASE.replace(
+            "      chart: ./charts/web/1.0.0\n      sourceRef:\n        kind: GitRepository\n        name: flux-system\n",
+            "      chart: web\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n",
+        ),
+    );
+    repo.write("apps/staging/kustomization.yaml", "resources: [../base]\n");
+    let out = fleet_diff(&repo, None, &["--against", "HEAD", "--cluster", "staging"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("HelmRelease/flux-system/web: chart not rendered: it comes from HelmRepository/flux-system/charts, which fleet diff does not fetch"),
+        "{text}"
+    );
+    assert!(
+        text.contains("► Deployment/flux-system/web deleted"),
+        "what HEAD rendered and the work tree does not:\n{text}"
+    );
+}
+
+#[test]
+fn fleet_diff_renders_helm_releases_against_a_live_cluster() {
+    let rt = runtime();
+    let repo = fleet_repo();
+    repo.write("apps/staging/kustomization.yaml", &overlay("2.0.0"));
+    repo.commit_and_push("staging: web 2.0.0");
+    let dir = tempfile::tempdir().unwrap();
+    let staging = rt.block_on(async {
+        let (staging, s) = flux_cluster("staging").await;
+        // The release as 1.0.0 rendered it, running.
+        let deployments: Api<Deployment> = Api::namespaced(s.clone(), "flux-system");
+        let d: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "flux-system", "labels": {"chart": "web-1.0.0"}},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "web", "image": "nginx:1.0.0",
+                                           "env": [{"name": "MESSAGE", "value": "from the HelmRelease"}]}]}}}}))
+        .unwrap();
+        deployments.create(&PostParams::default(), &d).await.unwrap();
+        staging
+    });
+    let kc = kubeconfig(dir.path(), &[&staging]);
+    let out = fleet_diff(
+        &repo,
+        Some(&kc),
+        &["--ref", "HEAD", "--cluster", "staging", "--timeout", "30s"],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("► Deployment/flux-system/web changed (by HelmRelease/flux-system/web)"),
+        "{text}"
+    );
+    assert!(text.contains("- nginx:1.0.0\n+ nginx:2.0.0"), "{text}");
+    assert!(!text.contains("spec.replicas"), "replicas agree:\n{text}");
+    rt.block_on(staging.shutdown());
+}
