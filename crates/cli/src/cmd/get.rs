@@ -64,9 +64,12 @@ struct AllArgs {
     /// List the objects of every namespace.
     #[arg(short = 'A', long)]
     all_namespaces: bool,
-    /// Only objects whose condition matches, as `ready=false`.
+    /// Only objects whose condition matches, as `ready=false` or `ready!=true`.
     #[arg(long)]
     status_selector: Option<String>,
+    /// Only objects whose labels match, as `-l app=web` or `-l 'tier notin (db,cache)'`.
+    #[arg(short = 'l', long)]
+    label_selector: Option<String>,
     /// Not supported for `all`, as in flux: watch one kind.
     #[arg(short = 'w', long, hide = true)]
     watch: bool,
@@ -93,9 +96,12 @@ struct ListArgs {
     /// List the objects of every namespace.
     #[arg(short = 'A', long)]
     all_namespaces: bool,
-    /// Only objects whose condition matches, as `ready=false`.
+    /// Only objects whose condition matches, as `ready=false` or `ready!=true`.
     #[arg(long)]
     status_selector: Option<String>,
+    /// Only objects whose labels match, as `-l app=web` or `-l 'tier notin (db,cache)'`.
+    #[arg(short = 'l', long)]
+    label_selector: Option<String>,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
     output: Output,
@@ -116,6 +122,30 @@ impl ListArgs {
         } else {
             Api::namespaced(client.clone(), &kube.namespace)
         }
+    }
+
+    /// `--label-selector`, checked as flux does before anything is asked of the cluster (the
+    /// API server filters by it).
+    fn labels(&self) -> anyhow::Result<Option<ferroflux_schema::labels::LabelSelector>> {
+        self.label_selector
+            .as_deref()
+            .map(|s| {
+                ferroflux_schema::labels::LabelSelector::parse(s)
+                    .map_err(|e| anyhow!("unable to parse label selector: {e}"))
+            })
+            .transpose()
+    }
+
+    /// The list request: `--label-selector` and, when given, the name.
+    fn params(&self) -> ListParams {
+        let mut params = ListParams::default();
+        if let Some(labels) = &self.label_selector {
+            params = params.labels(labels);
+        }
+        if let Some(name) = &self.name {
+            params = params.fields(&format!("metadata.name={name}"));
+        }
+        params
     }
 
     /// Whether `--status-selector` (if given) keeps the object of row `r`.
@@ -263,6 +293,7 @@ impl AllArgs {
             name: None,
             all_namespaces: self.all_namespaces,
             status_selector: self.status_selector.clone(),
+            label_selector: self.label_selector.clone(),
             output: Output::Table,
             watch: false,
         }
@@ -419,7 +450,7 @@ fn oci_row(o: &OCIRepository) -> Row {
     Row {
         revision: status.artifact.map(|a| a.revision).unwrap_or_default(),
         suspended: o.spec.suspend.unwrap_or(false),
-        conditions: status.conditions.unwrap_or_default(),
+        conditions: hex_truncated(status.conditions.unwrap_or_default()),
     }
 }
 
@@ -428,7 +459,7 @@ fn helm_row(h: &HelmRepository) -> Row {
     Row {
         revision: status.artifact.map(|a| a.revision).unwrap_or_default(),
         suspended: h.spec.suspend.unwrap_or(false),
-        conditions: status.conditions.unwrap_or_default(),
+        conditions: hex_truncated(status.conditions.unwrap_or_default()),
     }
 }
 
@@ -437,7 +468,7 @@ fn chart_row(c: &HelmChart) -> Row {
     Row {
         revision: status.artifact.map(|a| a.revision).unwrap_or_default(),
         suspended: c.spec.suspend.unwrap_or(false),
-        conditions: status.conditions.unwrap_or_default(),
+        conditions: hex_truncated(status.conditions.unwrap_or_default()),
     }
 }
 
@@ -446,7 +477,7 @@ fn ks_row(k: &Kustomization) -> Row {
     Row {
         revision: status.last_applied_revision.unwrap_or_default(),
         suspended: k.spec.suspend.unwrap_or(false),
-        conditions: status.conditions.unwrap_or_default(),
+        conditions: hex_truncated(status.conditions.unwrap_or_default()),
     }
 }
 
@@ -482,7 +513,7 @@ fn git_row(g: &GitRepository) -> Row {
     Row {
         revision: status.artifact.map(|a| a.revision).unwrap_or_default(),
         suspended: g.spec.suspend.unwrap_or(false),
-        conditions: status.conditions.unwrap_or_default(),
+        conditions: hex_truncated(status.conditions.unwrap_or_default()),
     }
 }
 
@@ -531,6 +562,8 @@ where
     }
     // Listened for before anything is printed, so Ctrl-C always ends the command cleanly.
     let interrupt = crate::fluxobj::listen_for_interrupt();
+    // The watch asks by name only: the labels are matched here, on every change.
+    let labels = list.labels()?;
     // A watch holds its connection open until --timeout: no read timeout on it.
     let cluster = Cluster::connect_watching(kube).await?;
     let api: Api<K> = list.api(&cluster.client, kube);
@@ -548,7 +581,11 @@ where
         let mut text = String::new();
         for obj in &objects {
             let r = row(obj);
-            if !list.keeps(&r)? {
+            if !list.keeps(&r)?
+                || labels
+                    .as_ref()
+                    .is_some_and(|l| !l.matches(&serde_json::to_value(obj).unwrap_or_default()))
+            {
                 continue;
             }
             text.push_str(&table.row(cells(obj, &r, list.all_namespaces)));
@@ -566,19 +603,27 @@ where
         + std::fmt::Debug,
     K::DynamicType: Default,
 {
+    list.labels()?;
     let api: Api<K> = list.api(client, kube);
     let kind = K::kind(&K::DynamicType::default()).to_string();
     let items = match &list.name {
-        // Across namespaces a name may be there more than once: a listing, as flux's.
-        Some(name) if list.all_namespaces => {
-            let params = ListParams::default().fields(&format!("metadata.name={name}"));
+        // Across namespaces a name may be there more than once, and a label selector may leave
+        // it out: a listing, as flux's.
+        Some(name) if list.all_namespaces || list.label_selector.is_some() => {
             let items = api
-                .list(&params)
+                .list(&list.params())
                 .await
                 .with_context(|| format!("listing {kind} objects"))?
                 .items;
             if items.is_empty() {
-                return Err(anyhow!("{kind} object '{name}' not found in any namespace"));
+                let ns = if list.all_namespaces {
+                    "any".to_string()
+                } else {
+                    format!("{:?}", kube.namespace)
+                };
+                return Err(anyhow!(
+                    "{kind} object '{name}' not found in {ns} namespace"
+                ));
             }
             items
         }
@@ -594,13 +639,42 @@ where
                 })?,
         ],
         None => {
-            api.list(&ListParams::default())
+            api.list(&list.params())
                 .await
                 .with_context(|| format!("listing {kind} objects"))?
                 .items
         }
     };
     Ok(items)
+}
+
+/// The conditions with flux's `TruncateHex` applied to their messages: every word of 40 to 128
+/// lower-case hex digits (a SHA-1 to SHA-512 hash) cut to its first 8, as flux shows the
+/// messages of sources and Kustomizations (not of HelmReleases).
+fn hex_truncated(mut conditions: Vec<Condition>) -> Vec<Condition> {
+    for c in &mut conditions {
+        c.message = truncate_hex(&c.message);
+    }
+    conditions
+}
+
+fn truncate_hex(s: &str) -> String {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find(word) {
+        out.push_str(&rest[..start]);
+        let tail = &rest[start..];
+        let end = tail.find(|c: char| !word(c)).unwrap_or(tail.len());
+        let w = &tail[..end];
+        let hash = (40..=128).contains(&w.len())
+            && w.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        out.push_str(if hash { &w[..8] } else { w });
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// What a row of `flux get` needs from an object.
@@ -610,13 +684,28 @@ struct Row {
     conditions: Vec<Condition>,
 }
 
+/// flux's `--status-selector`: `type=status` keeps the objects whose condition of that type
+/// (the last one, any case) has that status; `type!=status` keeps every other object, those
+/// without the condition too.
 fn matches_selector(conditions: &[Condition], selector: &str) -> anyhow::Result<bool> {
-    let (type_, status) = selector
-        .split_once('=')
-        .ok_or_else(|| anyhow!("--status-selector must be <condition>=<status>, as ready=false"))?;
-    Ok(conditions
+    let (negated, (type_, status)) = match selector.split_once("!=") {
+        Some(parts) => (true, parts),
+        None => (
+            false,
+            selector.split_once('=').ok_or_else(|| {
+                anyhow!(
+                    "expected status selector in type=status or type!=status format, but \
+                     found: {selector}"
+                )
+            })?,
+        ),
+    };
+    let matched = conditions
         .iter()
-        .any(|c| c.type_.eq_ignore_ascii_case(type_) && c.status.eq_ignore_ascii_case(status)))
+        .rev()
+        .find(|c| c.type_.eq_ignore_ascii_case(type_))
+        .is_some_and(|c| c.status.eq_ignore_ascii_case(status));
+    Ok(matched != negated)
 }
 
 fn render<K: Serialize + ResourceExt>(
@@ -682,4 +771,30 @@ fn cells<K: ResourceExt>(k: &K, r: &Row, all_namespaces: bool) -> Vec<String> {
         cells.insert(0, k.namespace().unwrap_or_default());
     }
     cells
+}
+
+#[cfg(test)]
+mod hex_tests {
+    #[test]
+    fn truncates_hashes_as_flux() {
+        let sha1 = "16cfcc0b9066b3234dda29927ac1c19860d9663f";
+        let sha256 = "c2448c95e262b10f9c1137bf1472f51c04dffca76966ff15eff409d0b300c0b0";
+        for (s, want) in [
+            (sha1.to_string(), "16cfcc0b".to_string()),
+            (format!("tag@sha256:{sha256}"), "tag@sha256:c2448c95".into()),
+            (format!("HEAD/{sha1}"), "HEAD/16cfcc0b".into()),
+            (
+                format!("a hash '{sha256}' in it"),
+                "a hash 'c2448c95' in it".into(),
+            ),
+            ("f".repeat(129), "f".repeat(129)),
+            ("f".repeat(39), "f".repeat(39)),
+            (format!("x{sha1}"), format!("x{sha1}")),
+            (sha1.to_uppercase(), sha1.to_uppercase()),
+            ("no hash here".into(), "no hash here".into()),
+            (String::new(), String::new()),
+        ] {
+            assert_eq!(super::truncate_hex(&s), want, "{s}");
+        }
+    }
 }

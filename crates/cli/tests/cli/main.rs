@@ -32,6 +32,7 @@ mod fleet_rollup;
 mod fleet_serve;
 mod fleet_status;
 mod get_bad_input;
+mod get_goldens;
 mod helmrelease;
 mod helmrelease_controllers;
 mod helmsources;
