@@ -23,9 +23,18 @@
 //! `flux build kustomization` does) piped into one `kubectl diff --server-side` per cluster;
 //! and against the other ref, both revisions built so and compared.
 //!
+//! `serve`: `ferroflux fleet serve` over the status benchmark's clusters, warm (every cluster
+//! listed). Timed: `GET /` on a new connection (first byte and whole page); the page in
+//! Debian's headless chromium driven over the DevTools protocol (`--remote-debugging-pipe`),
+//! navigation start to `first-contentful-paint` as the page's Performance API reports it; and
+//! a change — a Kustomization's status written on a cluster — until its text arrives in an
+//! event of `/events` (Server-Sent Events) and until it is in the DOM of the page loaded once
+//! in chromium (a MutationObserver's promise, awaited over the protocol). No peer: Flux has no
+//! web page.
+//!
 //! Run (numbers go to BENCHMARKS.md):
 //! `cargo build --release -p ferroflux && cargo bench -p ferroflux --bench fleetcmds`
-//! Flags: `--only status,diff` (default: every benchmark), `--clusters N`, `--per-cluster K`,
+//! Flags: `--only status,diff,serve` (default: every benchmark), `--clusters N`, `--per-cluster K`,
 //! `--runs R` (timed runs of our command, after one warm-up; default 5), `--no-peer`.
 
 use std::path::{Path, PathBuf};
@@ -70,7 +79,7 @@ fn options() -> Options {
             "--runs" => o.runs = number("--runs").max(1),
             "--no-peer" => o.peer = false,
             "--only" => {
-                let v = args.next().expect("--only needs status or diff");
+                let v = args.next().expect("--only needs status, diff or serve");
                 o.only = v.split(',').map(str::to_string).collect();
             }
             // cargo bench passes --bench.
@@ -237,23 +246,14 @@ fn kubeconfig(dir: &Path, clusters: &[RunningCluster]) -> PathBuf {
 }
 
 /// Issue 18's first target: `fleet status` over 50 clusters of 20 Kustomizations under 1 s.
-fn bench_status(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
-    let n = o.clusters.unwrap_or(50);
-    let per = o.per_cluster.unwrap_or(20);
-    let dir = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let clusters = rt.block_on(status_fleet("prod", n, per));
-    let kc = kubeconfig(dir.path(), &clusters);
-    println!(
-        "status: {n} clusters × {per} Kustomizations created in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+fn bench_status(bin: &Path, o: &Options, clusters: &[RunningCluster], kc: &Path, per: usize) {
+    let n = clusters.len();
     let expect = format!("{n} clusters: {n} ready");
     let run = || {
         let (out, took) = timed(
             Command::new(bin)
                 .args(["fleet", "status", "--kubeconfig"])
-                .arg(&kc),
+                .arg(kc),
         );
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -280,7 +280,7 @@ fn bench_status(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
     let kubectl = |context: &str| {
         let mut cmd = Command::new("kubectl");
         cmd.args(["get", "kustomizations", "-A", "--context", context])
-            .env("KUBECONFIG", &kc);
+            .env("KUBECONFIG", kc);
         cmd
     };
     let check = |out: &Output, context: &str| {
@@ -333,7 +333,6 @@ fn bench_status(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
         spread(&parallel),
         load_average()
     );
-    drop(clusters);
 }
 
 /// The fleet repository of the diff benchmark: `clusters` cluster folders (2 staging, 2
@@ -663,6 +662,398 @@ fn bench_diff(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
     drop(running);
 }
 
+/// Chrome DevTools Protocol over `--remote-debugging-pipe`: JSON messages ending in a NUL byte,
+/// commands written to the browser's fd 3, answers and events read from its fd 4.
+struct Browser {
+    child: std::process::Child,
+    commands: std::fs::File,
+    answers: std::sync::mpsc::Receiver<Value>,
+    next: u64,
+    /// Events and answers read while waiting for something else.
+    early: Vec<Value>,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    fn start() -> Browser {
+        use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+        use std::os::unix::process::CommandExt;
+        let pipe = || {
+            let mut fds = [0; 2];
+            // SAFETY: pipe(2) fills the two descriptors of the array it is given.
+            let rc = unsafe { libc::pipe(fds.as_mut_ptr()) };
+            assert_eq!(rc, 0, "pipe: {}", std::io::Error::last_os_error());
+            // SAFETY: both descriptors were just opened and are owned by nobody else.
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+        };
+        let (to_browser_read, to_browser_write) = pipe();
+        let (from_browser_read, from_browser_write) = pipe();
+        let profile = tempfile::tempdir().unwrap();
+        let (in_fd, out_fd) = (
+            to_browser_read.into_raw_fd(),
+            from_browser_write.into_raw_fd(),
+        );
+        let mut cmd = Command::new("chromium");
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--remote-debugging-pipe",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("about:blank")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        // SAFETY: only async-signal-safe calls (dup2) between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::dup2(in_fd, 3) < 0 || libc::dup2(out_fd, 4) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("chromium runs (./test.sh installs it)");
+        // SAFETY: the child has its copies; ours of the browser's ends are closed here.
+        unsafe {
+            libc::close(in_fd);
+            libc::close(out_fd);
+        }
+        let (tx, answers) = std::sync::mpsc::channel();
+        let mut reader = std::fs::File::from(from_browser_read);
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 65536];
+            while let Ok(n) = reader.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                while let Some(end) = buf.iter().position(|b| *b == 0) {
+                    let message: Vec<u8> = buf.drain(..=end).collect();
+                    if let Ok(v) = serde_json::from_slice(&message[..end])
+                        && tx.send(v).is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        });
+        Browser {
+            child,
+            commands: std::fs::File::from(to_browser_write),
+            answers,
+            next: 0,
+            early: Vec::new(),
+            _profile: profile,
+        }
+    }
+
+    /// Sends a command (on a page's session when given) and returns its id.
+    fn send(&mut self, session: Option<&str>, method: &str, params: Value) -> u64 {
+        use std::io::Write;
+        self.next += 1;
+        let mut message = json!({"id": self.next, "method": method, "params": params});
+        if let Some(s) = session {
+            message["sessionId"] = json!(s);
+        }
+        let mut bytes = serde_json::to_vec(&message).unwrap();
+        bytes.push(0);
+        self.commands.write_all(&bytes).expect("the browser reads");
+        self.next
+    }
+
+    /// The first message `want` accepts, within a minute.
+    fn wait(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        if let Some(i) = self.early.iter().position(&want) {
+            return self.early.remove(i);
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let m = self
+                .answers
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("chromium: no {what} within a minute"));
+            if want(&m) {
+                return m;
+            }
+            self.early.push(m);
+        }
+    }
+
+    /// Sends a command and waits for its answer's `result`.
+    fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+        let id = self.send(session, method, params);
+        let answer = self.wait(method, |m| m["id"] == id);
+        assert!(answer.get("error").is_none(), "{method}: {answer}");
+        answer["result"].clone()
+    }
+
+    /// A new page, attached: its session id.
+    fn page(&mut self) -> String {
+        let target = self.call(None, "Target.createTarget", json!({"url": "about:blank"}));
+        let attached = self.call(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+        );
+        let session = attached["sessionId"]
+            .as_str()
+            .expect("a session")
+            .to_string();
+        self.call(Some(&session), "Page.enable", json!({}));
+        self.call(Some(&session), "Runtime.enable", json!({}));
+        session
+    }
+
+    /// Navigates and waits for the load event.
+    fn load(&mut self, session: &str, url: &str) {
+        self.early.clear();
+        self.call(Some(session), "Page.navigate", json!({"url": url}));
+        self.wait("load event", |m| {
+            m["method"] == "Page.loadEventFired" && m["sessionId"] == session
+        });
+    }
+
+    /// Evaluates `expression` in the page (awaiting a promise), returning its value.
+    fn eval(&mut self, session: &str, expression: &str) -> Value {
+        let r = self.call(
+            Some(session),
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+        );
+        r["result"]["value"].clone()
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+/// `fleet serve` as a child process, stopped when dropped.
+struct Server {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid, which has not been waited for yet.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGINT);
+        }
+        self.child.wait().ok();
+    }
+}
+
+/// One GET on a new connection: time to the first byte of the answer, time to its end, the
+/// answer.
+fn get(addr: &str, path: &str) -> (Duration, Duration, String) {
+    use std::io::{Read, Write};
+    let started = Instant::now();
+    let mut s = std::net::TcpStream::connect(addr).expect("the server listens");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/html\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut first = [0u8; 1];
+    s.read_exact(&mut first).expect("an answer");
+    let ttfb = started.elapsed();
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).expect("the whole answer");
+    let all = started.elapsed();
+    let mut text = vec![first[0]];
+    text.extend(rest);
+    (ttfb, all, String::from_utf8_lossy(&text).into_owned())
+}
+
+/// A Kustomization's Ready condition rewritten with `message` (status False: a failure the
+/// page shows in its row and among the laggards).
+async fn break_kustomization(client: &kube::Client, name: &str, message: &str) {
+    let api: Api<Kustomization> = Api::namespaced(client.clone(), NAMESPACE);
+    let status = json!({"status": {"conditions": [{
+        "type": "Ready", "status": "False", "reason": "BuildFailed", "message": message,
+        "observedGeneration": 1, "lastTransitionTime": "2026-12-01T00:00:00Z"}]}});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap_or_else(|e| panic!("Kustomization {name} status: {e}"));
+}
+
+/// Issue 18's third and fourth targets: the page's first paint under 100 ms from a warm
+/// server, and a change on a cluster visible on the page under 1 s.
+fn bench_serve(
+    rt: &tokio::runtime::Runtime,
+    bin: &Path,
+    o: &Options,
+    clusters: &[RunningCluster],
+    kc: &Path,
+) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let n = clusters.len();
+    let mut child = Command::new(bin)
+        .args(["fleet", "serve", "--addr", "127.0.0.1:0", "--kubeconfig"])
+        .arg(kc)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("ferroflux runs");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the address line");
+    let addr = line
+        .trim()
+        .strip_prefix("serving the fleet on http://")
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("fleet serve said {line:?}"))
+        .to_string();
+    let server = Server { child, addr };
+    // Warm: every cluster listed (the page says so), then a few loads.
+    let expect = format!("{n} clusters: {n} ready");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (_, _, page) = get(&server.addr, "/");
+        if page.contains(&expect) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the page never showed {expect}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for _ in 0..3 {
+        get(&server.addr, "/");
+    }
+    let runs = (o.runs * 4).max(10);
+    let (mut ttfb, mut full) = (Vec::new(), Vec::new());
+    let mut size = 0;
+    for _ in 0..runs {
+        let (first, all, page) = get(&server.addr, "/");
+        assert!(page.starts_with("HTTP/1.1 200") && page.contains(&expect));
+        size = page.len();
+        ttfb.push(first);
+        full.push(all);
+    }
+    println!(
+        "serve: GET / ({n} clusters, {} KiB): first byte {}; whole page {} (load {})",
+        size / 1024,
+        spread(&ttfb),
+        spread(&full),
+        load_average()
+    );
+
+    // The page in chromium: its first contentful paint, then changes seen in its DOM.
+    let mut browser = Browser::start();
+    let page = browser.page();
+    let url = format!("http://{}/", server.addr);
+    browser.load(&page, &url);
+    let mut fcp = Vec::new();
+    let mut response = Vec::new();
+    for _ in 0..runs {
+        browser.load(&page, &url);
+        let v = browser.eval(
+            &page,
+            "new Promise(r => { const f = () => { const p = performance.getEntriesByName('first-contentful-paint')[0]; if (p) { r([p.startTime, performance.getEntriesByType('navigation')[0].responseEnd]); } else { requestAnimationFrame(f); } }; f(); })",
+        );
+        let ms = |i: usize| {
+            v[i].as_f64()
+                .unwrap_or_else(|| panic!("paint entries: {v}"))
+        };
+        fcp.push(Duration::from_secs_f64(ms(0) / 1000.0));
+        response.push(Duration::from_secs_f64(ms(1) / 1000.0));
+    }
+    println!(
+        "serve: chromium, navigation start to the page received {}; to first-contentful-paint {} (load {})",
+        spread(&response),
+        spread(&fcp),
+        load_average()
+    );
+
+    // Changes: a status written on a cluster, until its text is in an SSE event and in the
+    // page's DOM (the page loaded once, never reloaded).
+    let mut sse = std::net::TcpStream::connect(&server.addr).expect("the server listens");
+    write!(
+        sse,
+        "GET /events HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
+        server.addr
+    )
+    .unwrap();
+    let (seen_tx, seen) = std::sync::mpsc::channel::<(String, Instant)>();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 65536];
+        while let Ok(n) = sse.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            // Markers are `bench-change-<n>;`: report each the first time it arrives.
+            let text = String::from_utf8_lossy(&buf).into_owned();
+            let mut rest = text.as_str();
+            let mut last_end = 0;
+            while let Some(at) = rest.find("bench-change-") {
+                let tail = &rest[at..];
+                let Some(end) = tail.find(';') else { break };
+                if seen_tx
+                    .send((tail[..end].to_string(), Instant::now()))
+                    .is_err()
+                {
+                    return;
+                }
+                let consumed = text.len() - rest.len() + at + end;
+                last_end = consumed;
+                rest = &tail[end..];
+            }
+            buf.drain(..last_end.min(buf.len()));
+        }
+    });
+    let client = rt.block_on(clusters[0].client()).expect("a client");
+    let (mut to_sse, mut to_dom) = (Vec::new(), Vec::new());
+    for i in 0..runs {
+        let marker = format!("bench-change-{i}");
+        let watch = format!(
+            "new Promise(r => {{ const el = document.getElementById('fleet'); const ok = () => el.textContent.includes('{marker};'); if (ok()) {{ r(true); return; }} new MutationObserver((_, o) => {{ if (ok()) {{ o.disconnect(); r(true); }} }}).observe(document.body, {{childList: true, subtree: true, characterData: true}}); }})"
+        );
+        let id = browser.send(
+            Some(&page),
+            "Runtime.evaluate",
+            json!({"expression": watch, "returnByValue": true, "awaitPromise": true}),
+        );
+        let written = Instant::now();
+        rt.block_on(break_kustomization(
+            &client,
+            "app-00",
+            &format!("kustomize build failed: {marker}; the bench's change"),
+        ));
+        let answer = browser.wait("the change in the DOM", |m| m["id"] == id);
+        to_dom.push(written.elapsed());
+        assert_eq!(answer["result"]["result"]["value"], json!(true), "{answer}");
+        loop {
+            let (got, at) = seen
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the change in an SSE event");
+            if got == marker {
+                to_sse.push(at.duration_since(written));
+                break;
+            }
+        }
+    }
+    println!(
+        "serve: a status written on a cluster until its SSE event is read {}; until the text is in chromium's DOM {} (load {})",
+        spread(&to_sse),
+        spread(&to_dom),
+        load_average()
+    );
+    drop(browser);
+    drop(server);
+}
+
 fn main() {
     let o = options();
     let bin = ferroflux_bin();
@@ -683,8 +1074,23 @@ fn main() {
         bin.display(),
         load_average()
     );
-    if o.wants("status") {
-        bench_status(&rt, &bin, &o);
+    if o.wants("status") || o.wants("serve") {
+        let n = o.clusters.unwrap_or(50);
+        let per = o.per_cluster.unwrap_or(20);
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let clusters = rt.block_on(status_fleet("prod", n, per));
+        let kc = kubeconfig(dir.path(), &clusters);
+        println!(
+            "status: {n} clusters × {per} Kustomizations created in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        if o.wants("status") {
+            bench_status(&bin, &o, &clusters, &kc, per);
+        }
+        if o.wants("serve") {
+            bench_serve(&rt, &bin, &o, &clusters, &kc);
+        }
     }
     if o.wants("diff") {
         bench_diff(&rt, &bin, &o);
