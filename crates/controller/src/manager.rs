@@ -205,7 +205,10 @@ impl Manager {
                 crate::notification::server::events_router(notifier.clone())
             } else {
                 receiver_url = Some(format!("http://{local}"));
-                crate::notification::receiver::router(client.clone())
+                crate::notification::receiver::router(
+                    client.clone(),
+                    config.notification.google_keys_url.clone(),
+                )
             };
             servers.push(serve(listener, router, shutdown_rx.clone()));
         }

@@ -3,7 +3,8 @@
 //! Owns: the event JSON Flux's controllers post (`event`), the metadata rules applied to it on
 //! the way to a Provider (`event`), each Provider type's HTTP payload and the keys it needs (`payload`), sending with
 //! Flux's retries and timeouts (`send`), which Alerts an event matches and Flux's rate limit of
-//! identical events (`alert`), and how each Receiver type verifies a webhook call (`receiver`).
+//! identical events (`alert`), how each Receiver type verifies a webhook call (`receiver`), and the check of a Google ID
+//! token against Google's signing keys (`idtoken`).
 //!
 //! Why a crate of its own: these are pure rules over JSON and HTTP that are tested against a
 //! local HTTP server without a cluster; the controller only wires them to the API server
@@ -15,6 +16,7 @@
 
 pub mod alert;
 pub mod event;
+pub mod idtoken;
 pub mod payload;
 pub mod receiver;
 pub mod send;

@@ -247,7 +247,13 @@ pub fn verify(
                 .map_err(|e| bad_request(format!("cannot decode Nexus webhook payload: {e}")))?;
             Ok(Verified::default())
         }
-        ReceiverType::Gcr | ReceiverType::GenericOidc => Err(Rejected {
+        // A GCR call is checked against Google's signing keys, which the caller fetches:
+        // see [`verify_gcr`].
+        ReceiverType::Gcr => Err(Rejected {
+            status: 500,
+            message: "a GCR call is verified with Google's signing keys (verify_gcr)".into(),
+        }),
+        ReceiverType::GenericOidc => Err(Rejected {
             status: 501,
             message: format!(
                 "receiver type '{}' is not supported by ferroflux",
@@ -255,4 +261,52 @@ pub fn verify(
             ),
         }),
     }
+}
+
+/// What a GCR Receiver checks a call against.
+#[derive(Clone, Copy, Debug)]
+pub struct GcrCheck<'a> {
+    /// The Secret's `email`: the service account the Pub/Sub subscription pushes as.
+    pub email: &'a str,
+    /// The Secret's `audience`: the subscription's configured audience.
+    pub audience: &'a str,
+    /// Google's signing keys (JWK set from [`crate::idtoken::GOOGLE_CERTS_URL`]).
+    pub keys: &'a serde_json::Value,
+    /// Now, in Unix seconds.
+    pub now: i64,
+}
+
+/// Verifies a GCR (Pub/Sub push) call as Flux does: the `Authorization: Bearer` Google ID
+/// token signed by Google, for the audience, from the service account with a verified email;
+/// then the Pub/Sub envelope whose `message.data` is the registry's event (base64 JSON).
+pub fn verify_gcr(
+    check: &GcrCheck,
+    headers: &BTreeMap<String, String>,
+    body: &[u8],
+) -> Result<Verified, Rejected> {
+    let auth = |m: String| unauthorized(format!("cannot authenticate GCR request: {m}"));
+    let token = headers
+        .get("authorization")
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .ok_or_else(|| auth("the Authorization header is missing or malformed".into()))?;
+    let claims = crate::idtoken::verify(token.trim(), check.keys, check.audience, check.now)
+        .map_err(|e| auth(format!("invalid ID token: {e}")))?;
+    crate::idtoken::check_google_claims(&claims, check.email).map_err(|e| auth(e.0))?;
+    let envelope: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| bad_request(format!("cannot decode GCR webhook payload: {e}")))?;
+    use base64::Engine;
+    let data = envelope
+        .pointer("/message/data")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|d| base64::engine::general_purpose::STANDARD.decode(d).ok())
+        .unwrap_or_default();
+    let event: serde_json::Value = serde_json::from_slice(&data)
+        .map_err(|e| bad_request(format!("cannot decode GCR webhook body: {e}")))?;
+    Ok(Verified {
+        event: event
+            .get("action")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+        ping: false,
+    })
 }

@@ -42,6 +42,10 @@ pub mod cdp;
 mod webhook;
 #[cfg(feature = "webhook")]
 pub use webhook::{Received, WebhookSink};
+#[cfg(feature = "webhook")]
+mod idtoken;
+#[cfg(feature = "webhook")]
+pub use idtoken::GoogleSigner;
 
 #[cfg(feature = "cluster")]
 mod cluster;

@@ -34,6 +34,9 @@ pub struct Options {
     pub retry: Retry,
     /// Notifications waiting per Provider before further ones are dropped.
     pub provider_queue: usize,
+    /// Where the receiver server reads Google's signing keys for GCR receivers (Google's
+    /// own unless a mirror is configured).
+    pub google_keys_url: String,
 }
 
 impl Default for Options {
@@ -42,6 +45,7 @@ impl Default for Options {
             rate_limit: RATE_LIMIT_INTERVAL,
             retry: Retry::default(),
             provider_queue: 10_000,
+            google_keys_url: ferroflux_notification::idtoken::GOOGLE_CERTS_URL.into(),
         }
     }
 }

@@ -4,8 +4,8 @@
 //! valid call annotates every resource it names with `reconcile.fluxcd.io/requestedAt`, so the
 //! controllers reconcile them at once. Answers: 200 done, 401 bad or missing signature or token
 //! (nothing annotated; the log names the Receiver, never the token), 404 unknown path, 413 body
-//! over 3 MiB, 503 suspended or not ready, 400 payload or event refused, 500 an annotation
-//! failed.
+//! over 3 MiB, 503 suspended or not ready (or Google's signing keys out of reach, for a GCR
+//! call), 400 payload or event refused, 500 an annotation failed.
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -13,7 +13,10 @@ use axum::http::{HeaderMap, StatusCode};
 use ferroflux_api::conditions::{Conditions, READY};
 use ferroflux_api::notification::{Receiver, ReceiverStatus, ReceiverType, webhook_path};
 use ferroflux_api::{RECONCILE_REQUESTED_AT, duration::parse_duration};
-use ferroflux_notification::receiver::{MAX_BODY_BYTES, verify};
+use ferroflux_notification::idtoken::fetch_keys;
+use ferroflux_notification::receiver::{
+    GcrCheck, MAX_BODY_BYTES, Rejected, Verified, verify, verify_gcr,
+};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
@@ -63,6 +66,35 @@ pub async fn token(client: &kube::Client, receiver: &Receiver) -> Result<String,
             ))
         })?;
     Ok(String::from_utf8_lossy(&token.0).to_string())
+}
+
+/// The `email` and `audience` a GCR Receiver's Secret names: the service account Pub/Sub pushes
+/// as, and the audience of its tokens.
+pub async fn gcr_identity(
+    client: &kube::Client,
+    receiver: &Receiver,
+) -> Result<(String, String), TokenError> {
+    let ns = receiver.namespace().unwrap_or_default();
+    let Some(reference) = &receiver.spec.secret_ref else {
+        return Err(TokenError("secretRef is required for GCR receivers".into()));
+    };
+    let name = &reference.name;
+    let secret = Api::<Secret>::namespaced(client.clone(), &ns)
+        .get(name)
+        .await
+        .map_err(|e| TokenError(format!("unable to read secret '{ns}/{name}': {e}")))?;
+    let data = secret.data.unwrap_or_default();
+    let field = |key: &str| {
+        data.get(key)
+            .map(|v| String::from_utf8_lossy(&v.0).trim().to_string())
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| {
+                TokenError(format!(
+                    "invalid '{ns}/{name}' secret data: required field '{key}' for GCR receiver"
+                ))
+            })
+    };
+    Ok((field("email")?, field("audience")?))
 }
 
 /// The Receiver status loop: `status.webhookPath` and `Ready`, again every `spec.interval`.
@@ -116,10 +148,12 @@ async fn reconcile(
             "UnsupportedType",
             "receiver type 'generic-oidc' is not supported by ferroflux: its oidcProviders' CEL validations cannot be evaluated".to_string(),
         )),
-        ReceiverType::Gcr => Err((
-            "UnsupportedType",
-            "receiver type 'gcr' is not supported by ferroflux".to_string(),
-        )),
+        ReceiverType::Gcr => match gcr_identity(&client, &receiver).await {
+            Ok(_) => token(&client, &receiver)
+                .await
+                .map_err(|e| ("TokenNotFound", e.to_string())),
+            Err(e) => Err(("TokenNotFound", e.to_string())),
+        },
         _ => token(&client, &receiver)
             .await
             .map_err(|e| ("TokenNotFound", e.to_string())),
@@ -167,20 +201,84 @@ fn same_status(a: &ReceiverStatus, b: &ReceiverStatus) -> bool {
     strip(a) == strip(b)
 }
 
-/// The webhook server's router: `POST /hook/<digest>`.
-pub fn router(client: kube::Client) -> axum::Router {
+/// How long Google's signing keys are used before they are read again (Google rotates them
+/// over days and publishes the next key well before it signs with it).
+const GOOGLE_KEYS_TTL: Duration = Duration::from_secs(3600);
+
+/// What the webhook server shares between calls.
+struct Server {
+    client: kube::Client,
+    /// Where Google's signing keys are read (GCR receivers).
+    google_keys_url: String,
+    google_keys: tokio::sync::Mutex<Option<(std::time::Instant, serde_json::Value)>>,
+}
+
+/// The webhook server's router: `POST /hook/<digest>`. GCR calls are checked against the
+/// signing keys at `google_keys_url` (Google's,
+/// [`ferroflux_notification::idtoken::GOOGLE_CERTS_URL`], unless configured).
+pub fn router(client: kube::Client, google_keys_url: String) -> axum::Router {
     axum::Router::new()
         .route("/hook/{digest}", axum::routing::post(handle))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(client)
+        .with_state(Arc::new(Server {
+            client,
+            google_keys_url,
+            google_keys: tokio::sync::Mutex::new(None),
+        }))
+}
+
+impl Server {
+    /// Google's signing keys, read again once an hour old.
+    async fn google_keys(&self) -> Result<serde_json::Value, String> {
+        let mut cached = self.google_keys.lock().await;
+        if let Some((at, keys)) = cached.as_ref()
+            && at.elapsed() < GOOGLE_KEYS_TTL
+        {
+            return Ok(keys.clone());
+        }
+        let url = self.google_keys_url.clone();
+        let keys = tokio::task::spawn_blocking(move || fetch_keys(&url, Duration::from_secs(15)))
+            .await
+            .map_err(|e| e.to_string())??;
+        *cached = Some((std::time::Instant::now(), keys.clone()));
+        Ok(keys)
+    }
+
+    /// Verifies a GCR call: the Secret's identity, Google's keys, the token and payload.
+    async fn verify_gcr(
+        &self,
+        receiver: &Receiver,
+        headers: &BTreeMap<String, String>,
+        body: &[u8],
+    ) -> Result<Verified, Rejected> {
+        let (email, audience) =
+            gcr_identity(&self.client, receiver)
+                .await
+                .map_err(|e| Rejected {
+                    status: 503,
+                    message: e.to_string(),
+                })?;
+        let keys = self.google_keys().await.map_err(|e| Rejected {
+            status: 503,
+            message: format!("cannot authenticate GCR request: {e}"),
+        })?;
+        let check = GcrCheck {
+            email: &email,
+            audience: &audience,
+            keys: &keys,
+            now: Timestamp::now().as_second(),
+        };
+        verify_gcr(&check, headers, body)
+    }
 }
 
 async fn handle(
-    State(client): State<kube::Client>,
+    State(server): State<Arc<Server>>,
     Path(digest): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> (StatusCode, String) {
+    let client = server.client.clone();
     let path = format!("/hook/{digest}");
     tracing::info!(digest = %digest, "handling request");
     let receivers = match Api::<Receiver>::all(client.clone())
@@ -239,7 +337,12 @@ async fn handle(
         })
         .collect();
     let events = receiver.spec.events.clone().unwrap_or_default();
-    let verified = match verify(receiver.spec.r#type, &token, &events, &lower, &body) {
+    let verified = if receiver.spec.r#type == ReceiverType::Gcr {
+        server.verify_gcr(&receiver, &lower, &body).await
+    } else {
+        verify(receiver.spec.r#type, &token, &events, &lower, &body)
+    };
+    let verified = match verified {
         Ok(v) => v,
         Err(rejected) => {
             tracing::warn!(receiver = %name, namespace = %ns, status = rejected.status,

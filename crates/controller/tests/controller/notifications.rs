@@ -670,3 +670,122 @@ async fn a_nexus_receiver_checks_its_signature_and_generic_oidc_says_why_it_is_n
     );
     manager.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gcr_receiver_accepts_only_a_google_signed_token_for_its_account() {
+    let (_cluster, client, config) = cluster("gcr").await;
+    // Google's signing keys, served from a local endpoint in place of googleapis.com.
+    let signer = ferroflux_testkit::GoogleSigner::new();
+    let google = WebhookSink::start();
+    google.set_get_body(&signer.keys().to_string());
+    let email = "pusher@project.iam.gserviceaccount.com";
+    let audience = "https://flux.example.com/gcr";
+    for object in [
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "gcr", "namespace": "flux-system"},
+               "stringData": {"token": "gcr-token", "email": email, "audience": audience}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1", "kind": "Receiver",
+               "metadata": {"name": "gcr", "namespace": "flux-system"},
+               "spec": {"type": "gcr", "secretRef": {"name": "gcr"},
+                        "resources": [{"kind": "HelmRelease", "name": "app"}]}}),
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "gcr-no-email", "namespace": "flux-system"},
+               "stringData": {"token": "t", "audience": audience}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1", "kind": "Receiver",
+               "metadata": {"name": "gcr-no-email", "namespace": "flux-system"},
+               "spec": {"type": "gcr", "secretRef": {"name": "gcr-no-email"},
+                        "resources": [{"kind": "HelmRelease", "name": "app"}]}}),
+        json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+               "metadata": {"name": "app", "namespace": "flux-system"},
+               "spec": {"interval": "1h", "suspend": true,
+                        "chart": {"spec": {"chart": "app",
+                                           "sourceRef": {"kind": "HelmRepository", "name": "charts"}}}}}),
+    ] {
+        create(&client, object).await;
+    }
+    let mut settings = ManagerConfig::local(tempfile::tempdir().unwrap().keep());
+    settings.receiver_addr = Some(([127, 0, 0, 1], 0).into());
+    settings.notification.google_keys_url = format!("{}/oauth2/v3/certs", google.url());
+    let manager = Manager::start(client.clone(), config, settings)
+        .await
+        .unwrap();
+    let base = manager.receiver_url().unwrap().to_string();
+    let receivers: Api<Receiver> = Api::namespaced(client.clone(), "flux-system");
+    let path = eventually("the GCR Receiver's webhook path", || async {
+        receivers.get("gcr").await.ok()?.status?.webhook_path
+    })
+    .await;
+    let condition = eventually("the Receiver without an email, not ready", || async {
+        let status = receivers.get("gcr-no-email").await.ok()?.status?;
+        status.conditions?.into_iter().find(|c| c.type_ == "Ready")
+    })
+    .await;
+    assert_eq!(condition.status, "False");
+    assert_eq!(
+        condition.message,
+        "invalid 'flux-system/gcr-no-email' secret data: required field 'email' for GCR receiver"
+    );
+
+    let url = format!("{base}{path}");
+    let releases: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "flux-system",
+        &kube::api::ApiResource {
+            group: "helm.toolkit.fluxcd.io".into(),
+            version: "v2".into(),
+            api_version: "helm.toolkit.fluxcd.io/v2".into(),
+            kind: "HelmRelease".into(),
+            plural: "helmreleases".into(),
+        },
+    );
+    let annotated = || async {
+        releases
+            .get("app")
+            .await
+            .unwrap()
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get("reconcile.fluxcd.io/requestedAt")
+            .cloned()
+    };
+    // Pub/Sub's envelope; `data` is base64 of {"action":"INSERT","tag":"gcr.io/p/app:v2"}.
+    let body = json!({"message": {"data": "eyJhY3Rpb24iOiJJTlNFUlQiLCJ0YWciOiJnY3IuaW8vcC9hcHA6djIifQ=="}}).to_string();
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let claims = |email: &str| {
+        json!({"iss": "https://accounts.google.com", "aud": audience, "email": email,
+               "email_verified": true, "iat": now, "exp": now + 600})
+    };
+    let (status, text) = http_post(&url, &[], body.as_bytes()).await;
+    assert_eq!(
+        (status, text.as_str()),
+        (
+            401,
+            "cannot authenticate GCR request: the Authorization header is missing or malformed\n"
+        )
+    );
+    let other = signer.token(&claims("someone@else.com"));
+    let (status, text) = http_post(
+        &url,
+        &[("Authorization", format!("Bearer {other}"))],
+        body.as_bytes(),
+    )
+    .await;
+    assert_eq!(status, 401, "{text}");
+    assert!(!text.contains(&other));
+    assert_eq!(annotated().await, None, "nothing annotated by bad calls");
+    let good = signer.token(&claims(email));
+    let (status, text) = http_post(
+        &url,
+        &[("Authorization", format!("Bearer {good}"))],
+        body.as_bytes(),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert!(annotated().await.is_some());
+    // The keys were read from the configured address, once.
+    let reads = google.received();
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert_eq!(reads[0].path, "/oauth2/v3/certs");
+    manager.shutdown().await.unwrap();
+}

@@ -254,3 +254,182 @@ fn nexus_signature_is_a_bare_hmac_sha1_of_the_body() {
         err.message
     );
 }
+
+mod gcr {
+    use super::headers;
+    use base64::Engine;
+    use ferroflux_notification::receiver::{GcrCheck, verify_gcr};
+    use ferroflux_testkit::GoogleSigner;
+    use serde_json::{Value, json};
+
+    const EMAIL: &str = "pusher@project.iam.gserviceaccount.com";
+    const AUDIENCE: &str = "https://flux.example.com/hook/abc";
+    const NOW: i64 = 1_767_323_045;
+
+    fn claims() -> Value {
+        json!({"iss": "https://accounts.google.com", "aud": AUDIENCE, "email": EMAIL,
+               "email_verified": true, "iat": NOW - 10, "exp": NOW + 3600})
+    }
+
+    fn body() -> Vec<u8> {
+        let event = json!({"action": "INSERT", "digest": "gcr.io/p/app@sha256:abc", "tag": "gcr.io/p/app:v1"});
+        let data = base64::engine::general_purpose::STANDARD.encode(event.to_string());
+        json!({"message": {"data": data, "messageId": "1", "publishTime": "2026-01-02T03:04:05Z"},
+               "subscription": "projects/p/subscriptions/flux"})
+        .to_string()
+        .into_bytes()
+    }
+
+    fn call(
+        signer: &GoogleSigner,
+        claims: &Value,
+        keys: &Value,
+    ) -> Result<Option<String>, (u16, String)> {
+        let token = signer.token(claims);
+        let h = headers(&[("Authorization", &format!("Bearer {token}"))]);
+        let check = GcrCheck {
+            email: EMAIL,
+            audience: AUDIENCE,
+            keys,
+            now: NOW,
+        };
+        verify_gcr(&check, &h, &body())
+            .map(|v| v.event)
+            .map_err(|r| {
+                assert!(
+                    !r.message.contains(&token),
+                    "the token is never in a message"
+                );
+                (r.status, r.message)
+            })
+    }
+
+    #[test]
+    fn a_google_signed_token_for_the_audience_and_account_passes() {
+        let signer = GoogleSigner::new();
+        assert_eq!(
+            call(&signer, &claims(), &signer.keys()),
+            Ok(Some("INSERT".into()))
+        );
+        // `iss` without the scheme is Google's too; `aud` may be a list.
+        let mut c = claims();
+        c["iss"] = json!("accounts.google.com");
+        c["aud"] = json!(["other", AUDIENCE]);
+        assert!(call(&signer, &c, &signer.keys()).is_ok());
+    }
+
+    #[test]
+    fn bad_tokens_are_401_and_say_which_claim_is_wrong() {
+        let signer = GoogleSigner::new();
+        let keys = signer.keys();
+        let refused = |c: Value| call(&signer, &c, &keys).unwrap_err();
+        let mut c = claims();
+        c["aud"] = json!("https://elsewhere");
+        assert_eq!(
+            refused(c),
+            (
+                401,
+                format!(
+                    "cannot authenticate GCR request: invalid ID token: audience is 'https://elsewhere', want '{AUDIENCE}'"
+                )
+            )
+        );
+        let mut c = claims();
+        c["exp"] = json!(NOW - 3600);
+        assert_eq!(
+            refused(c),
+            (
+                401,
+                "cannot authenticate GCR request: invalid ID token: the token has expired".into()
+            )
+        );
+        let mut c = claims();
+        c["iss"] = json!("https://evil.example.com");
+        assert_eq!(
+            refused(c),
+            (401, "cannot authenticate GCR request: token issuer is 'https://evil.example.com', want 'accounts.google.com' or 'https://accounts.google.com'".into())
+        );
+        let mut c = claims();
+        c["email"] = json!("someone@else.com");
+        assert_eq!(
+            refused(c),
+            (
+                401,
+                format!(
+                    "cannot authenticate GCR request: token email is 'someone@else.com', want '{EMAIL}'"
+                )
+            )
+        );
+        let mut c = claims();
+        c["email_verified"] = json!(false);
+        assert_eq!(
+            refused(c),
+            (
+                401,
+                format!("cannot authenticate GCR request: token email '{EMAIL}' is not verified")
+            )
+        );
+    }
+
+    #[test]
+    fn a_forged_signature_or_missing_token_is_401() {
+        let signer = GoogleSigner::new();
+        let keys = signer.keys();
+        let check = GcrCheck {
+            email: EMAIL,
+            audience: AUDIENCE,
+            keys: &keys,
+            now: NOW,
+        };
+        // The claims changed after signing.
+        let token = signer.token(&claims());
+        let mut parts: Vec<String> = token.split('.').map(str::to_string).collect();
+        let mut forged = claims();
+        forged["email"] = json!("attacker@evil.com");
+        parts[1] = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(forged.to_string());
+        let h = headers(&[("Authorization", &format!("Bearer {}", parts.join(".")))]);
+        let err = verify_gcr(&check, &h, &body()).unwrap_err();
+        assert_eq!(
+            (err.status, err.message.as_str()),
+            (
+                401,
+                "cannot authenticate GCR request: invalid ID token: the token's signature does not verify"
+            )
+        );
+        // Signed by a key Google does not publish.
+        let other = json!({"keys": [{"kid": "another", "kty": "RSA", "n": "AQAB", "e": "AQAB"}]});
+        let h = headers(&[("Authorization", &format!("Bearer {token}"))]);
+        let check_other = GcrCheck {
+            keys: &other,
+            ..check
+        };
+        assert_eq!(
+            verify_gcr(&check_other, &h, &body()).unwrap_err().message,
+            "cannot authenticate GCR request: invalid ID token: no signing key \"test-key\" among Google's keys"
+        );
+        for bad in [vec![], vec![("Authorization", "Basic abc")]] {
+            let err = verify_gcr(&check, &headers(&bad), &body()).unwrap_err();
+            assert_eq!(
+                (err.status, err.message.as_str()),
+                (
+                    401,
+                    "cannot authenticate GCR request: the Authorization header is missing or malformed"
+                )
+            );
+        }
+        let h = headers(&[("Authorization", "Bearer not-a-jwt")]);
+        assert_eq!(
+            verify_gcr(&check, &h, &body()).unwrap_err().message,
+            "cannot authenticate GCR request: invalid ID token: the token is not a JWT"
+        );
+        // A good token on a body that is not Pub/Sub's envelope.
+        let h = headers(&[("Authorization", &format!("Bearer {token}"))]);
+        let err = verify_gcr(&check, &h, b"{\"message\":{}}").unwrap_err();
+        assert_eq!(err.status, 400);
+        assert!(
+            err.message.starts_with("cannot decode GCR webhook body: "),
+            "{}",
+            err.message
+        );
+    }
+}
