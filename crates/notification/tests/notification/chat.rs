@@ -311,3 +311,28 @@ fn chat_types_name_what_they_miss() {
         "no address: spec.address is empty and secret 'flux-system/rocket' has no 'address' key"
     );
 }
+
+#[test]
+fn a_providers_proxy_carries_the_request_and_a_bad_one_is_refused() {
+    // The provider's address is a port nothing listens on: only the proxy can deliver it.
+    let proxy = WebhookSink::start();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let target = format!("http://127.0.0.1:{closed}");
+    let mut p = provider(ProviderType::Rocket, format!("{target}/hooks/x"));
+    p.proxy = Some(proxy.url());
+    p.timeout = Some(Duration::from_secs(5));
+    let plan = payload::plan(&p, &test_event()).unwrap();
+    // The sink is no real proxy (it answers the tunnel request as a webhook): what counts is
+    // that the client went to it, asking for the provider's address.
+    let _ = Sender::new(&p, no_retry()).unwrap().send(&plan);
+    let got = proxy.wait_for(1, WAIT);
+    assert_eq!(got[0].method, "CONNECT");
+    assert_eq!(got[0].path, format!("127.0.0.1:{closed}"));
+    // A proxy address that is not a URL is refused before anything is sent.
+    p.proxy = Some("::not a proxy::".into());
+    assert!(Sender::new(&p, no_retry()).is_err());
+}
