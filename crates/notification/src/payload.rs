@@ -309,6 +309,8 @@ pub fn check(p: &ProviderConfig) -> Result<(), PayloadError> {
         | ProviderType::Telegram
         | ProviderType::Bitbucket
         | ProviderType::Azuredevops
+        | ProviderType::Zoom
+        | ProviderType::IncidentIo
             if !token =>
         {
             Err(missing("token"))
@@ -360,6 +362,9 @@ pub fn plan(provider: &ProviderConfig, event: &Event) -> Result<Plan, PayloadErr
         ProviderType::Webex => chat::webex(provider, event),
         ProviderType::Telegram => chat::telegram(provider, event),
         ProviderType::Matrix => chat::matrix(provider, event),
+        ProviderType::Lark => chat::lark(provider, event),
+        ProviderType::Zoom => chat::zoom(provider, event),
+        ProviderType::IncidentIo => incident::incidentio(provider, event),
         ProviderType::Alertmanager => incident::alertmanager(provider, event),
         ProviderType::Grafana => incident::grafana(provider, event),
         ProviderType::Pagerduty => incident::pagerduty(provider, event),

@@ -1,6 +1,6 @@
-//! The chat types beyond Slack, Discord and Teams: Google Chat, Rocket.Chat, Webex, Telegram
-//! and Matrix, each in the layout of Flux's notifier (field names, emoji, line layout), with
-//! the cluster's name in front of the object when the event carries it.
+//! The chat types beyond Slack, Discord and Teams: Google Chat, Rocket.Chat, Webex, Telegram,
+//! Matrix, Lark and Zoom, each in the layout of Flux's notifier (field names, emoji, line
+//! layout), with the cluster's name in front of the object when the event carries it.
 
 use super::{PayloadError, Plan, ProviderConfig, Request, check_url, cluster_prefix, escape};
 use crate::event::{Event, SEVERITY_ERROR};
@@ -195,4 +195,67 @@ pub(super) fn matrix(p: &ProviderConfig, event: &Event) -> Result<Plan, PayloadE
         .header("Authorization", format!("Bearer {}", p.token));
     request.method = "PUT";
     Ok(Plan::Post(request))
+}
+
+/// Lark's (Feishu's) bot webhook: an interactive card, turquoise or red, the message in bold
+/// and one `key: value` line per metadata entry.
+pub(super) fn lark(p: &ProviderConfig, event: &Event) -> Result<Plan, PayloadError> {
+    check_url("Lark hook", &p.address)?;
+    let (emoji, color) = if event.severity == SEVERITY_ERROR {
+        ("🚨", "red")
+    } else {
+        ("💫", "turquoise")
+    };
+    let mut content = format!("**{}**\n\n", event.message);
+    for (k, v) in &event.metadata {
+        content.push_str(&format!("{k}: {v}\n"));
+    }
+    let body = json!({
+        "msg_type": "interactive",
+        "card": {
+            "config": {"wide_screen_mode": true},
+            "header": {
+                "title": {"tag": "plain_text",
+                          "content": format!("{emoji} {}{}", cluster_prefix(event), object(event))},
+                "template": color,
+            },
+            "elements": [{"tag": "div", "text": {"tag": "lark_md", "content": content}}],
+        },
+    });
+    Ok(Plan::Post(Request::json(p.address.clone(), &body)))
+}
+
+/// Zoom Team Chat's incoming webhook (`format=full` added unless the address sets a format):
+/// the object as head, the severity as sub-head, the message and the metadata as fields; the
+/// verification token as `Authorization`.
+pub(super) fn zoom(p: &ProviderConfig, event: &Event) -> Result<Plan, PayloadError> {
+    check_url("Zoom incoming webhook", &p.address)?;
+    let has_format = p.address.split_once('?').is_some_and(|(_, q)| {
+        q.split('&')
+            .any(|kv| kv.starts_with("format=") && kv.len() > 7)
+    });
+    let url = if has_format {
+        p.address.clone()
+    } else if p.address.contains('?') {
+        format!("{}&format=full", p.address)
+    } else {
+        format!("{}?format=full", p.address)
+    };
+    let mut body = vec![json!({"type": "message", "text": event.message})];
+    if !event.metadata.is_empty() {
+        let items: Vec<Value> = event
+            .metadata
+            .iter()
+            .map(|(k, v)| json!({"key": k, "value": v}))
+            .collect();
+        body.push(json!({"type": "fields", "items": items}));
+    }
+    let payload = json!({"content": {
+        "head": {"text": format!("{}{}", cluster_prefix(event), object(event)),
+                 "sub_head": {"text": event.severity}},
+        "body": body,
+    }});
+    Ok(Plan::Post(
+        Request::json(url, &payload).header("Authorization", p.token.clone()),
+    ))
 }

@@ -1,5 +1,5 @@
-//! The alerting and incident types: Prometheus Alertmanager, Grafana annotations, PagerDuty and
-//! Opsgenie, in the layout of Flux's notifier. The cluster's name travels in the metadata
+//! The alerting and incident types: Prometheus Alertmanager, Grafana annotations, PagerDuty,
+//! Opsgenie and incident.io, in the layout of Flux's notifier. The cluster's name travels in the metadata
 //! (labels, tags, details) and, where the type has a human summary, in front of the object.
 
 use super::{
@@ -202,5 +202,36 @@ pub(super) fn opsgenie(p: &ProviderConfig, event: &Event) -> Result<Plan, Payloa
     Ok(Plan::Post(
         Request::json(p.address.clone(), &body)
             .header("Authorization", format!("GenieKey {}", p.token)),
+    ))
+}
+
+/// incident.io's HTTP alert source: firing on error, resolved otherwise (keyed by the object's
+/// UID), the metadata with severity, reason and controller; `Progressing` events are not sent.
+pub(super) fn incidentio(p: &ProviderConfig, event: &Event) -> Result<Plan, PayloadError> {
+    check_url("incident.io alert source", &p.address)?;
+    if event.reason == "Progressing" {
+        return Ok(Plan::Skip("progressing events are not sent to incident.io"));
+    }
+    let o = &event.involved_object;
+    let mut metadata = event.metadata.clone();
+    metadata.insert("severity".into(), event.severity.clone());
+    metadata.insert("reason".into(), event.reason.clone());
+    if !event.reporting_controller.is_empty() {
+        metadata.insert(
+            "reportingController".into(),
+            event.reporting_controller.clone(),
+        );
+    }
+    let body = json!({
+        "title": format!("{}{}/{}.{}: {}", cluster_prefix(event), o.kind.to_lowercase(), o.name,
+                         o.namespace, event.reason),
+        "status": if event.severity == SEVERITY_ERROR { "firing" } else { "resolved" },
+        "deduplication_key": o.uid,
+        "description": event.message,
+        "metadata": metadata,
+    });
+    Ok(Plan::Post(
+        Request::json(p.address.clone(), &body)
+            .header("Authorization", format!("Bearer {}", p.token)),
     ))
 }

@@ -336,3 +336,63 @@ fn a_providers_proxy_carries_the_request_and_a_bad_one_is_refused() {
     p.proxy = Some("::not a proxy::".into());
     assert!(Sender::new(&p, no_retry()).is_err());
 }
+
+#[test]
+fn lark_sends_an_interactive_card() {
+    let sink = WebhookSink::start();
+    let p = provider(
+        ProviderType::Lark,
+        format!("{}/open-apis/bot/v2/hook/x", sink.url()),
+    );
+    let mut event = test_event();
+    event.severity = "error".into();
+    event.metadata.insert("cluster".into(), "production".into());
+    send(&p, &event);
+    let got = sink.wait_for(1, WAIT);
+    assert_eq!(got[0].path, "/open-apis/bot/v2/hook/x");
+    assert_eq!(
+        json_of(&got[0].body),
+        json!({"msg_type": "interactive", "card": {
+            "config": {"wide_screen_mode": true},
+            "header": {"title": {"tag": "plain_text",
+                                 "content": "🚨 [production] gitrepository/webapp.gitops-system"},
+                       "template": "red"},
+            "elements": [{"tag": "div", "text": {"tag": "lark_md",
+                          "content": "**message**\n\ncluster: production\ntest: metadata\n"}}],
+        }})
+    );
+}
+
+#[test]
+fn zoom_sends_the_full_format_with_the_verification_token() {
+    let sink = WebhookSink::start();
+    let mut p = provider(
+        ProviderType::Zoom,
+        format!("{}/inbound/webhook/x", sink.url()),
+    );
+    p.token = "verification".into();
+    send(&p, &test_event());
+    let got = sink.wait_for(1, WAIT);
+    assert_eq!(got[0].path, "/inbound/webhook/x?format=full");
+    assert_eq!(got[0].header("authorization"), Some("verification"));
+    assert_eq!(
+        json_of(&got[0].body),
+        json!({"content": {
+            "head": {"text": "gitrepository/webapp.gitops-system", "sub_head": {"text": "info"}},
+            "body": [{"type": "message", "text": "message"},
+                     {"type": "fields", "items": [{"key": "test", "value": "metadata"}]}],
+        }})
+    );
+    // A format the address sets is kept.
+    p.address = format!("{}/inbound/webhook/x?format=message", sink.url());
+    send(&p, &test_event());
+    assert_eq!(
+        sink.wait_for(2, WAIT)[1].path,
+        "/inbound/webhook/x?format=message"
+    );
+    p.token.clear();
+    assert_eq!(
+        payload::plan(&p, &test_event()).unwrap_err().to_string(),
+        "provider type 'zoom' needs a 'token' key in the Secret of spec.secretRef, and no secretRef is set"
+    );
+}

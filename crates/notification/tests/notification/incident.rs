@@ -207,3 +207,41 @@ fn opsgenie_sends_the_alert_with_a_stable_alias_and_the_api_key() {
         "secret 'flux-system/opsgenie' has no 'token' key, which provider type 'opsgenie' needs"
     );
 }
+
+#[test]
+fn incidentio_fires_and_resolves_by_the_objects_uid() {
+    let sink = WebhookSink::start();
+    let mut p = provider(
+        ProviderType::IncidentIo,
+        format!("{}/v2/alert_events/http/src", sink.url()),
+    );
+    p.token = "inc-token".into();
+    let mut event = test_event();
+    event.involved_object.uid = "uid-1".into();
+    event.severity = "error".into();
+    event.reason = "HealthCheckFailed".into();
+    send(&p, &event);
+    let got = sink.wait_for(1, WAIT);
+    assert_eq!(got[0].path, "/v2/alert_events/http/src");
+    assert_eq!(got[0].header("authorization"), Some("Bearer inc-token"));
+    assert_eq!(
+        json_of(&got[0].body),
+        json!({
+            "title": "gitrepository/webapp.gitops-system: HealthCheckFailed",
+            "status": "firing",
+            "deduplication_key": "uid-1",
+            "description": "message",
+            "metadata": {"reason": "HealthCheckFailed", "reportingController": "source-controller",
+                         "severity": "error", "test": "metadata"},
+        })
+    );
+    event.severity = "info".into();
+    event.reason = "ReconciliationSucceeded".into();
+    send(&p, &event);
+    assert_eq!(
+        json_of(&sink.wait_for(2, WAIT)[1].body)["status"],
+        "resolved"
+    );
+    event.reason = "Progressing".into();
+    assert!(matches!(payload::plan(&p, &event).unwrap(), Plan::Skip(_)));
+}
