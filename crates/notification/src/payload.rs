@@ -12,7 +12,7 @@ mod chat;
 mod commit;
 mod incident;
 
-pub use chat::telegram_escape;
+pub use chat::{markdown_post, telegram_escape};
 pub use commit::{
     commit_of, commit_status_context, describe_reason, parse_bitbucket_server_address,
     parse_git_address,
@@ -311,11 +311,17 @@ pub fn check(p: &ProviderConfig) -> Result<(), PayloadError> {
         | ProviderType::Azuredevops
         | ProviderType::Zoom
         | ProviderType::IncidentIo
+        | ProviderType::Datadog
             if !token =>
         {
             Err(missing("token"))
         }
-        ProviderType::Github | ProviderType::Gitlab | ProviderType::Gitea if !token_or_password => {
+        ProviderType::Github
+        | ProviderType::Githubdispatch
+        | ProviderType::Gitlab
+        | ProviderType::Gitea
+            if !token_or_password =>
+        {
             Err(missing("token"))
         }
         ProviderType::Bitbucketserver
@@ -365,6 +371,9 @@ pub fn plan(provider: &ProviderConfig, event: &Event) -> Result<Plan, PayloadErr
         ProviderType::Lark => chat::lark(provider, event),
         ProviderType::Zoom => chat::zoom(provider, event),
         ProviderType::IncidentIo => incident::incidentio(provider, event),
+        ProviderType::Zulip => chat::zulip(provider, event),
+        ProviderType::Datadog => incident::datadog(provider, event),
+        ProviderType::Githubdispatch => commit::githubdispatch(provider, event),
         ProviderType::Alertmanager => incident::alertmanager(provider, event),
         ProviderType::Grafana => incident::grafana(provider, event),
         ProviderType::Pagerduty => incident::pagerduty(provider, event),

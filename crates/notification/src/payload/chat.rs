@@ -1,5 +1,5 @@
 //! The chat types beyond Slack, Discord and Teams: Google Chat, Rocket.Chat, Webex, Telegram,
-//! Matrix, Lark and Zoom, each in the layout of Flux's notifier (field names, emoji, line
+//! Matrix, Lark, Zoom and Zulip, each in the layout of Flux's notifier (field names, emoji, line
 //! layout), with the cluster's name in front of the object when the event carries it.
 
 use super::{PayloadError, Plan, ProviderConfig, Request, check_url, cluster_prefix, escape};
@@ -258,4 +258,66 @@ pub(super) fn zoom(p: &ProviderConfig, event: &Event) -> Result<Plan, PayloadErr
     Ok(Plan::Post(
         Request::json(url, &payload).header("Authorization", p.token.clone()),
     ))
+}
+
+/// Zulip's messages API (the address' path replaced by `/api/v1/messages`): a form post to
+/// the stream and topic of `channel` (`<stream>/<topic>`), the bot's email and API key as basic
+/// auth, the body Flux's markdown status post.
+pub(super) fn zulip(p: &ProviderConfig, event: &Event) -> Result<Plan, PayloadError> {
+    check_url("Zulip endpoint", &p.address)?;
+    let Some((stream, topic)) = p
+        .channel
+        .split_once('/')
+        .filter(|(s, t)| !s.is_empty() && !t.is_empty())
+    else {
+        return Err(PayloadError::Missing(format!(
+            "invalid Zulip channel format, expected <channel>/<topic>, got '{}'",
+            p.channel
+        )));
+    };
+    let (scheme, rest) = p.address.split_once("://").unwrap_or(("https", &p.address));
+    let host = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let url = format!("{scheme}://{host}/api/v1/messages");
+    let form = |s: &str| escape(s, "").replace("%20", "+");
+    // Go's url.Values encodes its keys sorted.
+    let body = format!(
+        "content={}&to={}&topic={}&type=stream",
+        form(&markdown_post(event)),
+        form(stream),
+        form(topic)
+    );
+    let mut request = Request::json(url, &Value::Null);
+    request.content_type = "application/x-www-form-urlencoded".into();
+    request.body = body.into_bytes();
+    if !p.username.is_empty() || !p.password.is_empty() {
+        request = request.header("Authorization", super::basic_auth(&p.username, &p.password));
+    }
+    Ok(Plan::Post(request))
+}
+
+/// Flux's markdown status post (Zulip): the object, the message, then the metadata sorted,
+/// without the change request key.
+pub fn markdown_post(event: &Event) -> String {
+    let emoji = if event.severity == SEVERITY_ERROR {
+        "⚠️"
+    } else {
+        "ℹ️"
+    };
+    let o = &event.involved_object;
+    let mut metadata = String::new();
+    for (k, v) in event
+        .metadata
+        .iter()
+        .filter(|(k, _)| *k != "change_request")
+    {
+        metadata.push_str(&format!("* `{k}`: {v}\n"));
+    }
+    format!(
+        "## Flux Status\n\n{emoji} {}{}/{}/{}\n\n{}\n\nMetadata:\n{metadata}",
+        cluster_prefix(event),
+        o.kind,
+        o.namespace,
+        o.name,
+        event.message
+    )
 }

@@ -4,6 +4,9 @@
 //! its state or description changed. Flux's states: `info` is success (Gitea: pending while
 //! `Progressing`; the others skip `Progressing` events), `error` is failure.
 //!
+//! GitHub's repository dispatch (`githubdispatch`), which shares GitHub's address and token,
+//! lives here too.
+//!
 //! Beyond Flux: the status' context (or key) ends with the cluster's name when the event
 //! carries it, so statuses from staging and production on one commit do not overwrite each
 //! other.
@@ -465,4 +468,26 @@ pub(super) fn azuredevops(p: &ProviderConfig, event: &Event) -> Result<Plan, Pay
             first_decides: true,
         },
     })
+}
+
+/// GitHub's repository dispatch: the event JSON as `client_payload`, `Kind/name.namespace` as
+/// `event_type`, so a workflow `on: repository_dispatch` can act on it.
+pub(super) fn githubdispatch(p: &ProviderConfig, event: &Event) -> Result<Plan, PayloadError> {
+    let (host, id) = parse_git_address(&p.address)?;
+    let (owner, repo) = owner_repo(&id, &p.address, "GitHub repository")?;
+    let api = if host == "https://github.com" {
+        "https://api.github.com/".to_string()
+    } else {
+        format!("{host}/api/v3/")
+    };
+    let o = &event.involved_object;
+    let body = json!({
+        "event_type": format!("{}/{}.{}", o.kind, o.name, o.namespace),
+        "client_payload": event,
+    });
+    Ok(Plan::Post(
+        Request::json(format!("{api}repos/{owner}/{repo}/dispatches"), &body)
+            .header("Authorization", format!("Bearer {}", token_of(p)))
+            .header("Accept", "application/vnd.github.v3+json"),
+    ))
 }

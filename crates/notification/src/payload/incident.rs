@@ -1,5 +1,5 @@
 //! The alerting and incident types: Prometheus Alertmanager, Grafana annotations, PagerDuty,
-//! Opsgenie and incident.io, in the layout of Flux's notifier. The cluster's name travels in the metadata
+//! Opsgenie, incident.io and Datadog events, in the layout of Flux's notifier. The cluster's name travels in the metadata
 //! (labels, tags, details) and, where the type has a human summary, in front of the object.
 
 use super::{
@@ -233,5 +233,35 @@ pub(super) fn incidentio(p: &ProviderConfig, event: &Event) -> Result<Plan, Payl
     Ok(Plan::Post(
         Request::json(p.address.clone(), &body)
             .header("Authorization", format!("Bearer {}", p.token)),
+    ))
+}
+
+/// Datadog's events API (`/api/v1/events` at the address' host), the API key (`token`) as
+/// `DD-API-KEY`: the object as title, the message as text, tags in lower case.
+pub(super) fn datadog(p: &ProviderConfig, event: &Event) -> Result<Plan, PayloadError> {
+    check_url("Datadog", &p.address)?;
+    let o = &event.involved_object;
+    let mut tags = vec![
+        format!("flux_reporting_controller:{}", event.reporting_controller),
+        format!("flux_reason:{}", event.reason),
+        format!("kube_kind:{}", o.kind),
+        format!("kube_name:{}", o.name),
+        format!("kube_namespace:{}", o.namespace),
+    ];
+    for (k, v) in &event.metadata {
+        tags.push(format!("{k}:{v}"));
+    }
+    let tags: Vec<String> = tags.iter().map(|t| t.to_lowercase()).collect();
+    let body = json!({
+        "alert_type": if event.severity == SEVERITY_ERROR { "error" } else { "info" },
+        "date_happened": unix_seconds(event)?,
+        "source_type_name": "fluxcd",
+        "tags": tags,
+        "text": event.message,
+        "title": format!("{}Events from the {} {}/{}", cluster_prefix(event), o.kind, o.name, o.namespace),
+    });
+    let url = format!("{}/api/v1/events", crate::send::service_of(&p.address));
+    Ok(Plan::Post(
+        Request::json(url, &body).header("DD-API-KEY", p.token.clone()),
     ))
 }

@@ -396,3 +396,44 @@ fn zoom_sends_the_full_format_with_the_verification_token() {
         "provider type 'zoom' needs a 'token' key in the Secret of spec.secretRef, and no secretRef is set"
     );
 }
+
+#[test]
+fn zulip_posts_the_markdown_status_as_a_form_to_the_stream_and_topic() {
+    let sink = WebhookSink::start();
+    let mut p = provider(ProviderType::Zulip, format!("{}/some/path", sink.url()));
+    p.channel = "ops/flux alerts".into();
+    p.username = "bot@zulip.example.com".into();
+    p.password = "api-key".into();
+    let mut event = test_event();
+    event.metadata.insert("change_request".into(), "42".into());
+    send(&p, &event);
+    let got = sink.wait_for(1, WAIT);
+    assert_eq!(got[0].path, "/api/v1/messages");
+    assert_eq!(
+        got[0].header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+    assert_eq!(
+        got[0].header("authorization"),
+        Some("Basic Ym90QHp1bGlwLmV4YW1wbGUuY29tOmFwaS1rZXk=")
+    );
+    let content = ferroflux_notification::payload::markdown_post(&event);
+    assert_eq!(
+        content,
+        "## Flux Status\n\nℹ️ GitRepository/gitops-system/webapp\n\nmessage\n\nMetadata:\n* `test`: metadata\n"
+    );
+    let text = got[0].text();
+    assert!(
+        text.starts_with("content=%23%23+Flux+Status%0A%0A"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("&to=ops&topic=flux+alerts&type=stream"),
+        "{text}"
+    );
+    p.channel = "ops".into();
+    assert_eq!(
+        payload::plan(&p, &event).unwrap_err().to_string(),
+        "invalid Zulip channel format, expected <channel>/<topic>, got 'ops'"
+    );
+}

@@ -322,3 +322,23 @@ fn a_failing_status_service_is_retried_then_reported() {
         "{err}"
     );
 }
+
+#[test]
+fn github_dispatch_sends_the_event_as_client_payload() {
+    let sink = WebhookSink::start();
+    let p = with_token(
+        ProviderType::Githubdispatch,
+        format!("{}/org/fleet", sink.url()),
+        "ghp",
+    );
+    let e = event("info", "ReconciliationSucceeded");
+    send(&p, &e);
+    let got = sink.wait_for(1, WAIT);
+    assert_eq!(got[0].path, "/api/v3/repos/org/fleet/dispatches");
+    assert_eq!(got[0].header("authorization"), Some("Bearer ghp"));
+    assert_eq!(
+        json_of(&got[0].body),
+        json!({"event_type": "Kustomization/apps.gitops-system",
+               "client_payload": serde_json::to_value(&e).unwrap()})
+    );
+}

@@ -245,3 +245,30 @@ fn incidentio_fires_and_resolves_by_the_objects_uid() {
     event.reason = "Progressing".into();
     assert!(matches!(payload::plan(&p, &event).unwrap(), Plan::Skip(_)));
 }
+
+#[test]
+fn datadog_creates_an_event_with_lower_case_tags() {
+    let sink = WebhookSink::start();
+    let mut p = provider(ProviderType::Datadog, format!("{}/ignored", sink.url()));
+    p.token = "dd-key".into();
+    let mut event = test_event();
+    event.severity = "error".into();
+    event.reason = "HealthCheckFailed".into();
+    send(&p, &event);
+    let got = sink.wait_for(1, WAIT);
+    assert_eq!(got[0].path, "/api/v1/events");
+    assert_eq!(got[0].header("dd-api-key"), Some("dd-key"));
+    assert_eq!(
+        json_of(&got[0].body),
+        json!({
+            "alert_type": "error",
+            "date_happened": 1767323045,
+            "source_type_name": "fluxcd",
+            "tags": ["flux_reporting_controller:source-controller", "flux_reason:healthcheckfailed",
+                     "kube_kind:gitrepository", "kube_name:webapp", "kube_namespace:gitops-system",
+                     "test:metadata"],
+            "text": "message",
+            "title": "Events from the GitRepository webapp/gitops-system",
+        })
+    );
+}
