@@ -4,6 +4,7 @@
 use crate::changeset::{Action, ChangeSet};
 use crate::health::{self, Status};
 use crate::inventory::InventoryObject;
+use crate::normalize::normalize;
 use crate::object::{group_version, meta_value, object_id, str_at};
 use crate::order::{Stage, stages};
 use ferroflux_api::ObjectId;
@@ -348,8 +349,10 @@ impl Applier {
         objects: Vec<Value>,
         opts: &ApplyOptions,
     ) -> Result<ChangeSet, ApplyError> {
-        for (index, obj) in objects.iter().enumerate() {
+        let mut objects = objects;
+        for (index, obj) in objects.iter_mut().enumerate() {
             object_id(obj, index)?;
+            normalize(obj);
         }
         let mut changes = ChangeSet::default();
         for (stage, list) in stages(objects) {
@@ -471,6 +474,9 @@ impl Applier {
     /// Flux's drift rule; nothing in the cluster changes. `live` and `merged` (the dry-run
     /// result) are given for configured objects, without `managedFields`.
     pub async fn dry_run(&self, obj: &Value, opts: &ApplyOptions) -> Result<DryRun, ApplyError> {
+        let mut normalized = obj.clone();
+        normalize(&mut normalized);
+        let obj = &normalized;
         let id = object_id(obj, 0)?;
         let shown = id.display_name();
         let outcome = |action, live, merged| DryRun {

@@ -286,14 +286,40 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{count} {}", if n == 1 { one } else { many })
 }
 
-/// `+ one map entry added:` and the entries as YAML, indented under it.
+/// `+ one map entry added:` and the entries as YAML under it. dyff indents added entries by
+/// two columns and removed ones by the report's indent, which flux sets to none; it writes them
+/// with go-yaml v3, whose quoted strings are double-quoted.
 fn entries_block(sign: char, what: &str, verb: &str, entries: &Value) -> String {
     let mut block = format!("{sign} {what} {verb}:\n");
+    let indent = if sign == '+' { "  " } else { "" };
     let yaml = ferroflux_kustomize::yaml::emit::render_document(entries);
     for line in yaml.lines() {
-        let _ = writeln!(block, "  {line}");
+        let _ = writeln!(block, "{indent}{}", double_quoted(line));
     }
     block
+}
+
+/// A line of go-yaml v2 output whose value is a single-quoted scalar, with the value
+/// double-quoted as go-yaml v3 writes it; other lines unchanged.
+fn double_quoted(line: &str) -> String {
+    let Some(body) = line.strip_suffix('\'') else {
+        return line.to_string();
+    };
+    // The opening quote is where a value starts: at the indentation's end, after `key: ` or
+    // after `- `.
+    let start = body.match_indices('\'').map(|(i, _)| i).find(|&i| {
+        let before = &body[..i];
+        before.trim().is_empty() || before.ends_with(": ") || before.ends_with("- ")
+    });
+    let Some(start) = start else {
+        return line.to_string();
+    };
+    let value = &body[start + 1..];
+    if value.replace("''", "").contains('\'') {
+        return line.to_string();
+    }
+    let text = value.replace("''", "'");
+    format!("{}{}", &body[..start], Value::String(text))
 }
 
 fn scalar_text(v: &Value) -> String {
@@ -479,13 +505,15 @@ mod tests {
         assert!(!report.contains("b2xk") && !report.contains("plain"));
     }
 
+    /// flux's `diff-with-drifted-key-sops-secret.golden` case: removed entries are not
+    /// indented, added ones are, and both are written as go-yaml v3 writes them.
     #[test]
     fn removed_and_added_keys_side_by_side() {
-        let live = json!({"data": {"drift-key": "***"}});
-        let merged = json!({"data": {"token": "***"}});
+        let live = json!({"data": {"drift-key": "*****"}});
+        let merged = json!({"data": {"token": "*****"}});
         assert_eq!(
             report(&live, &merged),
-            "\ndata\n- one map entry removed:   + one map entry added:\n  drift-key: '***'           token: '***'\n\n"
+            "\ndata\n- one map entry removed:   + one map entry added:\ndrift-key: \"*****\"           token: \"*****\"\n\n"
         );
     }
 

@@ -14,6 +14,7 @@ pub mod changeset;
 pub mod dyff;
 pub mod health;
 pub mod inventory;
+pub mod normalize;
 pub mod object;
 pub mod order;
 

@@ -291,3 +291,67 @@ fn an_empty_map_applied_again_with_content_keeps_the_content() {
     let again = apply(Some(&second.object), &labelled, "flux", false, T1).unwrap();
     assert!(!again.changed);
 }
+
+/// An item whose key changed takes its place in the applied order, as the API server merges
+/// associative lists; items only the live object holds stay where they were among the others.
+#[test]
+fn list_map_items_keep_the_applied_order() {
+    let service = |ports: Value| {
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "apps"},
+            "spec": {"ports": ports}})
+    };
+    let port = |name: &str, port: i64| json!({"name": name, "port": port, "protocol": "TCP"});
+    let live = apply(
+        None,
+        &service(json!([port("http", 9899), port("grpc", 9999)])),
+        "flux",
+        false,
+        T0,
+    )
+    .unwrap()
+    .object;
+    let renumbered = apply(
+        Some(&live),
+        &service(json!([port("http", 9898), port("grpc", 9999)])),
+        "flux",
+        false,
+        T1,
+    )
+    .unwrap()
+    .object;
+    assert_eq!(
+        renumbered["spec"]["ports"],
+        json!([port("http", 9898), port("grpc", 9999)])
+    );
+
+    // Another manager's item stays between the applied ones where it stood.
+    let mut shared = live.clone();
+    shared["spec"]["ports"]
+        .as_array_mut()
+        .unwrap()
+        .insert(1, port("metrics", 9797));
+    let updated = update(Some(&live), &shared, "kubectl", T1).unwrap();
+    let merged = apply(
+        Some(&updated),
+        &service(json!([
+            port("admin", 9000),
+            port("http", 9899),
+            port("grpc", 9999)
+        ])),
+        "flux",
+        false,
+        T1,
+    )
+    .unwrap()
+    .object;
+    assert_eq!(
+        merged["spec"]["ports"],
+        json!([
+            port("admin", 9000),
+            port("http", 9899),
+            port("metrics", 9797),
+            port("grpc", 9999)
+        ])
+    );
+}

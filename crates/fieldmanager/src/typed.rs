@@ -246,6 +246,82 @@ pub(crate) fn remove_at(obj: &mut Value, path: &[PathElement], ty: Ty) {
     }
 }
 
+/// Merges the items of an associative list (or set) in the order the API server gives them:
+/// the configuration's items in its order, items only the live list has kept where they stood
+/// among them, and an item both have placed where the configuration places it. Appending new
+/// items at the end instead would reorder a list whose item changed its key (a Service port
+/// renumbered moves behind the others), which a diff then reports as an order change.
+fn merge_ordered<K: PartialEq>(
+    live: &[Value],
+    config: &[Value],
+    key: impl Fn(&Value) -> Option<K>,
+    merge: impl Fn(&Value, &Value) -> Value,
+) -> Vec<Value> {
+    let live_keys: Vec<Option<K>> = live.iter().map(&key).collect();
+    let config_keys: Vec<Option<K>> = config.iter().map(&key).collect();
+    let in_config = |k: &Option<K>| k.is_some() && config_keys.contains(k);
+    let in_live = |k: &Option<K>| {
+        k.as_ref()
+            .and_then(|k| live_keys.iter().position(|l| l.as_ref() == Some(k)))
+    };
+    // The items both lists hold, in the configuration's order.
+    let shared: Vec<&Option<K>> = config_keys
+        .iter()
+        .filter(|k| in_live(k).is_some())
+        .collect();
+    let mut next_shared = 0;
+    let mut emitted: Vec<&Option<K>> = Vec::new();
+    let mut out = Vec::with_capacity(live.len() + config.len());
+    let (mut li, mut ci) = (0, 0);
+    while li < live.len() || ci < config.len() {
+        if li < live.len() && ci < config.len() {
+            if live_keys[li].is_some() && live_keys[li] == config_keys[ci] {
+                out.push(merge(&live[li], &config[ci]));
+                emitted.push(&config_keys[ci]);
+                if shared.get(next_shared) == Some(&&config_keys[ci]) {
+                    next_shared += 1;
+                }
+                li += 1;
+                ci += 1;
+                continue;
+            }
+            // A shared item that is not the next one due waits for the configuration to reach it.
+            if in_config(&live_keys[li])
+                && shared
+                    .get(next_shared)
+                    .is_some_and(|n| **n != live_keys[li])
+            {
+                li += 1;
+                continue;
+            }
+        }
+        if li < live.len() {
+            if !in_config(&live_keys[li]) {
+                out.push(live[li].clone());
+                li += 1;
+                continue;
+            }
+            if emitted.contains(&&live_keys[li]) {
+                li += 1;
+                continue;
+            }
+        }
+        if ci < config.len() {
+            let k = &config_keys[ci];
+            out.push(match in_live(k) {
+                Some(i) => merge(&live[i], &config[ci]),
+                None => config[ci].clone(),
+            });
+            emitted.push(k);
+            if shared.get(next_shared) == Some(&k) {
+                next_shared += 1;
+            }
+            ci += 1;
+        }
+    }
+    out
+}
+
 /// Merges an apply configuration into the live object: maps key by key, list-maps item by
 /// key, sets by value, atomic values replaced. The status of the live object is kept.
 pub(crate) fn merge(live: &Value, config: &Value, ty: Ty) -> Value {
@@ -272,26 +348,14 @@ fn merge_value(live: &Value, config: &Value, ty: Ty) -> Value {
         (Value::Array(l), Value::Array(c)) => match ty.list() {
             ListType::Atomic => config.clone(),
             ListType::Set => {
-                let mut out = l.clone();
-                for item in c {
-                    if !out.contains(item) {
-                        out.push(item.clone());
-                    }
-                }
-                Value::Array(out)
+                Value::Array(merge_ordered(l, c, |v| Some(v.clone()), |_, cv| cv.clone()))
             }
-            ListType::Map(keys) => {
-                let mut out = l.clone();
-                for item in c {
-                    let found =
-                        PathElement::key_of(item, &keys).and_then(|el| find_item(&out, &el, ty));
-                    match found {
-                        Some(i) => out[i] = merge_value(&out[i], item, ty.item()),
-                        None => out.push(item.clone()),
-                    }
-                }
-                Value::Array(out)
-            }
+            ListType::Map(keys) => Value::Array(merge_ordered(
+                l,
+                c,
+                |v| PathElement::key_of(v, &keys),
+                |lv, cv| merge_value(lv, cv, ty.item()),
+            )),
         },
         _ => config.clone(),
     }

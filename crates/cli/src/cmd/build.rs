@@ -78,6 +78,10 @@ pub struct LocalArgs {
     /// listed are read from the cluster's artifacts.
     #[arg(long, value_delimiter = ',')]
     pub local_sources: Vec<String>,
+    /// Build in memory instead of on disk. Accepted for flux's command lines: ferroflux always
+    /// builds a private copy and never writes to --path, whichever the value.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub in_memory_build: Option<bool>,
 }
 
 /// Flux's mask for Secret values (`**SOPS**`); in `data` it is base64-encoded.
@@ -108,8 +112,13 @@ pub async fn run(args: BuildArgs) -> anyhow::Result<ExitCode> {
             };
             let local = &ks_args.local;
             let sources = LocalSources::parse(&local.local_sources)?;
+            let lookup = if ks_args.dry_run {
+                Lookup::Offline
+            } else {
+                Lookup::InCluster
+            };
             let (ks, objects, dir) =
-                build_local(local, &args.kube, client.as_ref(), ks_args.dry_run).await?;
+                build_local(local, &args.kube, client.as_ref(), lookup).await?;
             if !local.recursive {
                 return Ok(objects);
             }
@@ -198,6 +207,75 @@ pub fn mask_secrets(objects: &mut [Value]) {
     }
 }
 
+/// Masks what sops encrypted in Secrets, as flux's build does before a diff: a Secret that
+/// carries sops metadata loses it and every value (a JSON object holding the mask for docker
+/// config Secrets, so the shape stays valid); in other Secrets, the values that hold a sops
+/// document. Secrets sops did not touch keep their values: the diff compares them, and its
+/// report masks them.
+pub fn mask_sops(objects: &mut [Value]) {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let encrypted = |text: &[u8]| {
+        let text = String::from_utf8_lossy(text);
+        text.contains("sops") && text.contains("ENC[")
+    };
+    for obj in objects {
+        if obj.get("kind").and_then(Value::as_str) != Some("Secret") {
+            continue;
+        }
+        let whole = obj
+            .get("sops")
+            .and_then(|s| s.get("mac"))
+            .and_then(Value::as_str)
+            .is_some_and(|mac| mac.starts_with("ENC["));
+        let docker = obj.get("type").and_then(Value::as_str) == Some(DOCKERCONFIGJSON);
+        let Some(map) = obj.as_object_mut() else {
+            continue;
+        };
+        if whole {
+            map.remove("sops");
+        }
+        let plain = if whole && docker {
+            serde_json::json!({ "mask": MASK }).to_string()
+        } else {
+            MASK.to_string()
+        };
+        for field in ["data", "stringData"] {
+            let Some(entries) = map.get_mut(field).and_then(Value::as_object_mut) else {
+                continue;
+            };
+            for v in entries.values_mut() {
+                let Some(text) = v.as_str() else { continue };
+                let hit = whole
+                    || match field {
+                        "data" => decode_base64(text).is_some_and(|d| encrypted(&d)),
+                        _ => encrypted(text.as_bytes()),
+                    };
+                if !hit {
+                    continue;
+                }
+                *v = Value::String(match (field, whole && docker) {
+                    ("data", _) => b64.encode(&plain),
+                    (_, true) => plain.clone(),
+                    // flux writes the base64 form into stringData of a value it masks alone.
+                    (_, false) if !whole => b64.encode(MASK),
+                    _ => plain.clone(),
+                });
+            }
+        }
+    }
+}
+
+/// A Secret value's bytes: base64 that may be wrapped over lines, as kustomize's generators
+/// write it (Go's decoder skips the line breaks too).
+pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let joined: String = text.chars().filter(|c| *c != '\n' && *c != '\r').collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(joined)
+        .ok()
+}
+
 /// Checks the flags, finds the Kustomization (cluster and/or file) and builds the local
 /// directory for it the way the controller would: the Kustomization, its objects and the
 /// directory built. Errors read like flux's.
@@ -205,8 +283,9 @@ pub async fn build_local(
     local: &LocalArgs,
     kube_args: &KubeArgs,
     client: Option<&kube::Client>,
-    dry_run: bool,
+    mode: Lookup,
 ) -> anyhow::Result<(Kustomization, Vec<Value>, PathBuf)> {
+    let dry_run = mode == Lookup::Offline;
     let path = match &local.path {
         None => bail!("invalid resource path \"\": pass the local directory with --path"),
         Some(p) => p.clone(),
@@ -228,6 +307,9 @@ pub async fn build_local(
     if dry_run && local.kustomization_file.is_none() {
         bail!("dry-run mode requires a kustomization file (--kustomization-file)");
     }
+    if mode == Lookup::MayBeNew && local.kustomization_file.is_none() {
+        bail!("kustomization file is required when assuming new kustomizations");
+    }
     let ns = kube_args.namespace.as_str();
     let live = match client {
         Some(client) => {
@@ -238,21 +320,28 @@ pub async fn build_local(
         }
         None => None,
     };
-    let mut ks = match &local.kustomization_file {
-        Some(file) => {
+    // As flux: the Kustomization must be in the cluster (its inventory says what a diff would
+    // delete) unless this is a dry run or the user says it is new (--ignore-not-found).
+    let not_found = || {
+        anyhow!(
+            "failed to get kustomization object: kustomizations.kustomize.toolkit.fluxcd.io \"{}\" not found",
+            local.name
+        )
+    };
+    if live.is_none() && mode == Lookup::InCluster {
+        return Err(not_found());
+    }
+    let mut ks = match (&local.kustomization_file, live) {
+        (Some(file), live) => {
             let mut from_file = kustomization_from_file(file, &local.name, ns)?;
-            if let Some(live) = &live {
+            if let Some(live) = live {
                 // The live inventory tells diff what the cluster holds.
-                from_file.status = live.status.clone();
+                from_file.status = live.status;
             }
             from_file
         }
-        None => live.ok_or_else(|| {
-            anyhow!(
-                "failed to get kustomization object: kustomizations.kustomize.toolkit.fluxcd.io \"{}\" not found in namespace \"{ns}\"",
-                local.name
-            )
-        })?,
+        (None, Some(live)) => live,
+        (None, None) => return Err(not_found()),
     };
     if ks.metadata.namespace.is_none() {
         ks.metadata.namespace = Some(ns.to_string());
@@ -264,6 +353,17 @@ pub async fn build_local(
     let root = source_root(&source)?;
     let objects = build_dir(&ks, &root, &source, local, client).await?;
     Ok((ks, objects, source))
+}
+
+/// Where the Kustomization a local build stands for must be found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Lookup {
+    /// In the cluster (with --kustomization-file, the file's spec and the cluster's status).
+    InCluster,
+    /// In the cluster if it is there, else only in --kustomization-file (`--ignore-not-found`).
+    MayBeNew,
+    /// Only in --kustomization-file, no cluster at all (`build --dry-run`).
+    Offline,
 }
 
 /// Builds a nested Kustomization from the directory found for it, errors naming it

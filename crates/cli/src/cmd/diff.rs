@@ -9,17 +9,21 @@
 //! Exit code: 0 when nothing would change, 1 when something would, 2 on error.
 
 use crate::cluster::{Cluster, KubeArgs, humantime};
-use crate::cmd::build::{LocalArgs, build_local, build_nested};
+use crate::cmd::build::{
+    LocalArgs, Lookup, MASK, build_local, build_nested, decode_base64, mask_sops,
+};
 use crate::exit;
 use crate::nested::{self, LocalSources, Recursion};
 use crate::output::progress;
 use anyhow::anyhow;
 use clap::{Args, Subcommand};
 use ferroflux_api::Kustomization;
+use ferroflux_api::kustomization::IgnoreRule;
 use ferroflux_apply::applier::{Applier, ApplyOptions, DryRun};
 use ferroflux_apply::changeset::Action;
 use ferroflux_apply::dyff;
 use ferroflux_apply::inventory::{inventory_of, stale_entries};
+use ferroflux_controller::helmrelease::drift::without_ignored;
 use ferroflux_controller::kustomization::reconciler::FIELD_MANAGER;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -51,6 +55,14 @@ enum DiffWhat {
 struct DiffKsArgs {
     #[command(flatten)]
     local: LocalArgs,
+    /// Diff against a new Kustomization when the cluster has none of this name (needs
+    /// --kustomization-file).
+    #[arg(long)]
+    ignore_not_found: bool,
+    /// Show a progress bar. Accepted for flux's command lines: ferroflux's diff shows none,
+    /// whichever the value.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    progress_bar: Option<bool>,
 }
 
 /// What a diff found: the report and whether anything would change.
@@ -75,7 +87,7 @@ pub async fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     }
     let timeout = args.kube.timeout;
     let work: Pin<Box<dyn Future<Output = DiffOutcome>>> = match &args.what {
-        DiffWhat::Kustomization(ks_args) => Box::pin(diff(&ks_args.local, &args.kube)),
+        DiffWhat::Kustomization(ks_args) => Box::pin(diff(ks_args, &args.kube)),
         DiffWhat::Helmrelease(hr) => Box::pin(super::helmrelease_local::diff(hr, &args.kube)),
         DiffWhat::Artifact(_) => unreachable!("handled above"),
     };
@@ -115,12 +127,19 @@ pub async fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
 /// Builds and dry-runs; per-object failures are gathered (the rest is still diffed) and
 /// returned beside the report.
 async fn diff(
-    local: &LocalArgs,
+    args: &DiffKsArgs,
     kube_args: &KubeArgs,
 ) -> anyhow::Result<(DiffReport, Vec<String>)> {
+    let local = &args.local;
     let sources = LocalSources::parse(&local.local_sources)?;
     let client = Cluster::connect(kube_args).await?.client;
-    let (ks, objects, dir) = build_local(local, kube_args, Some(&client), false).await?;
+    let lookup = if args.ignore_not_found {
+        Lookup::MayBeNew
+    } else {
+        Lookup::InCluster
+    };
+    let (ks, mut objects, dir) = build_local(local, kube_args, Some(&client), lookup).await?;
+    mask_sops(&mut objects);
     let applier = Applier::new(client.clone(), FIELD_MANAGER);
     let mut recursion = local
         .recursive
@@ -172,7 +191,8 @@ impl<'a> Diff<'a> {
                     }
                 };
                 let created = outcome.action == Action::Created;
-                changed |= describe(outcome, &mut output);
+                let ignore = ks.spec.ignore.as_deref().unwrap_or_default();
+                changed |= describe_with(outcome, obj, ignore, &mut output);
                 let Some(recursion) = recursion.as_deref_mut() else {
                     continue;
                 };
@@ -226,7 +246,10 @@ impl<'a> Diff<'a> {
             }
         };
         let built = match build_nested(&nested, self.local, Some(self.client)).await {
-            Ok(b) => b,
+            Ok(mut b) => {
+                mask_sops(&mut b);
+                b
+            }
             Err(e) => {
                 errors.push(format!("{e:#}"));
                 return report;
@@ -249,6 +272,19 @@ impl<'a> Diff<'a> {
 /// drifted object's differences after it, Secret values masked) and says whether the object
 /// would change.
 pub(crate) fn describe(outcome: DryRun, output: &mut String) -> bool {
+    describe_with(outcome, &Value::Null, &[], output)
+}
+
+/// [`describe`] for an object `obj` of a Kustomization build, as flux's diff compares one: the
+/// fields its `ignore` rules name are left out on both sides (an object whose only differences
+/// are ignored is unchanged), and a Secret whose values are sops-masked is compared by its keys
+/// alone, its values shown as `*****`.
+pub(crate) fn describe_with(
+    outcome: DryRun,
+    obj: &Value,
+    ignore: &[IgnoreRule],
+    output: &mut String,
+) -> bool {
     let subject = outcome.id.display_name();
     match outcome.action {
         Action::Skipped => {
@@ -260,19 +296,64 @@ pub(crate) fn describe(outcome: DryRun, output: &mut String) -> bool {
             true
         }
         Action::Configured => {
-            let _ = writeln!(output, "► {subject} drifted");
             let (mut live, mut merged) = (
-                outcome.live.unwrap_or(Value::Null),
-                outcome.merged.unwrap_or(Value::Null),
+                without_ignored(&outcome.live.unwrap_or(Value::Null), obj, ignore),
+                without_ignored(&outcome.merged.unwrap_or(Value::Null), obj, ignore),
             );
-            if outcome.id.kind == "Secret" && outcome.id.group.is_empty() {
+            let secret = outcome.id.kind == "Secret" && outcome.id.group.is_empty();
+            if secret && sops_masked(obj) {
+                if data_keys(&live) == data_keys(&merged) {
+                    return false;
+                }
+                for side in [&mut live, &mut merged] {
+                    if let Some(data) = side.get_mut("data").and_then(Value::as_object_mut) {
+                        for v in data.values_mut() {
+                            *v = Value::String("*****".into());
+                        }
+                    }
+                }
+            } else if secret {
                 dyff::sanitize_secret(&mut live, &mut merged);
             }
-            output.push_str(&dyff::report(&live, &merged));
+            let report = dyff::report(&live, &merged);
+            if report == "\n" {
+                // Only ignored fields differ.
+                return false;
+            }
+            let _ = writeln!(output, "► {subject} drifted");
+            output.push_str(&report);
             true
         }
         _ => false,
     }
+}
+
+/// Whether `obj` is a Secret whose values [`mask_sops`] replaced.
+fn sops_masked(obj: &Value) -> bool {
+    let masked = |field: &str, decode: bool| {
+        obj.get(field).and_then(Value::as_object).is_some_and(|m| {
+            m.values().filter_map(Value::as_str).any(|v| {
+                let text = if decode {
+                    decode_base64(v).unwrap_or_default()
+                } else {
+                    v.as_bytes().to_vec()
+                };
+                String::from_utf8_lossy(&text).contains(MASK)
+            })
+        })
+    };
+    masked("data", true) || masked("stringData", false)
+}
+
+/// The keys of a Secret's `data`, sorted.
+fn data_keys(obj: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = obj
+        .get("data")
+        .and_then(Value::as_object)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    keys.sort();
+    keys
 }
 
 /// What the Kustomization's inventory holds that the build no longer does, in flux's object

@@ -23,6 +23,7 @@ mod debug;
 mod delete;
 mod demo;
 mod dev_up;
+mod diff_goldens;
 mod envsubst;
 mod export;
 mod fleet_diff;
