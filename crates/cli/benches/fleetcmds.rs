@@ -127,6 +127,38 @@ fn spread(times: &[Duration]) -> String {
     )
 }
 
+/// CPU seconds (user + system) used so far by this process (the devclusters serving) and by
+/// its waited-for children (the commands measured).
+fn cpu() -> (f64, f64) {
+    let of = |who| {
+        // SAFETY: getrusage(2) fills the zeroed struct it is given.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(who, &mut u) };
+        let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+        t(u.ru_utime) + t(u.ru_stime)
+    };
+    (of(libc::RUSAGE_SELF), of(libc::RUSAGE_CHILDREN))
+}
+
+/// CPU used between two [`cpu`] readings: (the commands', the clusters'), in ms.
+fn cpu_since(before: (f64, f64)) -> (f64, f64) {
+    let now = cpu();
+    ((now.1 - before.1) * 1000.0, (now.0 - before.0) * 1000.0)
+}
+
+/// The median CPU of some runs, the commands' and the clusters'.
+fn cpu_spread(samples: &[(f64, f64)]) -> String {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    format!(
+        "CPU median {:.0} ms in the command(s), {:.0} ms in the clusters",
+        median(samples.iter().map(|s| s.0).collect()),
+        median(samples.iter().map(|s| s.1).collect())
+    )
+}
+
 /// Runs a command, timing it; panics with its stderr when it fails to start.
 fn timed(cmd: &mut Command) -> (Output, Duration) {
     let started = Instant::now();
@@ -250,11 +282,13 @@ fn bench_status(bin: &Path, o: &Options, clusters: &[RunningCluster], kc: &Path,
     let n = clusters.len();
     let expect = format!("{n} clusters: {n} ready");
     let run = || {
+        let before = cpu();
         let (out, took) = timed(
             Command::new(bin)
                 .args(["fleet", "status", "--kubeconfig"])
                 .arg(kc),
         );
+        let used = cpu_since(before);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && text.contains(&expect),
@@ -264,13 +298,14 @@ fn bench_status(bin: &Path, o: &Options, clusters: &[RunningCluster], kc: &Path,
         );
         let rows = text.lines().filter(|l| l.contains("\tapp-")).count();
         assert_eq!(rows, n * per, "one row per Kustomization:\n{text}");
-        took
+        (took, used)
     };
     run();
-    let ours: Vec<Duration> = (0..o.runs).map(|_| run()).collect();
+    let (ours, used): (Vec<Duration>, Vec<(f64, f64)>) = (0..o.runs).map(|_| run()).unzip();
     println!(
-        "status: ferroflux fleet status, {n} clusters × {per}: {} (load {})",
+        "status: ferroflux fleet status, {n} clusters × {per}: {}; {} (load {})",
         spread(&ours),
+        cpu_spread(&used),
         load_average()
     );
     if !o.peer {
@@ -291,23 +326,27 @@ fn bench_status(bin: &Path, o: &Options, clusters: &[RunningCluster], kc: &Path,
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    let mut sequential = Vec::new();
+    let (mut sequential, mut used) = (Vec::new(), Vec::new());
     for _ in 0..o.runs.min(3) {
         let started = Instant::now();
+        let before = cpu();
         for c in &contexts {
             let (out, _) = timed(&mut kubectl(c));
             check(&out, c);
         }
         sequential.push(started.elapsed());
+        used.push(cpu_since(before));
     }
     println!(
-        "status: peer, kubectl get kustomizations -A --context C for the {n} contexts in sequence: {} (load {})",
+        "status: peer, kubectl get kustomizations -A --context C for the {n} contexts in sequence: {}; {} (load {})",
         spread(&sequential),
+        cpu_spread(&used),
         load_average()
     );
-    let mut parallel = Vec::new();
+    let (mut parallel, mut used) = (Vec::new(), Vec::new());
     for _ in 0..o.runs.min(3) {
         let started = Instant::now();
+        let before = cpu();
         let children: Vec<_> = contexts
             .iter()
             .map(|c| {
@@ -327,10 +366,12 @@ fn bench_status(bin: &Path, o: &Options, clusters: &[RunningCluster], kc: &Path,
             check(&out, c);
         }
         parallel.push(started.elapsed());
+        used.push(cpu_since(before));
     }
     println!(
-        "status: peer, the same {n} kubectl processes started at once: {} (load {})",
+        "status: peer, the same {n} kubectl processes started at once: {}; {} (load {})",
         spread(&parallel),
+        cpu_spread(&used),
         load_average()
     );
 }
@@ -530,6 +571,7 @@ fn bench_diff(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
 
     let expect = format!("{n} of {n} clusters would change");
     let run = |extra: &[&str]| {
+        let before = cpu();
         let (out, took) = timed(
             Command::new(bin)
                 .args(["fleet", "diff", "--repo"])
@@ -550,13 +592,15 @@ fn bench_diff(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
             .matches(" changed (by Kustomization/flux-system/app-")
             .count();
         assert!(changed >= n * apps, "{changed} objects changed:\n{text}");
-        took
+        (took, cpu_since(before))
     };
     run(&["--against", "HEAD~1"]);
-    let ours: Vec<Duration> = (0..o.runs).map(|_| run(&["--against", "HEAD~1"])).collect();
+    let (ours, used): (Vec<Duration>, Vec<(f64, f64)>) =
+        (0..o.runs).map(|_| run(&["--against", "HEAD~1"])).unzip();
     println!(
-        "diff: ferroflux fleet diff --ref HEAD --against HEAD~1: {} (load {})",
+        "diff: ferroflux fleet diff --ref HEAD --against HEAD~1: {}; {} (load {})",
         spread(&ours),
+        cpu_spread(&used),
         load_average()
     );
 
@@ -578,10 +622,11 @@ fn bench_diff(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
     );
     let live = ["--kubeconfig", kc.to_str().expect("a UTF-8 path")];
     run(&live);
-    let ours: Vec<Duration> = (0..o.runs).map(|_| run(&live)).collect();
+    let (ours, used): (Vec<Duration>, Vec<(f64, f64)>) = (0..o.runs).map(|_| run(&live)).unzip();
     println!(
-        "diff: ferroflux fleet diff --ref HEAD (against live): {} (load {})",
+        "diff: ferroflux fleet diff --ref HEAD (against live): {}; {} (load {})",
         spread(&ours),
+        cpu_spread(&used),
         load_average()
     );
     if !o.peer {
@@ -591,6 +636,7 @@ fn bench_diff(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
     // Kustomization (build, substitute, server-side dry-run diff), here one kubectl diff per
     // cluster of every Kustomization's build.
     let started = Instant::now();
+    let before = cpu();
     let mut changed = 0;
     for (name, env) in &repo.clusters {
         let stream = peer_build(repo.path(), name, env, apps);
@@ -629,12 +675,14 @@ fn bench_diff(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
     }
     assert_eq!(changed, n, "kubectl diff: every cluster changes");
     println!(
-        "diff: peer, per cluster kubectl kustomize of each Kustomization + kubectl diff --server-side, in sequence: {:.1} ms (load {})",
+        "diff: peer, per cluster kubectl kustomize of each Kustomization + kubectl diff --server-side, in sequence: {:.1} ms; {} (load {})",
         started.elapsed().as_secs_f64() * 1000.0,
+        cpu_spread(&[cpu_since(before)]),
         load_average()
     );
     // The peer against the other ref: both revisions' builds, compared per cluster.
     let started = Instant::now();
+    let before = cpu();
     let old = tempfile::tempdir().unwrap();
     ferroflux_testkit::git(
         repo.path(),
@@ -655,8 +703,9 @@ fn bench_diff(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
     }
     assert_eq!(changed, n, "every cluster's build changes");
     println!(
-        "diff: peer, per cluster kubectl kustomize of each Kustomization at both revisions, compared, in sequence: {:.1} ms (load {})",
+        "diff: peer, per cluster kubectl kustomize of each Kustomization at both revisions, compared, in sequence: {:.1} ms; {} (load {})",
         started.elapsed().as_secs_f64() * 1000.0,
+        cpu_spread(&[cpu_since(before)]),
         load_average()
     );
     drop(running);

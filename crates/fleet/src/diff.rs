@@ -100,15 +100,29 @@ pub fn between(new: &ClusterBuild, old: &ClusterBuild) -> Vec<ObjectDiff> {
     out
 }
 
+/// How many dry-runs one cluster's diff has in flight: each is two round trips (read, dry-run
+/// apply), and a cluster of a few hundred objects one at a time is seconds of waiting.
+const DRY_RUNS_IN_FLIGHT: usize = 8;
+
 /// What applying `new` would change on the live cluster: each object server-side dry-run by
-/// `applier` (kustomize-controller's field manager). Objects the dry-run refuses are listed in
-/// the second vector, the others still compared.
+/// `applier` (kustomize-controller's field manager), [`DRY_RUNS_IN_FLIGHT`] at a time, the
+/// results in the build's order. Objects the dry-run refuses are listed in the second vector,
+/// the others still compared.
 pub async fn against_live(new: &ClusterBuild, applier: &Applier) -> (Vec<ObjectDiff>, Vec<String>) {
+    use futures::StreamExt;
     let mut out = Vec::new();
     let mut errors = Vec::new();
     let options = ApplyOptions::default();
-    for (id, Built { by, object }) in &new.objects {
-        let outcome = match applier.dry_run(object, &options).await {
+    let options = &options;
+    let outcomes: Vec<_> = futures::stream::iter(&new.objects)
+        .map(
+            |(id, built)| async move { (id, built, applier.dry_run(&built.object, options).await) },
+        )
+        .buffered(DRY_RUNS_IN_FLIGHT)
+        .collect()
+        .await;
+    for (id, Built { by, .. }, outcome) in outcomes {
+        let outcome = match outcome {
             Ok(o) => o,
             Err(e) => {
                 errors.push(format!("{id}: {e}"));
