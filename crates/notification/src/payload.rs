@@ -9,6 +9,7 @@
 //! statuses from staging and production on one commit do not overwrite each other.
 
 mod chat;
+mod comment;
 mod commit;
 mod incident;
 
@@ -75,7 +76,7 @@ pub struct Request {
 }
 
 impl Request {
-    fn json(url: String, body: &Value) -> Request {
+    pub(crate) fn json(url: String, body: &Value) -> Request {
         Request {
             method: "POST",
             url,
@@ -86,7 +87,7 @@ impl Request {
         }
     }
 
-    fn get(url: String) -> Request {
+    pub(crate) fn get(url: String) -> Request {
         Request {
             method: "GET",
             url,
@@ -96,7 +97,7 @@ impl Request {
         }
     }
 
-    fn header(mut self, name: &str, value: impl Into<String>) -> Request {
+    pub(crate) fn header(mut self, name: &str, value: impl Into<String>) -> Request {
         self.headers.push((name.to_string(), value.into()));
         self
     }
@@ -112,6 +113,8 @@ pub enum Plan {
     /// Requests sent in order, each once the one before succeeded (PagerDuty's alert, then
     /// its change event).
     Sequence(Vec<Request>),
+    /// A comment on a pull or merge request, created once and edited afterwards.
+    Comment(Box<Comment>),
     /// A commit status: read the commit's statuses first and post only when this one's state
     /// or description changed (Flux's duplicate check).
     CommitStatus {
@@ -122,6 +125,26 @@ pub enum Plan {
         /// How the answer to `list` tells a duplicate.
         duplicate: Duplicate,
     },
+}
+
+/// A change request comment: the provider's own comment (by its author and a hidden marker
+/// naming provider and object) is edited when it exists, else one is created.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Comment {
+    /// Reads the token's user.
+    pub user: Request,
+    /// JSON pointer to the user's login in `user`'s answer.
+    pub login: &'static str,
+    /// Lists the request's comments.
+    pub list: Request,
+    /// JSON pointer to a listed comment's author login.
+    pub author: &'static str,
+    /// The hidden marker the provider's comment carries.
+    pub marker: String,
+    /// Creates the comment.
+    pub create: Request,
+    /// Edits a comment: this request with the comment's id appended to its URL.
+    pub edit: Request,
 }
 
 /// How a commit status service's answer tells that the status to set is already there.
@@ -318,6 +341,9 @@ pub fn check(p: &ProviderConfig) -> Result<(), PayloadError> {
         }
         ProviderType::Github
         | ProviderType::Githubdispatch
+        | ProviderType::Githubpullrequestcomment
+        | ProviderType::Gitlabmergerequestcomment
+        | ProviderType::Giteapullrequestcomment
         | ProviderType::Gitlab
         | ProviderType::Gitea
             if !token_or_password =>
@@ -374,6 +400,9 @@ pub fn plan(provider: &ProviderConfig, event: &Event) -> Result<Plan, PayloadErr
         ProviderType::Zulip => chat::zulip(provider, event),
         ProviderType::Datadog => incident::datadog(provider, event),
         ProviderType::Githubdispatch => commit::githubdispatch(provider, event),
+        ProviderType::Githubpullrequestcomment => comment::github(provider, event),
+        ProviderType::Gitlabmergerequestcomment => comment::gitlab(provider, event),
+        ProviderType::Giteapullrequestcomment => comment::gitea(provider, event),
         ProviderType::Alertmanager => incident::alertmanager(provider, event),
         ProviderType::Grafana => incident::grafana(provider, event),
         ProviderType::Pagerduty => incident::pagerduty(provider, event),

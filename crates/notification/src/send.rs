@@ -148,6 +148,34 @@ impl Sender {
                 }
                 Ok(Delivered::Sent)
             }
+            Plan::Comment(comment) => {
+                let json = |body: Vec<u8>| {
+                    serde_json::from_slice::<serde_json::Value>(&body)
+                        .unwrap_or(serde_json::Value::Null)
+                };
+                let user = json(self.perform(&comment.user)?);
+                let login = user.pointer(comment.login).and_then(|l| l.as_str());
+                let listed = json(self.perform(&comment.list)?);
+                let existing = listed.as_array().into_iter().flatten().find(|c| {
+                    login.is_some()
+                        && c.pointer(comment.author).and_then(|a| a.as_str()) == login
+                        && c.get("body")
+                            .and_then(|b| b.as_str())
+                            .is_some_and(|b| b.contains(&comment.marker))
+                });
+                let id = existing.and_then(|c| c.get("id")).and_then(|i| i.as_u64());
+                match id {
+                    Some(id) => {
+                        let mut edit = comment.edit.clone();
+                        edit.url.push_str(&id.to_string());
+                        self.perform(&edit)?;
+                    }
+                    None => {
+                        self.perform(&comment.create)?;
+                    }
+                }
+                Ok(Delivered::Sent)
+            }
             Plan::CommitStatus {
                 list,
                 post,
@@ -211,10 +239,10 @@ impl Sender {
                 r.call()
             }
             method => {
-                let mut r = if method == "PUT" {
-                    self.agent.put(&request.url)
-                } else {
-                    self.agent.post(&request.url)
+                let mut r = match method {
+                    "PUT" => self.agent.put(&request.url),
+                    "PATCH" => self.agent.patch(&request.url),
+                    _ => self.agent.post(&request.url),
                 };
                 r = r.header("Content-Type", request.content_type.as_str());
                 for (k, v) in &request.headers {

@@ -212,6 +212,22 @@ impl Dispatcher {
             tracing::debug!(alert = %alert.name_any(), "event dropped for commit status provider: no commit metadata");
             return Ok(());
         }
+        // Comment types comment on the change request the event names (an annotation
+        // `event.toolkit.fluxcd.io/change_request` on the object); others are not theirs.
+        let comments = matches!(
+            kind,
+            ProviderType::Githubpullrequestcomment
+                | ProviderType::Gitlabmergerequestcomment
+                | ProviderType::Giteapullrequestcomment
+        );
+        let has_change_request = event
+            .metadata
+            .get("event.toolkit.fluxcd.io/change_request")
+            .is_some_and(|c| !c.is_empty());
+        if comments && !has_change_request {
+            tracing::debug!(alert = %alert.name_any(), "event dropped for change request provider: no change_request metadata");
+            return Ok(());
+        }
         let mut notification = event.clone();
         let conflicts = notification.combine_metadata(
             &alert.spec.event_metadata.clone().unwrap_or_default(),

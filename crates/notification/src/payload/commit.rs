@@ -146,7 +146,7 @@ fn commit_and_state<'a>(
 const PROGRESSING: &str = "progressing events set no commit status";
 
 /// `owner` and `repo` of an `owner/repo` id.
-fn owner_repo<'a>(
+pub(super) fn owner_repo<'a>(
     id: &'a str,
     address: &str,
     what: &'static str,
@@ -163,7 +163,7 @@ fn owner_repo<'a>(
 }
 
 /// The token, or the password when only that is set (Flux's fallback for Git hosts).
-fn token_of(p: &ProviderConfig) -> &str {
+pub(super) fn token_of(p: &ProviderConfig) -> &str {
     if p.token.is_empty() {
         &p.password
     } else {

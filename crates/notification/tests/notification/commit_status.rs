@@ -342,3 +342,134 @@ fn github_dispatch_sends_the_event_as_client_payload() {
                "client_payload": serde_json::to_value(&e).unwrap()})
     );
 }
+
+fn change_request_event() -> Event {
+    let mut e = event("error", "HealthCheckFailed");
+    e.metadata.insert("change_request".into(), "7".into());
+    e
+}
+
+#[test]
+fn github_pull_request_comment_is_created_then_edited() {
+    let sink = WebhookSink::start();
+    let p = with_token(
+        ProviderType::Githubpullrequestcomment,
+        format!("{}/org/fleet", sink.url()),
+        "ghp",
+    );
+    let e = change_request_event();
+    let marker = format!(
+        "<!-- flux-pr-comment-key:{}/Kustomization/gitops-system/apps -->",
+        p.uid
+    );
+    sink.route("GET", "/api/v3/user", 200, r#"{"login":"flux-bot"}"#);
+    // No comment of ours yet (another user's comment carries the marker: not ours).
+    sink.route(
+        "GET",
+        "/api/v3/repos/org/fleet/issues/7/comments",
+        200,
+        &serde_json::to_string(&json!([{"id": 1, "user": {"login": "someone"}, "body": marker}]))
+            .unwrap(),
+    );
+    send(&p, &e);
+    let got = sink.wait_for(3, WAIT);
+    assert_eq!(got[0].path, "/api/v3/user");
+    assert_eq!(
+        got[1].path,
+        "/api/v3/repos/org/fleet/issues/7/comments?sort=created&direction=asc&per_page=100"
+    );
+    assert_eq!(
+        (got[2].method.as_str(), got[2].path.as_str()),
+        ("POST", "/api/v3/repos/org/fleet/issues/7/comments")
+    );
+    assert_eq!(got[2].header("authorization"), Some("Bearer ghp"));
+    let body = json_of(&got[2].body)["body"].as_str().unwrap().to_string();
+    assert!(
+        body.starts_with(&format!(
+            "{marker}\n\n## Flux Status\n\n⚠️ [production] Kustomization/gitops-system/apps\n"
+        )),
+        "{body}"
+    );
+
+    // Ours exists: edited in place.
+    let sink = WebhookSink::start();
+    let p = ProviderConfig {
+        address: format!("{}/org/fleet", sink.url()),
+        ..p
+    };
+    sink.route("GET", "/api/v3/user", 200, r#"{"login":"flux-bot"}"#);
+    sink.route(
+        "GET",
+        "/api/v3/repos/org/fleet/issues/7/comments",
+        200,
+        &serde_json::to_string(
+            &json!([{"id": 99, "user": {"login": "flux-bot"}, "body": format!("{marker}\nold")}]),
+        )
+        .unwrap(),
+    );
+    send(&p, &e);
+    let got = sink.wait_for(3, WAIT);
+    assert_eq!(
+        (got[2].method.as_str(), got[2].path.as_str()),
+        ("PATCH", "/api/v3/repos/org/fleet/issues/comments/99")
+    );
+    let mut no_request = e.clone();
+    no_request.metadata.remove("change_request");
+    assert_eq!(
+        payload::plan(&p, &no_request).unwrap_err().to_string(),
+        "missing \"change_request\" metadata key"
+    );
+}
+
+#[test]
+fn gitlab_and_gitea_comments_use_their_apis() {
+    let sink = WebhookSink::start();
+    let p = with_token(
+        ProviderType::Gitlabmergerequestcomment,
+        format!("{}/group/fleet", sink.url()),
+        "glpat",
+    );
+    sink.route("GET", "/api/v4/user", 200, r#"{"username":"flux-bot"}"#);
+    let marker = format!(
+        "<!-- flux-mr-comment-key:{}/Kustomization/gitops-system/apps -->",
+        p.uid
+    );
+    sink.route(
+        "GET",
+        "/api/v4/projects/group%2Ffleet/merge_requests/7/notes",
+        200,
+        &serde_json::to_string(
+            &json!([{"id": 5, "author": {"username": "flux-bot"}, "body": marker}]),
+        )
+        .unwrap(),
+    );
+    send(&p, &change_request_event());
+    let got = sink.wait_for(3, WAIT);
+    assert_eq!(got[0].header("private-token"), Some("glpat"));
+    assert_eq!(
+        (got[2].method.as_str(), got[2].path.as_str()),
+        (
+            "PUT",
+            "/api/v4/projects/group%2Ffleet/merge_requests/7/notes/5"
+        )
+    );
+
+    let sink = WebhookSink::start();
+    let p = with_token(
+        ProviderType::Giteapullrequestcomment,
+        format!("{}/org/fleet", sink.url()),
+        "gt",
+    );
+    sink.route("GET", "/api/v1/user", 200, r#"{"login":"flux-bot"}"#);
+    send(&p, &change_request_event());
+    let got = sink.wait_for(3, WAIT);
+    assert_eq!(got[0].header("authorization"), Some("token gt"));
+    assert_eq!(
+        got[1].path,
+        "/api/v1/repos/org/fleet/issues/7/comments?page=1&limit=100"
+    );
+    assert_eq!(
+        (got[2].method.as_str(), got[2].path.as_str()),
+        ("POST", "/api/v1/repos/org/fleet/issues/7/comments")
+    );
+}
