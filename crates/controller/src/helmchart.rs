@@ -1,6 +1,7 @@
 //! The `HelmChart` reconciler: one pass over one object. Finds the source (a HelmRepository's
 //! stored index, a `type: oci` HelmRepository's registry, or a GitRepository's artifact
-//! downloaded and unpacked), builds the chart with
+//! downloaded and unpacked once per artifact for all the charts built from it, see
+//! [`SourceTrees`]), builds the chart with
 //! `ferroflux-helmsource` on a blocking thread (a cached chart of the same name and version is
 //! kept unless the generation changed), stores `<chart>-<version>.tgz`, and writes Flux's
 //! status, finalizer and events.
@@ -13,7 +14,7 @@
 //! `VerificationError` on `SourceVerified` and Ready, and the artifact withdrawn from status:
 //! ferroflux does not check signatures, and an unverified chart must not be installed.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -92,6 +93,81 @@ impl ChartFailure {
             condition: None,
         }
     }
+}
+
+/// Source artifacts (a GitRepository's) unpacked once and shared by every HelmChart built from
+/// them: a fleet of HelmReleases whose chart lives in one repository has one HelmChart per
+/// release, and each would otherwise download and unpack the same artifact again. Keyed by the
+/// artifact's digest, so a tree is exactly the bytes the digest names; the last few artifacts
+/// are kept (a build in progress keeps its tree alive until it ends), and charts that ask for
+/// the same artifact at once wait for one download. Builds only read the tree.
+#[derive(Clone, Default)]
+pub struct SourceTrees(Arc<std::sync::Mutex<VecDeque<Tree>>>);
+
+/// An artifact's digest and its tree.
+type Tree = (String, Arc<TreeCell>);
+
+/// One artifact's tree, unpacked by the first chart that asks for it.
+type TreeCell = tokio::sync::OnceCell<Arc<tempfile::TempDir>>;
+
+/// How many unpacked artifacts [`SourceTrees`] keeps: the current and the previous revision of
+/// a few sources.
+const TREES_KEPT: usize = 4;
+
+impl SourceTrees {
+    /// The unpacked tree of `artifact`, downloaded, checked against its digest and unpacked
+    /// unless an earlier call already did.
+    async fn get(
+        &self,
+        artifact: &ferroflux_api::Artifact,
+    ) -> Result<Arc<tempfile::TempDir>, TreeError> {
+        let cell = {
+            let mut trees = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            match trees.iter().find(|(digest, _)| *digest == artifact.digest) {
+                Some((_, cell)) => cell.clone(),
+                None => {
+                    let cell = Arc::new(TreeCell::new());
+                    // An artifact without a digest cannot be told apart: never shared.
+                    if !artifact.digest.is_empty() {
+                        trees.push_back((artifact.digest.clone(), cell.clone()));
+                        while trees.len() > TREES_KEPT {
+                            trees.pop_front();
+                        }
+                    }
+                    cell
+                }
+            }
+        };
+        // A failed attempt leaves the cell empty: the next chart tries again.
+        cell.get_or_try_init(|| unpack(artifact.clone()))
+            .await
+            .cloned()
+    }
+}
+
+/// Why a source artifact could not be had: its download or digest, or unpacking it.
+#[derive(Debug)]
+enum TreeError {
+    Fetch(String),
+    Unpack(String),
+}
+
+async fn unpack(artifact: ferroflux_api::Artifact) -> Result<Arc<tempfile::TempDir>, TreeError> {
+    let data = artifact::download(&artifact.url, artifact::DEFAULT_MAX_SIZE)
+        .await
+        .map_err(|e| TreeError::Fetch(e.to_string()))?;
+    artifact::verify_digest(&data, &artifact.digest)
+        .map_err(|e| TreeError::Fetch(e.to_string()))?;
+    let unpacked = step::blocking("unpacking the source artifact", move || {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        artifact::untar(&data, dir.path(), artifact::DEFAULT_MAX_SIZE)
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>(dir)
+    })
+    .await
+    .map_err(TreeError::Unpack)?
+    .map_err(TreeError::Unpack)?;
+    Ok(Arc::new(unpacked))
 }
 
 /// What a successful pass produced.
@@ -331,17 +407,17 @@ async fn build(
                     interval,
                 ));
             };
-            let fetch_failed = |e: String| {
-                ChartFailure::fetch(Failure::retry(
+            let tree = settings.source_trees.get(&a).await.map_err(|e| match e {
+                TreeError::Fetch(e) => ChartFailure::fetch(Failure::retry(
                     conditions::reason::ARTIFACT_FAILED,
                     format!("failed to fetch source artifact: {e}"),
                     interval,
-                ))
-            };
-            let data = artifact::download(&a.url, artifact::DEFAULT_MAX_SIZE)
-                .await
-                .map_err(|e| fetch_failed(e.to_string()))?;
-            artifact::verify_digest(&data, &a.digest).map_err(|e| fetch_failed(e.to_string()))?;
+                )),
+                TreeError::Unpack(e) => ChartFailure::build(Failure::of(
+                    &ferroflux_helmsource::Error::Storage(e),
+                    interval,
+                )),
+            })?;
             let metadata = version_metadata(
                 obj.reconcile_strategy(),
                 source.kind,
@@ -353,11 +429,7 @@ async fn build(
             let repos = namespace_repositories(client, ns).await;
             let chart_path = obj.spec.chart.clone();
             let task = tokio::task::spawn_blocking(move || {
-                let dir = tempfile::tempdir()
-                    .map_err(|e| ferroflux_helmsource::Error::Storage(e.to_string()))?;
-                artifact::untar(&data, dir.path(), artifact::DEFAULT_MAX_SIZE)
-                    .map_err(|e| ferroflux_helmsource::Error::Storage(e.to_string()))?;
-                ferroflux_helmsource::build_from_source(dir.path(), &chart_path, &opts, &repos)
+                ferroflux_helmsource::build_from_source(tree.path(), &chart_path, &opts, &repos)
             });
             // Dependencies from repositories may take a while: the interval bounds the build.
             let build =
@@ -665,22 +737,39 @@ pub fn controller(
         reconcile(&c, &s, &ns, &name).await
     });
     let sources = client.clone();
-    // As source-controller: a source's new artifact reconciles the HelmCharts built from it.
+    // As source-controller: a source's new artifact (or a change of its spec) reconciles the
+    // HelmCharts built from it; its status writes without a new artifact do not (with a
+    // thousand charts from one GitRepository, each of its status writes would queue them all).
     let watches = move |c: Controller<HelmChart>| {
         let charts = c.store();
         let git_charts = charts.clone();
+        let repo_changes = SourceChanges::default();
+        let git_changes = SourceChanges::default();
         c.watches(
             Api::<HelmRepository>::all(sources.clone()),
             watcher::Config::default(),
-            move |repo| charts_of(&charts, HelmChartSourceKind::HelmRepository, &repo),
+            move |repo| {
+                let artifact = repo.status.as_ref().and_then(|s| s.artifact.as_ref());
+                if !repo_changes.changed(&repo, artifact) {
+                    return Vec::new();
+                }
+                charts_of(&charts, HelmChartSourceKind::HelmRepository, &repo)
+            },
         )
         .watches(
             Api::<GitRepository>::all(sources),
             watcher::Config::default(),
-            move |repo| charts_of(&git_charts, HelmChartSourceKind::GitRepository, &repo),
+            move |repo| {
+                let artifact = repo.status.as_ref().and_then(|s| s.artifact.as_ref());
+                if !git_changes.changed(&repo, artifact) {
+                    return Vec::new();
+                }
+                charts_of(&git_charts, HelmChartSourceKind::GitRepository, &repo)
+            },
         )
     };
-    sourceloop::controller::<HelmChart>(
+    // A HelmChart's own status and finalizer writes do not build it again.
+    sourceloop::controller_on_spec::<HelmChart>(
         client,
         "helmchart",
         run,
@@ -689,6 +778,34 @@ pub fn controller(
         shutdown,
         watches,
     )
+}
+
+/// The generation and artifact revision last seen of each source, so that only a change of
+/// either reaches the HelmCharts.
+#[derive(Default)]
+struct SourceChanges(std::sync::Mutex<BTreeMap<String, Seen>>);
+
+/// A source's generation and artifact revision.
+type Seen = (Option<i64>, Option<String>);
+
+impl SourceChanges {
+    /// Whether `source` shows a generation or artifact revision not seen before (the first
+    /// sight of a source counts as a change).
+    fn changed<S: kube::Resource>(
+        &self,
+        source: &S,
+        artifact: Option<&ferroflux_api::Artifact>,
+    ) -> bool {
+        let meta = source.meta();
+        let key = format!(
+            "{}/{}",
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default()
+        );
+        let seen = (meta.generation, artifact.map(|a| a.revision.clone()));
+        let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        last.insert(key, seen.clone()).as_ref() != Some(&seen)
+    }
 }
 
 /// The HelmCharts of `source`'s namespace whose `sourceRef` names it.
@@ -714,6 +831,101 @@ fn charts_of<S: kube::Resource>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn tarball(files: &[(&str, &[u8])]) -> Vec<u8> {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut builder = tar::Builder::new(gz);
+        for (path, data) in files {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            builder.append_data(&mut header, path, *data).unwrap();
+        }
+        builder.into_inner().unwrap().finish().unwrap()
+    }
+
+    /// An artifact server on loopback serving `data` to every request; counts the requests.
+    async fn serve(data: Vec<u8>) -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let served = Arc::new(AtomicUsize::new(0));
+        let count = served.clone();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                count.fetch_add(1, Ordering::SeqCst);
+                let data = data.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 2048];
+                    let _ = sock.read(&mut buf).await;
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        data.len()
+                    );
+                    let _ = sock.write_all(head.as_bytes()).await;
+                    let _ = sock.write_all(&data).await;
+                });
+            }
+        });
+        (
+            format!("http://{addr}/gitrepository/ns/fleet/abc.tar.gz"),
+            served,
+        )
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_source_artifact_is_fetched_and_unpacked_once_for_all_its_charts() {
+        let data = tarball(&[("charts/app/Chart.yaml", b"name: app\nversion: 1.0.0\n")]);
+        let digest = format!("sha256:{:x}", Sha256::digest(&data));
+        let (url, served) = serve(data).await;
+        let artifact = ferroflux_api::Artifact {
+            url,
+            digest,
+            revision: "main@sha1:abc".into(),
+            ..Default::default()
+        };
+        let trees = SourceTrees::default();
+        let all = futures::future::join_all((0..8).map(|_| trees.get(&artifact))).await;
+        let paths: Vec<_> = all
+            .into_iter()
+            .map(|t| t.unwrap().path().to_path_buf())
+            .collect();
+        assert!(paths.iter().all(|p| *p == paths[0]), "{paths:?}");
+        assert_eq!(
+            std::fs::read_to_string(paths[0].join("charts/app/Chart.yaml")).unwrap(),
+            "name: app\nversion: 1.0.0\n"
+        );
+        assert_eq!(served.load(Ordering::SeqCst), 1);
+
+        // Bytes that do not match the digest are refused, and not kept: tried again.
+        let wrong = ferroflux_api::Artifact {
+            digest: format!("sha256:{}", "0".repeat(64)),
+            ..artifact.clone()
+        };
+        for _ in 0..2 {
+            match trees.get(&wrong).await {
+                Err(TreeError::Fetch(m)) => assert!(m.contains("doesn't match"), "{m}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(served.load(Ordering::SeqCst), 3);
+        trees.get(&artifact).await.unwrap();
+        assert_eq!(served.load(Ordering::SeqCst), 3);
+
+        // Older artifacts give way to newer ones; a dropped tree is removed from disk.
+        let kept = paths[0].clone();
+        for i in 0..TREES_KEPT {
+            let other = ferroflux_api::Artifact {
+                digest: format!("sha256:{i:064}"),
+                ..artifact.clone()
+            };
+            let _ = trees.get(&other).await;
+        }
+        assert!(!kept.exists(), "{} still on disk", kept.display());
+    }
 
     #[test]
     fn version_metadata_follows_flux() {

@@ -30,6 +30,8 @@ pub struct Options {
     pub storage: Storage,
     /// `--helm-index-max-size`.
     pub max_index_size: u64,
+    /// The source artifacts HelmCharts are built from, unpacked once per artifact.
+    pub source_trees: crate::helmchart::SourceTrees,
 }
 
 impl Options {
@@ -38,6 +40,7 @@ impl Options {
         Options {
             storage,
             max_index_size: ferroflux_helmsource::MAX_INDEX_SIZE,
+            source_trees: Default::default(),
         }
     }
 }

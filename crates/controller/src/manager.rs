@@ -449,10 +449,14 @@ async fn run_controllers(
         state.metrics.clone(),
         fired(stop_rx.clone()),
     );
+    // One HelmChart per HelmRelease (Flux's chart template): the charts are built at least as
+    // many at once as the releases reconcile, or a fleet waits on the source concurrency.
     let (_, helmchart_task) = crate::helmchart::controller(
         client.clone(),
         helm_sources,
-        config.source_concurrency,
+        config
+            .source_concurrency
+            .max(config.helmrelease.concurrency),
         state.metrics.clone(),
         fired(stop_rx.clone()),
     );

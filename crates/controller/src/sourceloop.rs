@@ -11,14 +11,14 @@ use std::time::Duration;
 use crate::events::Recorder;
 use crate::gitrepository::Reconciled;
 use crate::metrics::{Metrics, Outcome as MetricOutcome};
-use ferroflux_api::FluxObject;
+use ferroflux_api::{FluxObject, RECONCILE_REQUESTED_AT};
 use futures::StreamExt;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Reporter};
-use kube::runtime::reflector::Store;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{PredicateConfig, WatchStreamExt, watcher};
 
 /// One reconcile of `namespace/name`; an `Err` is an API failure (writing status), retried soon.
 pub(crate) type ReconcileFn = Arc<dyn Fn(String, String) -> Pass + Send + Sync>;
@@ -68,9 +68,79 @@ where
     K: FluxObject,
 {
     let api = Api::<K>::all(client.clone());
-    let controller = Controller::new(api, watcher::Config::default())
+    let controller = Controller::new(api, watcher::Config::default());
+    run(
+        client,
+        controller_name,
+        reconcile,
+        concurrency,
+        metrics,
+        shutdown,
+        watches(controller),
+    )
+}
+
+/// [`controller`] for a kind whose own changes reconcile it only on a change of its spec, a
+/// `reconcile.fluxcd.io/requestedAt` or its deletion (source-controller's
+/// `GenerationChangedPredicate` or `ReconcileRequestedPredicate`, see [`spec_or_request`]):
+/// its own status and finalizer writes then cost no second pass.
+pub(crate) fn controller_on_spec<K>(
+    client: kube::Client,
+    controller_name: &'static str,
+    reconcile: ReconcileFn,
+    concurrency: u16,
+    metrics: Arc<Metrics>,
+    shutdown: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
+    watches: impl FnOnce(Controller<K>) -> Controller<K>,
+) -> (Store<K>, Pin<Box<dyn Future<Output = ()> + Send>>)
+where
+    K: FluxObject,
+{
+    let (store, writer) = reflector::store();
+    let triggers = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(spec_or_request::<K>, PredicateConfig::default());
+    let controller = Controller::for_stream(triggers, store);
+    run(
+        client,
+        controller_name,
+        reconcile,
+        concurrency,
+        metrics,
+        shutdown,
+        watches(controller),
+    )
+}
+
+/// The trigger of source-controller's predicates: the generation (a spec change), a
+/// `reconcile.fluxcd.io/requestedAt` annotation, and the start of deletion.
+fn spec_or_request<K: FluxObject>(obj: &K) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    obj.meta().generation.hash(&mut hasher);
+    obj.annotations()
+        .get(RECONCILE_REQUESTED_AT)
+        .hash(&mut hasher);
+    obj.meta().deletion_timestamp.is_some().hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+fn run<K>(
+    client: kube::Client,
+    controller_name: &'static str,
+    reconcile: ReconcileFn,
+    concurrency: u16,
+    metrics: Arc<Metrics>,
+    shutdown: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
+    controller: Controller<K>,
+) -> (Store<K>, Pin<Box<dyn Future<Output = ()> + Send>>)
+where
+    K: FluxObject,
+{
+    let controller = controller
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency.max(1)));
-    let controller = watches(controller);
     let store = controller.store();
     let reporter = Reporter {
         controller: "source-controller".into(),

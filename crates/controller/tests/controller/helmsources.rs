@@ -301,8 +301,8 @@ async fn charts_from_a_repository_and_from_git_reach_ready_and_bad_input_keeps_t
     let storage =
         ferroflux_source::Storage::new(work.path().join("storage"), manager.storage_url()).unwrap();
     let small = HelmOptions {
-        storage,
         max_index_size: 64,
+        ..HelmOptions::new(storage)
     };
     manager.shutdown().await.unwrap();
     reconcile_repo(&client, &small, "flux-system", "charts")
@@ -412,6 +412,28 @@ async fn a_chart_from_a_git_repository_with_values_files_and_revision_strategy()
     assert_eq!(loaded.metadata.version, version);
     assert_eq!(loaded.values["replicaCount"].as_f64(), Some(7.0));
     assert!(loaded.values.contains_key("image"));
+
+    // Built once per change: neither the chart's own status writes nor the GitRepository's
+    // status writes without a new artifact reconcile it again. After one requested pass to
+    // settle, a requested reconcile of the source (same revision) then one of the chart add
+    // exactly one pass.
+    let passes = || {
+        let series = "gotk_reconcile_duration_seconds_count{kind=\"HelmChart\",name=\"app\",namespace=\"flux-system\"} ";
+        manager
+            .metrics()
+            .lines()
+            .find_map(|l| l.strip_prefix(series))
+            .map(|n| n.trim().parse::<u64>().unwrap())
+            .unwrap_or(0)
+    };
+    request_reconcile(&charts_api, "app", "settle").await;
+    handled(&charts_api, "app", "settle").await;
+    let before = passes();
+    request_reconcile(&gitrepos, "fleet", "same-revision").await;
+    handled(&gitrepos, "fleet", "same-revision").await;
+    request_reconcile(&charts_api, "app", "witness").await;
+    handled(&charts_api, "app", "witness").await;
+    assert_eq!(passes(), before + 1, "passes of HelmChart app");
 
     // A path that is not in the artifact: named, the chart kept.
     let patch = json!({"spec": {"chart": "charts/nope"}});
