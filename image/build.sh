@@ -6,8 +6,12 @@
 #   image/build.sh --image REGISTRY/REPO:TAG [--binary PATH] [--version V] [--revision R]
 #                  [--insecure] [--allow-dynamic] [--layout DIR]
 #
-# Without --binary it builds the static release binary first:
-#   RUSTFLAGS='-C target-feature=+crt-static' cargo build --release --target x86_64-unknown-linux-gnu
+# Without --binary it builds the static release binary first, against musl (a glibc binary
+# linked statically still loads its DNS resolver as a shared library at run time, which an
+# image FROM scratch does not have):
+#   cargo build --release --locked -p ferroflux --target x86_64-unknown-linux-musl
+# which needs `rustup target add x86_64-unknown-linux-musl` and a musl C compiler for ring and
+# SQLite (`apt-get install musl-tools`).
 # A binary with a dynamic loader is refused (FROM scratch has no libc) unless --allow-dynamic
 # is given (tests packaging the debug binary they already built). --insecure pushes over plain
 # HTTP (a local registry). --layout keeps the OCI layout there instead of a temporary folder.
@@ -25,7 +29,7 @@ while [ $# -gt 0 ]; do
     --insecure) insecure=true; shift ;;
     --allow-dynamic) allow_dynamic=true; shift ;;
     --layout) layout="$2"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "build.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -37,10 +41,15 @@ done
 [ -n "$revision" ] || revision="$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)"
 
 if [ -z "$binary" ]; then
+  target=x86_64-unknown-linux-musl
+  if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx "$target"; then
+    echo "build.sh: the Rust target $target is missing (rustup target add $target)" >&2
+    exit 1
+  fi
+  command -v musl-gcc >/dev/null || { echo "build.sh: 'musl-gcc' is missing (apt-get install musl-tools)" >&2; exit 1; }
   target_dir="${CARGO_TARGET_DIR:-$root/target}"
-  (cd "$root" && RUSTFLAGS='-C target-feature=+crt-static' \
-    cargo build --release --locked -p ferroflux-cli --target x86_64-unknown-linux-gnu)
-  binary="$target_dir/x86_64-unknown-linux-gnu/release/ferroflux"
+  (cd "$root" && cargo build --release --locked -p ferroflux --target "$target")
+  binary="$target_dir/$target/release/ferroflux"
 fi
 [ -f "$binary" ] || { echo "build.sh: binary '$binary' not found" >&2; exit 1; }
 if readelf -l "$binary" 2>/dev/null | grep -q 'Requesting program interpreter'; then

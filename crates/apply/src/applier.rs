@@ -709,10 +709,9 @@ impl Applier {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                return Err(ApplyError::Health(format!(
-                    "health check failed after {:.1}s: timeout waiting for: [{}]",
-                    started.elapsed().as_secs_f64(),
-                    pending.join(", ")
+                return Err(ApplyError::Health(health_timeout(
+                    started.elapsed(),
+                    &pending,
                 )));
             }
             tokio::time::sleep(self.poll_interval).await;
@@ -832,5 +831,33 @@ mod tests {
             "NotFound",
             "namespaces \"x\" not found"
         )));
+    }
+}
+
+/// kustomize-controller's message for a health check that timed out: the elapsed time as Go
+/// prints a duration (`5m0.1s`, not `300.1s`).
+fn health_timeout(elapsed: Duration, pending: &[String]) -> String {
+    format!(
+        "health check failed after {}: timeout waiting for: [{}]",
+        ferroflux_api::duration::format_duration(elapsed),
+        pending.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod health_message_tests {
+    use super::*;
+
+    #[test]
+    fn elapsed_time_is_printed_as_go_prints_a_duration() {
+        let pending = ["HelmRelease/ns/app status: 'InProgress'".to_string()];
+        assert_eq!(
+            health_timeout(Duration::from_millis(300_100), &pending),
+            "health check failed after 5m0.1s: timeout waiting for: [HelmRelease/ns/app status: 'InProgress']"
+        );
+        assert_eq!(
+            health_timeout(Duration::from_millis(20_250), &pending[..0]),
+            "health check failed after 20.25s: timeout waiting for: []"
+        );
     }
 }
