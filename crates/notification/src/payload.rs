@@ -238,9 +238,14 @@ pub enum PayloadError {
     /// The revision holds no commit hash.
     #[error("failed to extract commit hash from '{0}' revision")]
     InvalidRevision(String),
-    /// The type is not implemented by ferroflux.
-    #[error("provider type '{0}' is not supported by ferroflux")]
-    Unsupported(String),
+    /// The type is not implemented by ferroflux, and what it would need.
+    #[error("provider type '{kind}' is not supported by ferroflux: {needs}")]
+    Unsupported {
+        /// `nats`.
+        kind: &'static str,
+        /// What sending to it takes that ferroflux does not have.
+        needs: &'static str,
+    },
 }
 
 fn missing_key(key: &str, kind: &str, secret: Option<&str>) -> String {
@@ -413,7 +418,27 @@ pub fn plan(provider: &ProviderConfig, event: &Event) -> Result<Plan, PayloadErr
         ProviderType::Bitbucket => commit::bitbucket(provider, event),
         ProviderType::Bitbucketserver => commit::bitbucketserver(provider, event),
         ProviderType::Azuredevops => commit::azuredevops(provider, event),
-        other => Err(PayloadError::Unsupported(other.as_str().into())),
+        other => Err(PayloadError::Unsupported {
+            kind: other.as_str(),
+            needs: unsupported_because(other),
+        }),
+    }
+}
+
+/// Why the types ferroflux does not send to are left out: each speaks a protocol or needs a
+/// cloud identity beyond an HTTP post.
+fn unsupported_because(kind: ProviderType) -> &'static str {
+    match kind {
+        ProviderType::Googlepubsub => {
+            "it publishes with Google Cloud credentials (OAuth token exchange)"
+        }
+        ProviderType::Azureeventhub => {
+            "it sends over AMQP with an Event Hubs SAS or Azure AD token"
+        }
+        ProviderType::Nats => "it publishes over the NATS protocol",
+        ProviderType::Otel => "it exports OpenTelemetry traces (OTLP)",
+        ProviderType::Sentry => "it sends Sentry envelopes through the Sentry SDK's DSN handling",
+        _ => "no sender is implemented for it",
     }
 }
 

@@ -443,3 +443,39 @@ fn an_invalid_address_is_refused_before_sending() {
         "invalid Slack hook URL \"hooks.slack.com/services/x\": expected an absolute http:// or https:// URL"
     );
 }
+
+#[test]
+fn every_type_of_the_crds_enum_sends_or_says_what_it_would_need() {
+    // Types whose senders ferroflux does not have: each says why.
+    let unsupported = ["googlepubsub", "sentry", "azureeventhub", "nats", "otel"];
+    for name in ferroflux_api::notification::ALL_PROVIDER_TYPES {
+        let kind: ProviderType = serde_json::from_value(json!(name)).unwrap();
+        let address = match *name {
+            "bitbucketserver" => "https://example.com/scm/org/repo.git",
+            "azuredevops" => "https://dev.azure.com/org/proj/_git/repo",
+            _ => "https://example.com/org/repo",
+        };
+        let mut p = provider(kind, address.into());
+        p.token = "user:token".into();
+        p.username = "u".into();
+        p.password = "p".into();
+        p.channel = "chat/topic".into();
+        let mut event = test_event();
+        event
+            .metadata
+            .insert("revision".into(), format!("main@sha1:{SHA}"));
+        event.metadata.insert("change_request".into(), "1".into());
+        match payload::plan(&p, &event) {
+            Ok(_) => assert!(!unsupported.contains(name), "{name} sends"),
+            Err(e) => {
+                assert!(unsupported.contains(name), "{name}: {e}");
+                assert!(
+                    e.to_string().starts_with(&format!(
+                        "provider type '{name}' is not supported by ferroflux: "
+                    )),
+                    "{e}"
+                );
+            }
+        }
+    }
+}
