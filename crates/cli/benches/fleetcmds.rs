@@ -894,10 +894,8 @@ struct Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child's pid, which has not been waited for yet.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGINT);
-        }
+        // Killed: a graceful stop would wait for the open event streams.
+        self.child.kill().ok();
         self.child.wait().ok();
     }
 }
