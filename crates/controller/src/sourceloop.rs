@@ -3,6 +3,7 @@
 //! `reconcile.fluxcd.io/requestedAt`; the pass's event published, its duration and outcome
 //! recorded in the metrics.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -47,6 +48,7 @@ where
 }
 
 struct LoopContext {
+    client: kube::Client,
     reconcile: ReconcileFn,
     recorder: Recorder,
     metrics: Arc<Metrics>,
@@ -147,6 +149,7 @@ where
         instance: None,
     };
     let context = Arc::new(LoopContext {
+        client: client.clone(),
         reconcile,
         recorder: Recorder::new(client, reporter).notifying(metrics.notifier()),
         metrics,
@@ -202,7 +205,16 @@ async fn reconcile_item<K: FluxObject>(
             action: "Reconcile".into(),
             secondary: None,
         };
-        if let Err(e) = ctx.recorder.publish(&event, &obj.object_ref(&())).await {
+        let metadata = if event.type_ == EventType::Normal {
+            artifact_metadata::<K>(&ctx.client, &ns, &name).await
+        } else {
+            BTreeMap::new()
+        };
+        if let Err(e) = ctx
+            .recorder
+            .publish_with(&event, &obj.object_ref(&()), metadata)
+            .await
+        {
             tracing::debug!(error = %e, "failed to publish event");
         }
     }
@@ -210,6 +222,33 @@ async fn reconcile_item<K: FluxObject>(
         Some(after) => Action::requeue(after),
         None => Action::await_change(),
     })
+}
+
+/// What source-controller puts on its success events (a new artifact, a recovery): the
+/// artifact's revision and digest under the kind's group (`source.toolkit.fluxcd.io/revision`),
+/// so an alert and a commit status name the revision. The pass has just written the status;
+/// it is read back (success events are rare, one GET each). A kind without a single artifact
+/// (ArtifactGenerator) gets none.
+async fn artifact_metadata<K: FluxObject>(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> BTreeMap<String, String> {
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    let mut metadata = BTreeMap::new();
+    let Ok(Some(obj)) = api.get_opt(name).await else {
+        return metadata;
+    };
+    let Ok(value) = serde_json::to_value(&obj) else {
+        return metadata;
+    };
+    let group = K::group(&());
+    for key in ["revision", "digest"] {
+        if let Some(v) = value["status"]["artifact"][key].as_str() {
+            metadata.insert(format!("{group}/{key}"), v.to_string());
+        }
+    }
+    metadata
 }
 
 fn error_policy<K: FluxObject>(obj: Arc<K>, error: &LoopError, _ctx: Arc<LoopContext>) -> Action {

@@ -135,6 +135,14 @@ pub const FLEET_INFRA: &[(&str, &str)] = &[
         include_str!("../../../../examples/fleet-infra/clusters/staging/infrastructure.yaml"),
     ),
     (
+        "clusters/production/notifications.yaml",
+        include_str!("../../../../examples/fleet-infra/clusters/production/notifications.yaml"),
+    ),
+    (
+        "clusters/staging/notifications.yaml",
+        include_str!("../../../../examples/fleet-infra/clusters/staging/notifications.yaml"),
+    ),
+    (
         "infrastructure/base/certificate-crd.yaml",
         include_str!("../../../../examples/fleet-infra/infrastructure/base/certificate-crd.yaml"),
     ),

@@ -974,10 +974,12 @@ async fn recursive_build_and_diff_of_a_fleet_repository() {
     assert_eq!(
         of("flux-system"),
         [
+            "Alert/flux-system/fleet",
             "GitRepository/flux-system/flux-system",
             "Kustomization/flux-system/apps",
             "Kustomization/flux-system/flux-system",
             "Kustomization/flux-system/infrastructure",
+            "Provider/flux-system/chat",
         ]
     );
     assert_eq!(

@@ -156,11 +156,36 @@ async fn install_check_uninstall_on_a_local_cluster() {
         "Namespace/flux-system created",
         "CustomResourceDefinition/kustomizations.kustomize.toolkit.fluxcd.io created",
         "Deployment/flux-system/ferroflux-controller created",
+        "CustomResourceDefinition/alerts.notification.toolkit.fluxcd.io created",
+        "CustomResourceDefinition/providers.notification.toolkit.fluxcd.io created",
+        "CustomResourceDefinition/receivers.notification.toolkit.fluxcd.io created",
+        "Service/flux-system/webhook-receiver created",
         "✔ ferroflux-controller: deployment ready",
         "✔ install finished",
     ] {
         assert!(log.contains(line), "missing {line:?} in {log}");
     }
+    // Flux's webhook-receiver Service: port 80 to the container's receiver port 9292.
+    let svc = c.kubectl(&[
+        "get",
+        "service",
+        "webhook-receiver",
+        "-n",
+        "flux-system",
+        "-o",
+        "jsonpath={.spec.ports[0].port}->{.spec.ports[0].targetPort}",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&svc.stdout), "80->http-webhook");
+    let port = c.kubectl(&[
+        "get",
+        "deployment",
+        "ferroflux-controller",
+        "-n",
+        "flux-system",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[0].ports[?(@.name==\"http-webhook\")].containerPort}",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&port.stdout), "9292");
     // Installing again changes nothing.
     let again = ferroflux(
         args(&["install", "--kubeconfig", &kc, "--timeout", "60s"]),
@@ -184,6 +209,9 @@ async fn install_check_uninstall_on_a_local_cluster() {
         "► ghcr.io/ferroflux/ferroflux:v",
         "✔ gitrepositories.source.toolkit.fluxcd.io/v1",
         "✔ kustomizations.kustomize.toolkit.fluxcd.io/v1",
+        "✔ alerts.notification.toolkit.fluxcd.io/v1beta3",
+        "✔ providers.notification.toolkit.fluxcd.io/v1beta3",
+        "✔ receivers.notification.toolkit.fluxcd.io/v1",
         "✔ all checks passed",
     ] {
         assert!(log.contains(line), "missing {line:?} in {log}");

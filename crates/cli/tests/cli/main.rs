@@ -26,6 +26,7 @@ mod dev_up;
 mod diff_goldens;
 mod envsubst;
 mod export;
+mod fleet_alerts;
 mod fleet_diff;
 mod fleet_diff_helm;
 mod fleet_promote;

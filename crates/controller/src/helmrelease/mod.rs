@@ -3,11 +3,13 @@
 //! (`values`: `valuesFrom` and inline values in Flux's order, their digest) and what is done to
 //! the rendered manifests before they are applied (`postrender`: kustomize post-renderers,
 //! owner labels, `commonMetadata`), helm-controller's release state machine (`state`), drift
-//! detection (`drift`) and the reconciler that runs them (`reconciler`); a release rendered
-//! without installing it (`template`: what `build`/`diff helmrelease` and `fleet diff` show).
+//! detection (`drift`), the metadata of its events (`eventmeta`) and the reconciler that runs
+//! them (`reconciler`); a release rendered without installing it (`template`: what
+//! `build`/`diff helmrelease` and `fleet diff` show).
 
 pub mod chart;
 pub mod drift;
+pub mod eventmeta;
 pub mod postrender;
 pub mod reconciler;
 pub mod state;

@@ -1759,7 +1759,12 @@ async fn publish(ctx: &Context, hr: &HelmRelease, type_: EventType, reason: &str
         action: "Reconcile".into(),
         secondary: None,
     };
-    if let Err(e) = ctx.recorder.publish(&event, &hr.object_ref(&())).await {
+    let metadata = super::eventmeta::event_metadata(hr, reason);
+    if let Err(e) = ctx
+        .recorder
+        .publish_with(&event, &hr.object_ref(&()), metadata)
+        .await
+    {
         tracing::debug!(error = %e, "failed to publish event");
     }
 }

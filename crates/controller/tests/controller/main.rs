@@ -6,6 +6,7 @@
 mod harness;
 
 mod artifactgenerator;
+mod event_revisions;
 mod events;
 mod gitrepository;
 mod helmoci;
