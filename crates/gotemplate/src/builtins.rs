@@ -150,7 +150,7 @@ fn length(item: &Val) -> Result<usize, String> {
         Val::Missing => Err("reflect: call of reflect.Value.Type on zero Value".into()),
         Val::Iface(Value::Nil) | Val::Concrete(Value::Nil) => Err("len of nil pointer".into()),
         Val::Iface(v) | Val::Concrete(v) => match &inner(v) {
-            Value::String(s) => Ok(s.len()),
+            Value::String(s) => Ok(crate::gostr::byte_len(s)),
             Value::Bytes(b) => Ok(b.len()),
             Value::List(l) => Ok(l.len()),
             Value::Map(m) => Ok(m.len()),
@@ -198,8 +198,9 @@ fn index(item: &Val, indexes: &[Val]) -> Result<Val, String> {
                 }
             }
             Value::String(s) => {
-                let x = index_arg(index, s.len())?;
-                match s.as_bytes().get(x) {
+                let bytes = crate::gostr::to_bytes(s);
+                let x = index_arg(index, bytes.len())?;
+                match bytes.get(x) {
                     Some(b) => Val::Concrete(Value::Int(i64::from(*b))),
                     None => return Err(format!("index out of range: {x}")),
                 }
@@ -243,7 +244,7 @@ fn slice(item: &Val, indexes: &[Val]) -> Result<Val, String> {
             if indexes.len() == 3 {
                 return Err("cannot 3-index slice a string".into());
             }
-            s.len()
+            crate::gostr::byte_len(s)
         }
         Value::List(l) => l.len(),
         Value::Bytes(b) => b.len(),
@@ -261,7 +262,7 @@ fn slice(item: &Val, indexes: &[Val]) -> Result<Val, String> {
     }
     let (i, j) = (idx[0], idx[1]);
     Ok(Val::Concrete(match &v {
-        Value::String(s) => Value::from(String::from_utf8_lossy(&s.as_bytes()[i..j]).into_owned()),
+        Value::String(s) => Value::from(crate::gostr::from_bytes(&crate::gostr::to_bytes(s)[i..j])),
         Value::List(l) => Value::list(l[i..j].to_vec()),
         Value::Bytes(b) => Value::Bytes(b[i..j].into()),
         _ => Value::Nil,

@@ -49,7 +49,7 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
 
 /// Go's `strconv.Quote`: a double-quoted Go string literal.
 pub fn quote(s: &str) -> String {
-    quote_with(s.as_bytes(), '"', false)
+    quote_with(&crate::gostr::to_bytes(s), '"', false)
 }
 
 /// Go's `strconv.FormatFloat(f, fmt, prec, 64)` for `fmt` in `e E f F g G`; `prec` -1 asks for
@@ -435,7 +435,7 @@ impl Printer {
         let q = if self.f.sharp && can_backquote(s) {
             format!("`{s}`")
         } else {
-            quote_with(s.as_bytes(), '"', self.f.plus)
+            quote_with(&crate::gostr::to_bytes(s), '"', self.f.plus)
         };
         self.pad(&q);
     }
@@ -640,8 +640,8 @@ impl Printer {
         match verb {
             'v' if self.f.sharp_v => self.fmt_q(s),
             'v' | 's' => self.fmt_s(s),
-            'x' => self.fmt_sbx(s.as_bytes(), LOWER),
-            'X' => self.fmt_sbx(s.as_bytes(), UPPER),
+            'x' => self.fmt_sbx(&crate::gostr::to_bytes(s), LOWER),
+            'X' => self.fmt_sbx(&crate::gostr::to_bytes(s), UPPER),
             'q' => self.fmt_q(s),
             _ => self.bad_verb_value(verb, &Value::from(s)),
         }
@@ -671,7 +671,7 @@ impl Printer {
                 }
             }
             's' => {
-                let s = String::from_utf8_lossy(b);
+                let s = crate::gostr::from_bytes(b);
                 self.fmt_s(&s);
             }
             'x' => self.fmt_sbx(b, LOWER),
@@ -1066,8 +1066,10 @@ fn int_from_arg(args: &[Value], arg_num: usize) -> (i64, bool, usize) {
 
 /// Go's `strconv.CanBackquote`.
 fn can_backquote(s: &str) -> bool {
-    s.chars()
-        .all(|c| c != '`' && c != '\u{FEFF}' && (c == '\t' || !(c < ' ' || c == '\u{7f}')))
+    // Go refuses invalid UTF-8 (`utf8.RuneError` of width 1), which the escapes stand for.
+    !crate::gostr::has_escapes(s)
+        && s.chars()
+            .all(|c| c != '`' && c != '\u{FEFF}' && (c == '\t' || !(c < ' ' || c == '\u{7f}')))
 }
 
 /// Go's `unicode.IsPrint`: letters, marks, numbers, punctuation, symbols and the ASCII space.

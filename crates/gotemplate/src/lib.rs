@@ -44,8 +44,10 @@
 //! - complex constants (`1+2i`) parse but fail at execution (`complex constant … is not
 //!   supported`); channels and Go function values do not exist, so `call` always fails
 //!   (`non-function NODE of type …`, `call of nil`);
-//! - strings are UTF-8: a `"\xff"` escape or a byte-wise `slice` through a character gives
-//!   U+FFFD where Go keeps the raw byte; `index` of a string gives an `int`, not a `uint8`;
+//! - a string holding bytes that are not UTF-8 (`.Files.Get` of a binary file, a byte-wise
+//!   `slice` through a character) keeps them exactly through [`gostr`]'s escapes, and `len`,
+//!   `index`, `slice`, `%q` and `%x` see Go's bytes; a `"\xff"` escape in template text still
+//!   gives U+FFFD; `index` of a string gives an `int`, not a `uint8`;
 //! - only `int`, `int64` and `float64` numbers exist (no `uint`, `float32`); typed slices such as
 //!   `[]string` are host [`Object`]s whose [`Object::as_value`] gives the list;
 //! - `%#v` of containers approximates Go's syntax; `%q` and `js` decide printability with
@@ -65,6 +67,7 @@ pub mod error;
 mod exec;
 pub mod fmt;
 pub mod func;
+pub mod gostr;
 mod lex;
 mod parse;
 pub mod template;

@@ -173,7 +173,7 @@ impl Value {
                         .unwrap_or(serde_json::Value::Null)
                 }
             }
-            Value::String(s) => serde_json::Value::String(s.to_string()),
+            Value::String(s) => serde_json::Value::String(crate::gostr::lossy(s).into_owned()),
             Value::Bytes(b) => serde_json::Value::String(base64(b)),
             Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json).collect()),
             Value::Map(m) => serde_json::Value::Object(

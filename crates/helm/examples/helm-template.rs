@@ -25,7 +25,7 @@ fn main() -> ExitCode {
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
             if stdout
-                .write_all(out.as_bytes())
+                .write_all(&ferroflux_helm::output_bytes(&out))
                 .and_then(|_| stdout.flush())
                 .is_err()
             {
@@ -34,7 +34,8 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("Error: {}", ferroflux_helm::error_message(&e));
+            let message = format!("Error: {}\n", ferroflux_helm::error_message(&e));
+            let _ = std::io::stderr().write_all(&ferroflux_helm::output_bytes(&message));
             ExitCode::FAILURE
         }
     }

@@ -73,6 +73,18 @@ fn number(n: &serde_json::Number) -> String {
 
 fn string(s: &str, out: &mut String) {
     out.push('"');
+    // A Go string's bytes that are not UTF-8 (gotemplate's `gostr` form) each become `\ufffd`.
+    let bytes = ferroflux_gotemplate::gostr::to_bytes(s);
+    for chunk in bytes.utf8_chunks() {
+        chars(chunk.valid(), out);
+        for _ in chunk.invalid() {
+            out.push_str("\\ufffd");
+        }
+    }
+    out.push('"');
+}
+
+fn chars(s: &str, out: &mut String) {
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -89,7 +101,6 @@ fn string(s: &str, out: &mut String) {
             c => out.push(c),
         }
     }
-    out.push('"');
 }
 
 #[cfg(test)]

@@ -48,6 +48,59 @@ pub fn message(text: &str, e: &YamlError) -> String {
     }
 }
 
+/// go-yaml's reader check of a document's bytes (libyaml's `yaml_parser_update_buffer`, which
+/// decodes UTF-8 before the scanner sees a character): the message Helm prints for the first
+/// sequence it refuses, if any. Its reader errors carry no line. A leading UTF-8 byte-order mark
+/// is skipped; UTF-16 input (a UTF-16 byte-order mark) is not decoded here but checked as UTF-8.
+pub fn reader_message(bytes: &[u8]) -> Option<String> {
+    let problem = reader_problem(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes))?;
+    Some(format!("error converting YAML to JSON: yaml: {problem}"))
+}
+
+fn reader_problem(b: &[u8]) -> Option<&'static str> {
+    let mut i = 0;
+    while i < b.len() {
+        let lead = b[i];
+        let (width, mut value) = match lead {
+            _ if lead & 0x80 == 0 => (1, u32::from(lead)),
+            _ if lead & 0xE0 == 0xC0 => (2, u32::from(lead & 0x1F)),
+            _ if lead & 0xF0 == 0xE0 => (3, u32::from(lead & 0x0F)),
+            _ if lead & 0xF8 == 0xF0 => (4, u32::from(lead & 0x07)),
+            _ => return Some("invalid leading UTF-8 octet"),
+        };
+        if i + width > b.len() {
+            return Some("incomplete UTF-8 octet sequence");
+        }
+        for &t in &b[i + 1..i + width] {
+            if t & 0xC0 != 0x80 {
+                return Some("invalid trailing UTF-8 octet");
+            }
+            value = (value << 6) | u32::from(t & 0x3F);
+        }
+        let shortest = match width {
+            1 => true,
+            2 => value >= 0x80,
+            3 => value >= 0x800,
+            _ => value >= 0x1_0000,
+        };
+        if !shortest {
+            return Some("invalid length of a UTF-8 sequence");
+        }
+        if (0xD800..=0xDFFF).contains(&value) || value > 0x10_FFFF {
+            return Some("invalid Unicode character");
+        }
+        let allowed = matches!(value, 0x09 | 0x0A | 0x0D | 0x20..=0x7E | 0x85)
+            || (0xA0..=0xD7FF).contains(&value)
+            || (0xE000..=0xFFFD).contains(&value)
+            || (0x1_0000..=0x10_FFFF).contains(&value);
+        if !allowed {
+            return Some("control characters are not allowed");
+        }
+        i += width;
+    }
+    None
+}
+
 /// A problem as Helm prints it: go-yaml names the 1-based line of a scanner problem, the
 /// 0-based one of a parser problem, and no line when that number is 0.
 fn shown_problem(p: &Problem) -> String {

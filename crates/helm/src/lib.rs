@@ -72,6 +72,15 @@ pub use render::LookupFn;
 pub use template::{TemplateOptions, template_output};
 pub use values::{ValueOptions, load_values, merge_maps};
 
+/// The bytes to write for text this crate returns (the output of [`run_template`], an
+/// [`error_message`]): UTF-8, except where a template printed a Go
+/// string that is not (`.Files.Get` of a binary file), which the text carries in gotemplate's
+/// `gostr` form. (A [`Rendered`]'s manifests and hooks are plain UTF-8, as Helm refuses any other
+/// document; its notes show such bytes as U+FFFD.)
+pub fn output_bytes(text: &str) -> std::borrow::Cow<'_, [u8]> {
+    ferroflux_gotemplate::gostr::to_bytes(text)
+}
+
 /// Sprig's function library (without `env` and `expandenv`), under Helm's own functions.
 fn sprig_funcs() -> ferroflux_gotemplate::FuncMap {
     ferroflux_sprig::funcs()

@@ -252,6 +252,26 @@ fn read_head(doc: &str) -> Result<Head, String> {
     })
 }
 
+/// A rendered document as go-yaml's reader takes it: its Go bytes (a template may print bytes
+/// that are not UTF-8, carried in gotemplate's `gostr` form) must be UTF-8 without control
+/// characters, or the document fails as in Helm. What passes is plain UTF-8 text from here on
+/// (manifests and hooks as the library returns them).
+fn checked_text(doc: String) -> Result<String, String> {
+    let plain = |b: u8| (0x20..0x7F).contains(&b) || matches!(b, b'\n' | b'\t' | b'\r');
+    if doc.bytes().all(plain) {
+        return Ok(doc);
+    }
+    let bytes = ferroflux_gotemplate::gostr::to_bytes(&doc);
+    if let Some(message) = crate::goyamlerr::reader_message(&bytes) {
+        return Err(message);
+    }
+    // Checked above: the bytes are UTF-8, so nothing is replaced.
+    Ok(match bytes {
+        std::borrow::Cow::Borrowed(_) => doc,
+        std::borrow::Cow::Owned(b) => String::from_utf8_lossy(&b).into_owned(),
+    })
+}
+
 /// Helm's `SortManifests`: files in path order (partials `_*` and blank files skipped), each
 /// split into documents; hooks and manifests each sorted stably by kind in install order.
 /// `files` are (path, rendered text) pairs. An unreadable document fails the whole sort with
@@ -267,6 +287,7 @@ pub fn sort_manifests(files: &[(String, String)]) -> Result<(Vec<Hook>, Vec<Mani
             continue;
         }
         for doc in split_manifests(content) {
+            let doc = checked_text(doc).map_err(|e| format!("YAML parse error on {path}: {e}"))?;
             let head = read_head(&doc).map_err(|e| format!("YAML parse error on {path}: {e}"))?;
             let annotations = match head.annotations {
                 Some(a) if !a.is_empty() => a,

@@ -368,7 +368,7 @@ impl Object for FilesObj {
         match name {
             "Get" => Ok(Value::from(
                 self.get(arg)
-                    .map(|d| String::from_utf8_lossy(d).into_owned())
+                    .map(|d| ferroflux_gotemplate::gostr::from_bytes(d))
                     .unwrap_or_default(),
             )),
             "GetBytes" => Ok(Value::Bytes(
@@ -392,16 +392,17 @@ impl Object for FilesObj {
                 let Some(data) = self.get(arg) else {
                     return Ok(Value::list(Vec::new()));
                 };
-                let s = String::from_utf8_lossy(data);
+                let s = ferroflux_gotemplate::gostr::from_bytes(data);
                 if s.is_empty() {
                     return Err(FuncError::new("runtime error: index out of range [-1]"));
                 }
                 let s = s.strip_suffix('\n').unwrap_or(&s);
                 Ok(Value::list(s.split('\n').map(Value::from).collect()))
             }
-            "AsConfig" => Ok(Value::from(
-                self.by_base(|d| String::from_utf8_lossy(d).into_owned()),
-            )),
+            "AsConfig" => Ok(Value::from(self.by_base(|d| {
+                let s = ferroflux_gotemplate::gostr::from_bytes(d);
+                ferroflux_gotemplate::gostr::lossy(&s).into_owned()
+            }))),
             _ => Ok(Value::from(
                 self.by_base(ferroflux_gotemplate::value::base64),
             )),

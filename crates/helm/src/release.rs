@@ -211,7 +211,9 @@ impl Engine {
         for (path, text) in files {
             if path.ends_with("NOTES.txt") {
                 if path == notes_path {
-                    notes = text;
+                    // Plain text for the caller: a byte that is not UTF-8 shows as U+FFFD, as
+                    // in a release's JSON.
+                    notes = ferroflux_gotemplate::gostr::lossy(&text).into_owned();
                 }
                 continue;
             }

@@ -50,16 +50,23 @@ pub fn to_value(v: &serde_json::Value) -> Value {
 
 /// A template value as JSON the way `encoding/json` sees it (float64 stays float64, int stays
 /// integer), for `toYaml`/`toJson`.
-fn to_json(v: &Value) -> serde_json::Value {
+/// Values as Helm's `toJson`/`toYaml` marshal them. With `keep_bytes` (toJson) a string keeps
+/// bytes that are not UTF-8 in gotemplate's `gostr` form, for `gojson` to write as Go's
+/// `encoding/json` does (`\ufffd` per byte); without it (toYaml, whose JSON step turns them
+/// into U+FFFD characters before the YAML step) they become U+FFFD.
+fn to_json(v: &Value, keep_bytes: bool) -> serde_json::Value {
     match v {
         Value::Float(f) => serde_json::Number::from_f64(*f)
             .map(serde_json::Value::Number)
             .unwrap_or(serde_json::Value::Null),
-        Value::List(l) => serde_json::Value::Array(l.iter().map(to_json).collect()),
+        Value::String(s) if keep_bytes => serde_json::Value::String(s.to_string()),
+        Value::List(l) => {
+            serde_json::Value::Array(l.iter().map(|x| to_json(x, keep_bytes)).collect())
+        }
         Value::Map(m) => serde_json::Value::Object(
             m.read()
                 .iter()
-                .map(|(k, v)| (k.clone(), to_json(v)))
+                .map(|(k, v)| (k.clone(), to_json(v, keep_bytes)))
                 .collect(),
         ),
         other => other.to_json(),
@@ -105,7 +112,7 @@ fn release_value(r: &ReleaseInfo) -> Value {
 }
 
 fn yaml_of(v: &Value) -> String {
-    let text = crate::yaml::marshal(&to_json(v));
+    let text = crate::yaml::marshal(&to_json(v, false));
     text.strip_suffix('\n').unwrap_or(&text).to_string()
 }
 
@@ -125,13 +132,13 @@ pub fn func_map(base: &FuncMap, lookup: Option<Arc<LookupFn>>, strict: bool) -> 
     f.insert(
         "toJson",
         Func::fixed(&[Type::Any], |_, a| {
-            Ok(Value::from(crate::gojson::marshal(&to_json(&a[0]))))
+            Ok(Value::from(crate::gojson::marshal(&to_json(&a[0], true))))
         }),
     );
     f.insert(
         "mustToJson",
         Func::fixed(&[Type::Any], |_, a| {
-            Ok(Value::from(crate::gojson::marshal(&to_json(&a[0]))))
+            Ok(Value::from(crate::gojson::marshal(&to_json(&a[0], true))))
         }),
     );
     f.insert(
@@ -206,7 +213,7 @@ pub fn func_map(base: &FuncMap, lookup: Option<Arc<LookupFn>>, strict: bool) -> 
     f.insert(
         "toYamlPretty",
         Func::fixed(&[Type::Any], |_, a| {
-            let text = crate::yaml::marshal_pretty(&to_json(&a[0]));
+            let text = crate::yaml::marshal_pretty(&to_json(&a[0], false));
             Ok(Value::from(
                 text.strip_suffix('\n').unwrap_or(&text).to_string(),
             ))

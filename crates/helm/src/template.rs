@@ -116,7 +116,9 @@ pub fn template_output(rendered: &Rendered, opts: &TemplateOptions) -> Result<St
         return Ok(stdout);
     }
     stdout.push_str(&manifests);
-    Ok(stdout)
+    // The rendered documents are plain UTF-8; what this returns is in gotemplate's `gostr` form
+    // (see `output_bytes`), which differs only for characters U+10FE80..=U+10FEFF.
+    Ok(ferroflux_gotemplate::gostr::from_text(stdout))
 }
 
 struct Writer {

@@ -9,7 +9,7 @@ use ferroflux_gotemplate::{Object, Value, fmt};
 pub fn strval(v: &Value) -> String {
     match v {
         Value::String(s) => s.to_string(),
-        Value::Bytes(b) => crate::text::lossy(b),
+        Value::Bytes(b) => crate::text::go_string(b),
         other => fmt::sprint(std::slice::from_ref(other)),
     }
 }

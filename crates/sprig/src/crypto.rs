@@ -16,6 +16,7 @@
 use std::net::IpAddr;
 
 use aes::cipher::{BlockDecrypt, BlockEncrypt, KeyInit};
+use ferroflux_gotemplate::gostr;
 use rand::RngCore;
 use rsa::pkcs1::{DecodeRsaPrivateKey, EncodeRsaPrivateKey};
 use rsa::pkcs8::{DecodePrivateKey, EncodePrivateKey};
@@ -30,24 +31,24 @@ fn hex(bytes: &[u8]) -> String {
 
 /// `sha1sum`.
 pub fn sha1sum(s: &str) -> String {
-    hex(ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, s.as_bytes()).as_ref())
+    hex(ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, &gostr::to_bytes(s)).as_ref())
 }
 
 /// `sha256sum`.
 pub fn sha256sum(s: &str) -> String {
-    hex(&sha2::Sha256::digest(s.as_bytes()))
+    hex(&sha2::Sha256::digest(gostr::to_bytes(s)))
 }
 
 /// `sha512sum`.
 pub fn sha512sum(s: &str) -> String {
-    hex(&sha2::Sha512::digest(s.as_bytes()))
+    hex(&sha2::Sha512::digest(gostr::to_bytes(s)))
 }
 
 /// `adler32sum`: the Adler-32 checksum in decimal.
 pub fn adler32sum(s: &str) -> String {
     const MOD: u32 = 65_521;
     let (mut a, mut b) = (1u32, 0u32);
-    for &byte in s.as_bytes() {
+    for &byte in gostr::to_bytes(s).iter() {
         a = (a + u32::from(byte)) % MOD;
         b = (b + a) % MOD;
     }
@@ -622,7 +623,7 @@ pub fn encrypt_aes(password: &str, plaintext: &str) -> String {
         return String::new();
     }
     let cipher = aes_key(password);
-    let mut content = plaintext.as_bytes().to_vec();
+    let mut content = gostr::to_bytes(plaintext).into_owned();
     let pad = 16 - content.len() % 16;
     content.extend(std::iter::repeat_n(pad as u8, pad));
     let mut iv = [0u8; 16];
@@ -680,7 +681,7 @@ pub fn decrypt_aes(password: &str, text: &str) -> Result<String, String> {
         ));
     }
     out.truncate(out.len() - pad);
-    Ok(crate::text::lossy(&out))
+    Ok(crate::text::go_string(&out))
 }
 
 #[cfg(test)]

@@ -100,7 +100,7 @@ pub fn b64dec_bytes(text: &str) -> Result<Vec<u8>, String> {
 /// `b64dec`: the decoded text, or Go's error message in its place (as Sprig does).
 pub fn b64dec(text: &str) -> String {
     match b64dec_bytes(text) {
-        Ok(b) => crate::text::lossy(&b),
+        Ok(b) => crate::text::go_string(&b),
         Err(e) => e,
     }
 }
@@ -184,7 +184,7 @@ pub fn b32dec_bytes(text: &str) -> Result<Vec<u8>, String> {
 /// `b32dec`: the decoded text, or Go's error message in its place.
 pub fn b32dec(text: &str) -> String {
     match b32dec_bytes(text) {
-        Ok(b) => crate::text::lossy(&b),
+        Ok(b) => crate::text::go_string(&b),
         Err(e) => e,
     }
 }

@@ -157,6 +157,19 @@ fn write_float(out: &mut String, f: f64) -> Result<(), String> {
 
 fn write_string(out: &mut String, s: &str, escape_html: bool) {
     out.push('"');
+    // Go's encoding/json writes each byte that is not UTF-8 (gotemplate's `gostr` form) as
+    // `\ufffd`.
+    let bytes = ferroflux_gotemplate::gostr::to_bytes(s);
+    for chunk in bytes.utf8_chunks() {
+        write_chars(out, chunk.valid(), escape_html);
+        for _ in chunk.invalid() {
+            out.push_str("\\ufffd");
+        }
+    }
+    out.push('"');
+}
+
+fn write_chars(out: &mut String, s: &str, escape_html: bool) {
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -174,7 +187,6 @@ fn write_string(out: &mut String, s: &str, escape_html: bool) {
             c => out.push(c),
         }
     }
-    out.push('"');
 }
 
 /// `json.Unmarshal` into `interface{}`: objects become maps, numbers float64. The error texts

@@ -25,8 +25,10 @@
 //! - Certificates have Go's fields and extensions but rcgen's extension order (random keys and
 //!   serials make every certificate differ anyway, as in Sprig).
 //! - A `string` holding bytes that are not UTF-8 (`b64dec` of binary data, `trunc` inside a
-//!   character) shows U+FFFD per bad byte, as Helm's JSON-encoded output does; `len` of it counts
-//!   the replacement characters' bytes, not Go's.
+//!   character, `.Files.Get` of a binary file) keeps them exactly (gotemplate's `gostr`):
+//!   hashes, `b64enc`, `b32enc`, `trunc`, `substr`, `abbrev`, `wrap` and `quote` see Go's bytes,
+//!   JSON output shows U+FFFD per bad byte as Go's does. Functions that map characters (`upper`,
+//!   `title`…) leave such a byte as it is where Go writes U+FFFD.
 
 pub mod conv;
 pub mod crypto;

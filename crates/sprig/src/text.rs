@@ -15,18 +15,10 @@ pub fn go_quote(s: &str) -> String {
     crate::gotime::go_quote(s)
 }
 
-/// Text from bytes that may not be UTF-8 (Go slices strings by byte): each byte that is not
-/// part of a valid character becomes U+FFFD, as Go's `encoding/json` and `strings.ToValidUTF8`
-/// per byte show Go's raw bytes.
-pub fn lossy(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for chunk in bytes.utf8_chunks() {
-        out.push_str(chunk.valid());
-        for _ in chunk.invalid() {
-            out.push('\u{fffd}');
-        }
-    }
-    out
+/// Go's `string(b)` of bytes that may not be UTF-8 (Go slices strings by byte): the bytes are
+/// kept exactly, in gotemplate's [`gostr`](ferroflux_gotemplate::gostr) form.
+pub fn go_string(bytes: &[u8]) -> String {
+    ferroflux_gotemplate::gostr::from_bytes(bytes)
 }
 
 /// Go's `unicode.IsSpace`.
@@ -39,12 +31,13 @@ pub fn is_go_space(c: char) -> bool {
 
 /// `trunc`: the first `c` bytes, or the last `-c` bytes when `c` is negative.
 pub fn trunc(c: i64, s: &str) -> String {
-    let len = s.len() as i64;
+    let bytes = ferroflux_gotemplate::gostr::to_bytes(s);
+    let len = bytes.len() as i64;
     if c < 0 && len + c > 0 {
-        return lossy(&s.as_bytes()[(len + c) as usize..]);
+        return go_string(&bytes[(len + c) as usize..]);
     }
     if c >= 0 && len > c {
-        return lossy(&s.as_bytes()[..c as usize]);
+        return go_string(&bytes[..c as usize]);
     }
     s.to_string()
 }
@@ -52,7 +45,8 @@ pub fn trunc(c: i64, s: &str) -> String {
 /// `substr start end s`: Go's byte slicing with Sprig's rules for negative and large bounds.
 /// Bounds Go would panic on are errors with Go's runtime message.
 pub fn substr(start: i64, end: i64, s: &str) -> Result<String, String> {
-    let len = s.len() as i64;
+    let bytes = ferroflux_gotemplate::gostr::to_bytes(s);
+    let len = bytes.len() as i64;
     let slice = |a: i64, b: i64| -> Result<String, String> {
         if b < 0 || b > len {
             return Err(format!(
@@ -64,7 +58,7 @@ pub fn substr(start: i64, end: i64, s: &str) -> Result<String, String> {
                 "runtime error: slice bounds out of range [{a}:{b}]"
             ));
         }
-        Ok(lossy(&s.as_bytes()[a as usize..b as usize]))
+        Ok(go_string(&bytes[a as usize..b as usize]))
     };
     if start < 0 {
         return slice(0, end);
@@ -82,7 +76,11 @@ pub fn substr(start: i64, end: i64, s: &str) -> Result<String, String> {
 
 /// goutils `AbbreviateFull` with Sprig's guards (`abbrev` is offset 0).
 pub fn abbreviate(s: &str, offset: i64, width: i64) -> String {
-    lossy(&abbreviate_bytes(s.as_bytes(), offset, width))
+    go_string(&abbreviate_bytes(
+        &ferroflux_gotemplate::gostr::to_bytes(s),
+        offset,
+        width,
+    ))
 }
 
 /// The byte-level algorithm: Go slices the string by bytes, also in its recursion.
@@ -186,14 +184,21 @@ pub fn to_lower(c: char) -> char {
     }
 }
 
-/// Go's `strings.ToUpper`: per character, simple mappings only (`ß` stays `ß`).
+/// Go's `strings.ToUpper`: per character, simple mappings only (`ß` stays `ß`); like every
+/// `strings.Map`, a byte that is not UTF-8 becomes U+FFFD.
 pub fn go_upper(s: &str) -> String {
-    s.chars().map(to_upper).collect()
+    ferroflux_gotemplate::gostr::lossy(s)
+        .chars()
+        .map(to_upper)
+        .collect()
 }
 
-/// Go's `strings.ToLower`: per character, simple mappings only.
+/// Go's `strings.ToLower`: per character, simple mappings only (bad bytes as in `go_upper`).
 pub fn go_lower(s: &str) -> String {
-    s.chars().map(to_lower).collect()
+    ferroflux_gotemplate::gostr::lossy(s)
+        .chars()
+        .map(to_lower)
+        .collect()
 }
 
 /// Go's `unicode.ToUpper`: the simple (one-character) mapping.
@@ -244,10 +249,12 @@ pub fn swapcase(s: &str) -> String {
 }
 
 /// Go's `strings.Title`: upper-cases the first letter of each word, where a word starts after
-/// anything that is not a letter, digit, underscore or non-ASCII non-space.
+/// anything that is not a letter, digit, underscore or non-ASCII non-space (bad bytes as in
+/// `go_upper`).
 pub fn title(s: &str) -> String {
     let mut prev = ' ';
-    s.chars()
+    ferroflux_gotemplate::gostr::lossy(s)
+        .chars()
         .map(|c| {
             let sep = if prev.is_ascii() {
                 !(prev.is_ascii_alphanumeric() || prev == '_')
@@ -267,7 +274,8 @@ pub fn wrap_custom(s: &str, width: i64, newline: &str, long_words: bool) -> Stri
     }
     let newline = if newline.is_empty() { "\n" } else { newline };
     let width = width.max(1) as usize;
-    let b = s.as_bytes();
+    let b = ferroflux_gotemplate::gostr::to_bytes(s);
+    let b: &[u8] = &b;
     let len = b.len();
     let mut offset = 0usize;
     let mut out: Vec<u8> = Vec::with_capacity(len + 8);
@@ -302,7 +310,7 @@ pub fn wrap_custom(s: &str, width: i64, newline: &str, long_words: bool) -> Stri
         }
     }
     out.extend_from_slice(&b[offset..]);
-    lossy(&out)
+    go_string(&out)
 }
 
 /// `indent n s`: pads every line.

@@ -103,7 +103,7 @@ fn unescape(s: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    Ok(crate::text::lossy(&out))
+    Ok(crate::text::go_string(&out))
 }
 
 /// `url.Parse`.

@@ -59,12 +59,13 @@ fn template(args: &[String]) -> anyhow::Result<ExitCode> {
     match ferroflux_helm::run_template(args, &cwd) {
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(out.as_bytes())?;
+            stdout.write_all(&ferroflux_helm::output_bytes(&out))?;
             stdout.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("Error: {}", ferroflux_helm::error_message(&e));
+            let message = format!("Error: {}\n", ferroflux_helm::error_message(&e));
+            std::io::stderr().write_all(&ferroflux_helm::output_bytes(&message))?;
             Ok(ExitCode::from(crate::exit::ERROR))
         }
     }

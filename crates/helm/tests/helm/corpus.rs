@@ -21,10 +21,12 @@ fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
 }
 
+/// An expectation's bytes in the form the library's text has (gotemplate's `gostr`: exact for
+/// bytes that are not UTF-8), so that comparing the texts compares Helm's bytes.
 fn read(p: &Path) -> Option<String> {
     std::fs::read(p)
         .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map(|b| ferroflux_gotemplate::gostr::from_bytes(&b))
 }
 
 fn runs() -> Vec<Run> {
@@ -118,11 +120,14 @@ fn check(run: &Run) -> Option<String> {
         .map(|a| a.replace("$OUT", &out_path))
         .collect();
     let result = ferroflux_helm::run_template(&args, &run.dir);
+    // What the command writes, as bytes, read back as the expectations are.
+    let written =
+        |s: &str| ferroflux_gotemplate::gostr::from_bytes(&ferroflux_helm::output_bytes(s));
     let (stdout, stderr) = match &result {
-        Ok(s) => (s.replace(&out_path, "$OUT"), String::new()),
+        Ok(s) => (written(&s.replace(&out_path, "$OUT")), String::new()),
         Err(e) => (
             String::new(),
-            format!("Error: {}\n", ferroflux_helm::error_message(e)),
+            written(&format!("Error: {}\n", ferroflux_helm::error_message(e))),
         ),
     };
     match (&run.expected_out, &run.expected_err) {

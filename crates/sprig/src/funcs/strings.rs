@@ -1,7 +1,7 @@
 //! Sprig's strings.go and regex.go, and the string entries of its function map
 //! (`trim`, `upper`, `contains`, `repeat`, `splitList`, …).
 
-use ferroflux_gotemplate::{FuncError, Type, Value, fmt};
+use ferroflux_gotemplate::{FuncError, Type, Value, fmt, gostr};
 
 use super::{Def, err, fixed, int, s, strings_value, text, variadic};
 use crate::conv::{NIL_DEREF, strval};
@@ -146,11 +146,11 @@ pub(crate) fn defs() -> Vec<Def> {
             Ok(strings_value(items))
         }),
         fixed("b64enc", &[Str], |a| {
-            text(encoding::b64enc(s(&a[0]).as_bytes()))
+            text(encoding::b64enc(&gostr::to_bytes(s(&a[0]))))
         }),
         fixed("b64dec", &[Str], |a| text(encoding::b64dec(s(&a[0])))),
         fixed("b32enc", &[Str], |a| {
-            text(encoding::b32enc(s(&a[0]).as_bytes()))
+            text(encoding::b32enc(&gostr::to_bytes(s(&a[0]))))
         }),
         fixed("b32dec", &[Str], |a| text(encoding::b32dec(s(&a[0])))),
         // Regular expressions: the plain forms panic on a bad pattern in Go (MustCompile), which a
