@@ -52,6 +52,7 @@ mod schema;
 mod strvals;
 mod template;
 mod toml;
+mod tomlerr;
 mod tree;
 mod util;
 mod values;

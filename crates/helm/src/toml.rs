@@ -8,8 +8,8 @@
 //! Date-times become `time.Time` as BurntSushi's decoder makes them: an offset date-time in
 //! `Local` (or UTC for `Z`, or a fixed zone for another offset), and the local kinds at offset 0
 //! in zones named `datetime-local`, `date-local` and `time-local` (a time alone on January 1 of
-//! year 0); `toToml` writes those back in their TOML form. One known difference: the text of a
-//! syntax error, under the `Error` key, is the `toml` crate's, not BurntSushi's.
+//! year 0); `toToml` writes those back in their TOML form. A syntax error's text, under the
+//! `Error` key, is BurntSushi's for the common mistakes (`tomlerr`).
 
 use ferroflux_gotemplate::Value;
 use ferroflux_sprig::GoTime;
@@ -38,6 +38,10 @@ pub fn to_toml(v: &Value) -> String {
 /// Helm's `fromToml`: the document as a map, or a map holding the error text under `Error`.
 pub fn from_toml(text: &str) -> Value {
     let m = ferroflux_gotemplate::Map::new();
+    if let Some(e) = crate::tomlerr::utf8_message(text) {
+        m.insert("Error", e);
+        return Value::Map(m);
+    }
     match text.parse::<toml::Value>() {
         Ok(toml::Value::Table(t)) => {
             for (k, v) in t {
@@ -45,7 +49,7 @@ pub fn from_toml(text: &str) -> Value {
             }
         }
         Ok(_) => {}
-        Err(e) => m.insert("Error", format!("toml: {e}")),
+        Err(e) => m.insert("Error", crate::tomlerr::message(text, &e)),
     }
     Value::Map(m)
 }
