@@ -4,9 +4,13 @@
 //! the repository shows as the rendered Deployment's change on each cluster.
 //!
 //! The chart: a chart kept in the fleet repository (`chart.spec.sourceRef` the cluster's
-//! `flux-system` GitRepository, `chart.spec.chart` a folder of the tree). Charts from a
-//! HelmRepository, an OCIRepository or a `chartRef` are not fetched: such a HelmRelease is
-//! compared as an object and a note says its chart was not rendered.
+//! `flux-system` GitRepository, `chart.spec.chart` a folder of the tree), or a chart of an
+//! HTTP(S) HelmRepository without credentials (the HelmRepository taken from the build, else from
+//! the live cluster), pulled as the source controller pulls it (`chart.spec.version` range,
+//! `valuesFiles` merged) when the repository answers. Charts of OCI HelmRepositories,
+//! repositories needing credentials, OCIRepositories and `chartRef`s are not fetched, nor are
+//! unreachable repositories: such a HelmRelease is compared as an object and a note says why its
+//! chart was not rendered.
 //!
 //! The values: `valuesFrom` ConfigMaps and Secrets are taken from the cluster's build first
 //! (what the cluster will hold once the Kustomizations apply), then, against a live cluster,
@@ -14,8 +18,9 @@
 
 use crate::repo::{Built, ClusterBuild, RepoError, Tree, object_id};
 use base64::Engine as _;
-use ferroflux_api::HelmRelease;
 use ferroflux_api::helmrelease::{ValuesKind, ValuesReference};
+use ferroflux_api::helmrepository::HelmRepositoryType;
+use ferroflux_api::{HelmRelease, HelmRepository};
 use ferroflux_controller::helmrelease::template::{Against, template};
 use ferroflux_controller::helmrelease::values::{self, Fetched};
 use serde_json::Value;
@@ -52,16 +57,24 @@ pub async fn render_releases(
         let hr: HelmRelease = serde_json::from_value(object)
             .map_err(|e| failed(format!("not a HelmRelease: {e}")))?;
         let ns = hr.metadata.namespace.clone().unwrap_or_default();
-        let chart_dir = match chart_in_repository(&hr, &ns) {
-            Ok(dir) => dir,
+        let chart = match locate(&hr, &ns, build, client).await {
+            Ok(Located::Repository(chart_dir)) => {
+                let path = tree.path().join(&chart_dir);
+                ferroflux_helm::load(&path)
+                    .map_err(|e| failed(format!("loading the chart ./{chart_dir}: {e}")))?
+            }
+            Ok(Located::Remote(remote)) => match pull(remote).await {
+                Ok(chart) => chart,
+                Err(why) => {
+                    build.notes.push(format!("{id}: chart not rendered: {why}"));
+                    continue;
+                }
+            },
             Err(why) => {
                 build.notes.push(format!("{id}: chart not rendered: {why}"));
                 continue;
             }
         };
-        let path = tree.path().join(&chart_dir);
-        let chart = ferroflux_helm::load(&path)
-            .map_err(|e| failed(format!("loading the chart ./{chart_dir}: {e}")))?;
         let refs = hr.spec.values_from.clone().unwrap_or_default();
         let mut fetched = from_build(build, &ns, &refs);
         if let Some(client) = client {
@@ -103,8 +116,30 @@ pub async fn render_releases(
     Ok(())
 }
 
-/// The chart's folder in the repository (relative, normalised), or why the chart is not one.
-fn chart_in_repository(hr: &HelmRelease, ns: &str) -> Result<String, String> {
+/// Where a HelmRelease's chart is.
+enum Located {
+    /// A folder of the fleet repository (relative, normalised).
+    Repository(String),
+    /// A chart of an HTTP(S) chart repository.
+    Remote(Remote),
+}
+
+/// A chart to pull from a chart repository.
+struct Remote {
+    url: String,
+    chart: String,
+    version: String,
+    values_files: Vec<String>,
+    ignore_missing_values_files: bool,
+}
+
+/// Where `hr`'s chart is, or why fleet diff does not render it.
+async fn locate(
+    hr: &HelmRelease,
+    ns: &str,
+    build: &ClusterBuild,
+    client: Option<&kube::Client>,
+) -> Result<Located, String> {
     if let Some(r) = &hr.spec.chart_ref {
         return Err(format!(
             "it comes from chartRef {}/{}, which fleet diff does not fetch",
@@ -118,12 +153,36 @@ fn chart_in_repository(hr: &HelmRelease, ns: &str) -> Result<String, String> {
     let spec = &template.spec;
     let src = &spec.source_ref;
     let src_ns = src.namespace.clone().unwrap_or_else(|| ns.to_string());
+    let source = format!("{}/{src_ns}/{}", src.kind.as_str(), src.name);
+    if src.kind.as_str() == "HelmRepository" {
+        let repository = helm_repository(build, &src_ns, &src.name, client).await?;
+        let spec_repo = &repository.spec;
+        if spec_repo.r#type == Some(HelmRepositoryType::Oci) {
+            return Err(format!(
+                "it comes from {source}, an OCI repository, which fleet diff does not fetch"
+            ));
+        }
+        if spec_repo.secret_ref.is_some() || spec_repo.cert_secret_ref.is_some() {
+            return Err(format!(
+                "it comes from {source}, which needs credentials; fleet diff only pulls from repositories without them"
+            ));
+        }
+        return Ok(Located::Remote(Remote {
+            url: spec_repo.url.clone(),
+            chart: spec.chart.clone(),
+            version: spec
+                .version
+                .clone()
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| "*".into()),
+            values_files: spec.values_files.clone().unwrap_or_default(),
+            ignore_missing_values_files: spec.ignore_missing_values_files.unwrap_or(false),
+        }));
+    }
     if src.kind.as_str() != "GitRepository" || src.name != "flux-system" || src_ns != "flux-system"
     {
         return Err(format!(
-            "it comes from {}/{src_ns}/{}, which fleet diff does not fetch (only charts kept in this repository are rendered)",
-            src.kind.as_str(),
-            src.name
+            "it comes from {source}, which fleet diff does not fetch (charts kept in this repository and HelmRepository charts are rendered)"
         ));
     }
     if spec.values_files.as_ref().is_some_and(|f| !f.is_empty()) {
@@ -141,7 +200,92 @@ fn chart_in_repository(hr: &HelmRelease, ns: &str) -> Result<String, String> {
     if parts.is_empty() {
         return Err("the chart path is empty".into());
     }
-    Ok(parts.join("/"))
+    Ok(Located::Repository(parts.join("/")))
+}
+
+/// The HelmRepository `ns/name`: from the build (what the cluster will hold), else from the
+/// live cluster.
+async fn helm_repository(
+    build: &ClusterBuild,
+    ns: &str,
+    name: &str,
+    client: Option<&kube::Client>,
+) -> Result<HelmRepository, String> {
+    let id = format!("HelmRepository/{ns}/{name}");
+    if let Some(b) = build.objects.get(&id) {
+        return serde_json::from_value(b.object.clone()).map_err(|e| format!("{id}: {e}"));
+    }
+    let Some(client) = client else {
+        return Err(format!(
+            "it comes from {id}, which the repository does not hold"
+        ));
+    };
+    let api: kube::Api<HelmRepository> = kube::Api::namespaced(client.clone(), ns);
+    match api.get_opt(name).await {
+        Ok(Some(r)) => Ok(r),
+        Ok(None) => Err(format!(
+            "it comes from {id}, which neither the repository nor the cluster holds"
+        )),
+        Err(e) => Err(format!("reading {id} from the cluster: {e}")),
+    }
+}
+
+/// Pulls `remote` as the source controller does (index, version range, `valuesFiles`), once
+/// per process for the same repository, chart, range and values files.
+async fn pull(remote: Remote) -> Result<ferroflux_helm::Chart, String> {
+    type Key = (String, String, String, Vec<String>);
+    static PULLED: std::sync::Mutex<BTreeMap<Key, std::sync::Arc<Vec<u8>>>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let key: Key = (
+        remote.url.clone(),
+        remote.chart.clone(),
+        remote.version.clone(),
+        remote.values_files.clone(),
+    );
+    let cached = PULLED.lock().ok().and_then(|m| m.get(&key).cloned());
+    let archive = match cached {
+        Some(a) => a,
+        None => {
+            // The chart repository client blocks (ureq).
+            let archive = tokio::task::spawn_blocking(move || {
+                use ferroflux_helmsource::{
+                    BuildOptions, MAX_INDEX_SIZE, RepositoryAccess, build_from_repository,
+                    fetch_index, redact,
+                };
+                let shown = redact(&remote.url);
+                let fetched = fetch_index(RepositoryAccess::anonymous(&remote.url), MAX_INDEX_SIZE)
+                    .map_err(|e| format!("fetching the index of {shown}: {e}"))?;
+                let opts = BuildOptions {
+                    values_files: remote.values_files.clone(),
+                    ignore_missing_values_files: remote.ignore_missing_values_files,
+                    ..BuildOptions::default()
+                };
+                let built = build_from_repository(
+                    &fetched.repository,
+                    &remote.chart,
+                    &remote.version,
+                    &opts,
+                )
+                .map_err(|e| {
+                    format!(
+                        "pulling {} {} from {shown}: {e}",
+                        remote.chart, remote.version
+                    )
+                })?;
+                built
+                    .archive
+                    .ok_or_else(|| format!("{shown} gave no archive for {}", remote.chart))
+            })
+            .await
+            .map_err(|e| format!("pulling the chart stopped: {e}"))??;
+            let archive = std::sync::Arc::new(archive);
+            if let Ok(mut m) = PULLED.lock() {
+                m.insert(key, archive.clone());
+            }
+            archive
+        }
+    };
+    ferroflux_helm::load_archive(&archive).map_err(|e| format!("loading the pulled chart: {e}"))
 }
 
 /// The `valuesFrom` ConfigMaps and Secrets the build itself holds, as the controller would

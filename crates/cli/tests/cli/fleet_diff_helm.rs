@@ -3,7 +3,8 @@
 //! repository (`valuesFrom`) and inline. A chart version bump in staging's overlay shows as the
 //! rendered Deployment's change on staging only; a change of the values ConfigMap shows on both
 //! clusters' Deployments; a chart that does not render fails its cluster with the HelmRelease
-//! named; a chart from a HelmRepository is left unrendered with a note; against a live
+//! named; a chart of a HelmRepository served over HTTP is pulled and rendered, a chartRef is
+//! left unrendered with a note, as is a chart whose repository is down; against a live
 //! devcluster the rendered Deployment is dry-run against the one running.
 
 use crate::repo::Repo;
@@ -280,26 +281,92 @@ fn fleet_diff_renders_helm_releases_against_another_revision() {
     );
     std::fs::remove_file(repo.work().join("charts/web/1.0.0/templates/broken.yaml")).unwrap();
 
-    // A chart from a HelmRepository is not fetched: the HelmRelease is compared as an object
-    // and a note says its chart was not rendered.
+    // A chart of a HelmRepository (declared in the repository, served over HTTP) is pulled as
+    // the source controller pulls it: the version range picks 2.1.0, whose appVersion the
+    // rendered Deployment shows. A chartRef is not fetched: a note says so.
+    let charts = tempfile::tempdir().unwrap();
+    let unpacked = charts.path().join("src");
+    for (path, text) in chart("2.1.0") {
+        let file = unpacked.join(path.replace("charts/web/2.1.0", "web"));
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    let packed = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(charts.path().join("web-2.1.0.tgz"))
+        .arg("-C")
+        .arg(&unpacked)
+        .arg("web")
+        .status()
+        .unwrap();
+    assert!(packed.success());
+    std::fs::write(
+        charts.path().join("index.yaml"),
+        "apiVersion: v1\nentries:\n  web:\n    - name: web\n      version: 2.1.0\n      urls: [web-2.1.0.tgz]\n      created: \"2025-01-01T00:00:00Z\"\n    - name: web\n      version: 3.0.0\n      urls: [web-3.0.0.tgz]\n      created: \"2025-01-01T00:00:00Z\"\ngenerated: \"2025-01-01T00:00:00Z\"\n",
+    )
+    .unwrap();
+    let mut server =
+        ferroflux_testkit::StaticServer::start(charts.path(), ferroflux_testkit::Auth::None, None);
     repo.write(
         "apps/base/release.yaml",
         &RELEASE.replace(
             "      chart: ./charts/web/1.0.0\n      sourceRef:\n        kind: GitRepository\n        name: flux-system\n",
-            "      chart: web\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n",
+            "      chart: web\n      version: 2.x\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n",
         ),
+    );
+    repo.write(
+        "apps/base/charts.yaml",
+        &format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\n  namespace: flux-system\nspec:\n  interval: 10m\n  url: {}\n",
+            server.url()
+        ),
+    );
+    repo.write(
+        "apps/base/other.yaml",
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: other\n  namespace: flux-system\nspec:\n  interval: 10m\n  chartRef:\n    kind: OCIRepository\n    name: other\n",
+    );
+    repo.write(
+        "apps/base/kustomization.yaml",
+        "resources: [release.yaml, values.yaml, charts.yaml, other.yaml]\n",
     );
     repo.write("apps/staging/kustomization.yaml", "resources: [../base]\n");
     let out = fleet_diff(&repo, None, &["--against", "HEAD", "--cluster", "staging"]);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
     assert!(
-        text.contains("HelmRelease/flux-system/web: chart not rendered: it comes from HelmRepository/flux-system/charts, which fleet diff does not fetch"),
+        text.contains("► Deployment/flux-system/web changed (by HelmRelease/flux-system/web)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("- nginx:2.0.0\n+ nginx:2.1.0"),
+        "the pulled chart's appVersion:\n{text}"
+    );
+    assert!(
+        text.contains("HelmRelease/flux-system/other: chart not rendered: it comes from chartRef OCIRepository/other, which fleet diff does not fetch"),
+        "{text}"
+    );
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|(path, _)| path.ends_with("web-2.1.0.tgz")),
+        "{:?}",
+        server.requests()
+    );
+
+    // The repository down: the chart is not rendered, and the note says why.
+    server.stop();
+    let out = fleet_diff(&repo, None, &["--against", "HEAD", "--cluster", "staging"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "HelmRelease/flux-system/web: chart not rendered: fetching the index of http://"
+        ),
         "{text}"
     );
     assert!(
         text.contains("► Deployment/flux-system/web deleted"),
-        "what HEAD rendered and the work tree does not:\n{text}"
+        "what HEAD rendered and the work tree cannot:\n{text}"
     );
 }
 
