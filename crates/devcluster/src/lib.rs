@@ -33,6 +33,7 @@ mod hpa;
 mod identity;
 mod immutable;
 mod objects;
+mod podlogs;
 mod protobuf;
 mod resources;
 mod selector;
@@ -46,6 +47,7 @@ mod util;
 mod validate;
 mod workloads;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -57,6 +59,7 @@ use tokio::task::JoinHandle;
 
 pub use error::Error;
 pub use faults::{FaultAction, FaultConfig, FaultRule, RequestMatch};
+pub use podlogs::LogWriter;
 
 /// The Kubernetes version the clusters report (kubectl's dispatcher picks its client by it).
 pub const SERVER_VERSION: &str = "v1.33.1";
@@ -128,6 +131,7 @@ pub struct RunningCluster {
     tls: Arc<rustls::ServerConfig>,
     store: Arc<store::Store>,
     faults: Arc<faults::Faults>,
+    logs: Arc<podlogs::PodLogs>,
     serving: Option<Serving>,
 }
 
@@ -213,6 +217,7 @@ impl DevCluster {
             tls: tls.server,
             store,
             faults: Arc::new(faults::Faults::default()),
+            logs: Arc::default(),
             serving: None,
         };
         c.serve(listener);
@@ -265,6 +270,7 @@ impl RunningCluster {
             store: self.store.clone(),
             addr: self.addr.to_string(),
             faults: self.faults.clone(),
+            logs: self.logs.clone(),
             shutdown: rx.clone(),
         });
         let task = tokio::spawn(server::serve(
@@ -342,6 +348,14 @@ impl RunningCluster {
             cluster: self.name.clone(),
             message: e.to_string(),
         })
+    }
+
+    /// Attaches a log to the Pods of `namespace` carrying every one of `labels`: what is
+    /// written to the returned writer is what `GET pods/NAME/log` (`kubectl logs`) serves for
+    /// them, as a kubelet serves a container's output. For a process standing for those Pods'
+    /// containers, as `ferroflux dev up` runs its controllers.
+    pub fn attach_log(&self, namespace: &str, labels: BTreeMap<String, String>) -> LogWriter {
+        self.logs.attach(namespace, labels)
     }
 
     /// Sets the faults the server injects from now on (see [`FaultConfig`]).

@@ -12,6 +12,7 @@ use kube::api::{Api, Patch, PatchParams};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
+use ferroflux_bootstrap::manifests;
 use ferroflux_devcluster::{Config, DevCluster, FaultConfig, RunningCluster};
 
 #[derive(Args)]
@@ -130,6 +131,9 @@ async fn run_up(up: UpArgs) -> Result<()> {
             let manager = start_controllers(c, &storage)
                 .await
                 .with_context(|| format!("cannot start the controllers of cluster {}", c.name()))?;
+            show_controller(c)
+                .await
+                .with_context(|| format!("cannot show the controller of cluster {}", c.name()))?;
             managers.push(manager);
         }
     }
@@ -166,6 +170,60 @@ async fn run_up(up: UpArgs) -> Result<()> {
     for c in clusters {
         c.shutdown().await;
     }
+    Ok(())
+}
+
+/// The labels of the Pods standing for `dev up`'s controllers.
+fn controller_pod_labels() -> std::collections::BTreeMap<String, String> {
+    [("app".to_string(), manifests::CONTROLLER.to_string())]
+        .into_iter()
+        .collect()
+}
+
+/// Makes the controllers running in this process visible in the cluster as an installed
+/// engine is: the `ferroflux-controller` Deployment of `flux-system`, labelled part of Flux
+/// (so `check`, `version` and `logs`, ferroflux's and flux's, find it), whose Pod's log is this
+/// process's log as flux's JSON lines (`kubectl logs deploy/ferroflux-controller`). With
+/// several clusters every one's Pod serves the same log: their controllers share the process.
+async fn show_controller(cluster: &RunningCluster) -> Result<()> {
+    let client = cluster.client().await?;
+    let labels = serde_json::json!({
+        manifests::PART_OF_LABEL: manifests::PART_OF_VALUE,
+        manifests::INSTANCE_LABEL: "flux-system",
+        manifests::VERSION_LABEL: manifests::VERSION,
+    });
+    let deployment = serde_json::json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": manifests::CONTROLLER,
+            "namespace": "flux-system",
+            "labels": labels,
+            "annotations": {"ferroflux.io/run-by": "ferroflux dev up (in its own process)"},
+        },
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": controller_pod_labels()},
+            "template": {
+                "metadata": {"labels": controller_pod_labels()},
+                "spec": {"containers": [{
+                    "name": "manager",
+                    "image": manifests::DEFAULT_IMAGE,
+                    "args": ["controller", "--log-encoding=json"],
+                }]},
+            },
+        },
+    });
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client, "flux-system");
+    api.patch(
+        manifests::CONTROLLER,
+        &PatchParams::apply("ferroflux").force(),
+        &Patch::Apply(&deployment),
+    )
+    .await
+    .context("cannot apply the controller's Deployment")?;
+    let log = cluster.attach_log("flux-system", controller_pod_labels());
+    crate::logging::add_json_sink(Box::new(log));
     Ok(())
 }
 

@@ -29,6 +29,7 @@ pub mod helm;
 pub mod helmrelease_local;
 pub mod install;
 pub mod kustomize;
+pub mod logs;
 pub mod reconcile;
 pub mod sops;
 pub mod stats;
@@ -112,6 +113,8 @@ pub enum Command {
     /// Show what a controller sees of an object (status, variables, history), as `flux debug`
     /// does.
     Debug(debug::DebugArgs),
+    /// The controllers' logs, read from their Pods and formatted, as `flux logs` prints them.
+    Logs(logs::LogsArgs),
 }
 
 impl Command {
@@ -160,5 +163,6 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Delete(args) => delete::run(args).await,
         Command::Trace(args) => trace::run(args).await,
         Command::Debug(args) => debug::run(args).await,
+        Command::Logs(args) => logs::run(args).await,
     }
 }

@@ -41,6 +41,7 @@ mod helmsources;
 mod image;
 mod install;
 mod kustomize_bad_input;
+mod logs;
 mod notification;
 mod reliability;
 mod sops;

@@ -545,7 +545,7 @@ fn check_json_log(lines: &[String]) {
         let entry: serde_json::Value = serde_json::from_str(line)
             .unwrap_or_else(|e| panic!("not a JSON log line ({e}): {line}"));
         assert!(
-            entry["level"].is_string() && entry["timestamp"].is_string(),
+            entry["level"].is_string() && entry["ts"].is_string(),
             "{line}"
         );
     }

@@ -46,6 +46,7 @@ pub struct App {
     pub store: Arc<Store>,
     pub addr: String,
     pub faults: Arc<Faults>,
+    pub logs: Arc<crate::podlogs::PodLogs>,
     pub shutdown: signal::Receiver<bool>,
 }
 

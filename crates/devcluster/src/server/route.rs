@@ -310,7 +310,7 @@ async fn dispatch(
     let sub = r.sub.clone();
     let result = match sub.as_deref() {
         Some("scale") => super::scale::scale(app, method, &r, q, headers, body).await,
-        Some("log") => super::scale::log(app, method, &r),
+        Some("log") => super::scale::log(app, method, &r, q),
         Some(sub) if super::pods::ACTIONS.contains(&sub) => {
             super::pods::action(app, method, &r, sub, headers, body).await
         }

@@ -1,6 +1,7 @@
 //! The `scale` subresource of Deployments, StatefulSets, ReplicaSets, ReplicationControllers
 //! and custom resources whose CRD declares one (an `autoscaling/v1` Scale: GET, PUT and PATCH, as `kubectl scale` and autoscalers use it),
-//! and the `log` subresource of Pods, which says the logs are simulated.
+//! and the `log` subresource of Pods (an attached log, see `podlogs`, or a line saying the logs
+//! are simulated).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -250,8 +251,15 @@ pub(super) async fn scale(
     Ok(json_resp(200, &scale_of(&r.res, &stored)))
 }
 
-/// `GET pods/NAME/log`: the pod must exist; its log is one line saying nothing runs.
-pub(super) fn log(app: &Arc<App>, method: &Method, r: &Req) -> Result<Response, ApiError> {
+/// `GET pods/NAME/log`: the pod must exist (and the container, when named). A Pod with a log
+/// attached (see `podlogs`) serves it with the kubelet's `tailLines`, `sinceSeconds`,
+/// `sinceTime`, `timestamps` and `follow`; any other Pod's log is one line saying nothing runs.
+pub(super) fn log(
+    app: &Arc<App>,
+    method: &Method,
+    r: &Req,
+    q: &HashMap<String, String>,
+) -> Result<Response, ApiError> {
     if *method != Method::GET {
         return Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource: {method}"
@@ -259,8 +267,76 @@ pub(super) fn log(app: &Arc<App>, method: &Method, r: &Req) -> Result<Response, 
     }
     let name = r.name.clone().unwrap_or_default();
     let ns = r.ns.clone().unwrap_or_default();
-    if app.store.lock().get(&r.res.key(), &ns, &name).is_none() {
+    let found = app.store.lock().get(&r.res.key(), &ns, &name).cloned();
+    let Some(pod) = found else {
         return Err(ApiError::not_found(&target(&r.res, &name)));
+    };
+    if let Some(container) = q.get("container").filter(|c| !c.is_empty()) {
+        let known = pod
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| cs.iter().any(|c| c["name"] == container.as_str()));
+        if !known {
+            return Err(ApiError::bad_request(format!(
+                "container {container} is not valid for pod {name}"
+            )));
+        }
     }
-    Ok(text_owned(200, SIMULATED_LOGS.to_string()))
+    let Some(log) = app.logs.of(&pod) else {
+        return Ok(text_owned(200, SIMULATED_LOGS.to_string()));
+    };
+    let number = |key: &str| -> Result<Option<i64>, ApiError> {
+        q.get(key)
+            .map(|v| {
+                v.parse::<i64>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid {key}: {v:?}")))
+            })
+            .transpose()
+    };
+    let mut selection = crate::podlogs::Selection {
+        tail_lines: number("tailLines")?.map(|n| n.max(0) as u64),
+        since: None,
+        timestamps: super::query_bool(q, "timestamps"),
+    };
+    if let Some(s) = number("sinceSeconds")? {
+        selection.since = Some(jiff::Timestamp::now() - jiff::SignedDuration::from_secs(s.max(0)));
+    }
+    if let Some(t) = q.get("sinceTime") {
+        selection.since = Some(
+            t.parse::<jiff::Timestamp>()
+                .map_err(|_| ApiError::bad_request(format!("invalid sinceTime: {t:?}")))?,
+        );
+    }
+    let (backlog, mut next) = log.read(&selection);
+    if !super::query_bool(q, "follow") {
+        return Ok(text_owned(200, backlog));
+    }
+    // Followed: what is there, then every line as it is written, until the client goes away
+    // or the cluster stops.
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    let mut shutdown = app.shutdown.clone();
+    let timestamps = selection.timestamps;
+    tokio::spawn(async move {
+        if !backlog.is_empty() && tx.send(bytes::Bytes::from(backlog)).await.is_err() {
+            return;
+        }
+        loop {
+            tokio::select! {
+                _ = log.written_after(next) => {}
+                _ = tx.closed() => return,
+                _ = shutdown.changed() => return,
+            }
+            let (text, after) = log.read_from(next, timestamps);
+            next = after;
+            if !text.is_empty() && tx.send(bytes::Bytes::from(text)).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut resp = Response::new(super::stream_body(rx));
+    resp.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("text/plain"),
+    );
+    Ok(resp)
 }
