@@ -45,6 +45,9 @@ enum CreateWhat {
     Alert(notification::AlertArgs),
     /// Create or update a Receiver resource.
     Receiver(notification::ReceiverArgs),
+    /// Create or update a Kustomization resource.
+    #[command(visible_alias = "ks")]
+    Kustomization(kustomization::KustomizationArgs),
 }
 
 #[derive(Args, Debug)]
@@ -120,6 +123,7 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
         CreateWhat::AlertProvider(a) => notification::run_provider(&args.kube, a).await,
         CreateWhat::Alert(a) => notification::run_alert(&args.kube, a).await,
         CreateWhat::Receiver(a) => notification::run_receiver(&args.kube, a).await,
+        CreateWhat::Kustomization(a) => kustomization::run(&args.kube, a).await,
     }
 }
 
@@ -312,9 +316,11 @@ async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<Exi
     fluxobj::exit_code(result, "the HelmRelease stays applied")
 }
 
+mod kustomization;
 mod notification;
 pub(crate) mod secret;
 mod source;
+mod source_chart;
 mod source_git;
 mod source_oci;
 mod tenant;

@@ -121,7 +121,9 @@ async fn act<K: FluxObject>(kube: &KubeArgs, names: &Names, mode: Mode) -> anyho
         Mode::Resume => ("resuming", "resumed"),
     };
 
-    let mut targets: Vec<K> = Vec::new();
+    // Found objects, or the name of one that is not there, in the order given: flux reports
+    // each name in turn.
+    let mut targets: Vec<Result<K, String>> = Vec::new();
     let mut missing = 0usize;
     if names.all {
         let list = cluster
@@ -134,8 +136,9 @@ async fn act<K: FluxObject>(kube: &KubeArgs, names: &Names, mode: Mode) -> anyho
             progress::failure(format!("no {} objects found in {ns} namespace", K::KIND));
             bail!("no {} objects found in \"{ns}\" namespace", K::KIND);
         }
-        targets = list.items;
-        targets.sort_by_key(|o| o.name_any());
+        let mut items = list.items;
+        items.sort_by_key(|o| o.name_any());
+        targets = items.into_iter().map(Ok).collect();
     } else {
         let mut seen = std::collections::BTreeSet::new();
         for name in &names.names {
@@ -145,23 +148,25 @@ async fn act<K: FluxObject>(kube: &KubeArgs, names: &Names, mode: Mode) -> anyho
             let found = cluster
                 .call(&format!("getting {} {name}", K::KIND), api.get_opt(name))
                 .await?;
-            match found {
-                Some(obj) => targets.push(obj),
-                None => {
-                    missing += 1;
-                    progress::failure(match mode {
-                        Mode::Suspend => format!("{} {name} not found in {ns} namespace", K::KIND),
-                        Mode::Resume => {
-                            format!("{} object '{name}' not found in {ns} namespace", K::KIND)
-                        }
-                    });
-                }
-            }
+            targets.push(found.ok_or_else(|| name.clone()));
         }
     }
 
     let mut patched: Vec<K> = Vec::new();
-    for obj in targets {
+    for target in targets {
+        let obj = match target {
+            Ok(obj) => obj,
+            Err(name) => {
+                missing += 1;
+                progress::failure(match mode {
+                    Mode::Suspend => format!("{} {name} not found in {ns} namespace", K::KIND),
+                    Mode::Resume => {
+                        format!("{} object '{name}' not found in {ns} namespace", K::KIND)
+                    }
+                });
+                continue;
+            }
+        };
         progress::action(format!(
             "{verb} {} {} in {ns} namespace",
             K::HUMAN_KIND,

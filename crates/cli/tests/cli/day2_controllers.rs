@@ -55,7 +55,7 @@ fn paint(repo: &Repo, colour: &str) -> String {
 /// `revision`.
 fn golden(file: &str, revision: &str) -> String {
     let path = format!(
-        "{}/tests/fixtures/goldens/{file}",
+        "{}/tests/fixtures/goldens/kustomization/{file}",
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read_to_string(&path)

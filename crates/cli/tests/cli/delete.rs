@@ -92,7 +92,7 @@ fn deletes_only_when_confirmed() {
     assert!(out.status.success(), "{}", stderr(&out));
     let golden = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/goldens/delete_kustomization_from_git.golden"),
+            .join("tests/fixtures/goldens/kustomization/delete_kustomization_from_git.golden"),
     )
     .unwrap()
     .replace("{{ .ns }}", "flux-system");

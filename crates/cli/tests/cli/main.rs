@@ -15,6 +15,7 @@ mod build_diff;
 mod build_substitute;
 mod controller;
 mod create_secret;
+mod create_source_chart;
 mod create_source_git;
 mod create_tenant;
 mod day2;

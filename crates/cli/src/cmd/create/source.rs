@@ -29,6 +29,8 @@ pub enum SourceTarget {
     Git(super::source_git::GitArgs),
     /// An OCIRepository source.
     Oci(super::source_oci::OciArgs),
+    /// A HelmChart source.
+    Chart(super::source_chart::ChartArgs),
 }
 
 /// `create source helm`'s flags.
@@ -104,6 +106,7 @@ pub async fn run(kube: &KubeArgs, what: &SourceTarget) -> anyhow::Result<ExitCod
         SourceTarget::Helm(helm) => helm,
         SourceTarget::Git(git) => return super::source_git::run(kube, git).await,
         SourceTarget::Oci(oci) => return super::source_oci::run(kube, oci).await,
+        SourceTarget::Chart(chart) => return super::source_chart::run(kube, chart).await,
     };
     let repo = helm_repository(helm, &kube.namespace)?;
     if helm.export {
