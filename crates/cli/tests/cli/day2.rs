@@ -38,16 +38,17 @@ fn suspend_and_resume_without_waiting() {
     let apps = rt.block_on(ks_api(&c).get("apps")).unwrap();
     assert_eq!(apps.spec.suspend, Some(true));
 
-    // Unknown names: flux's line for each, the known ones still done, exit 1.
+    // Unknown names: flux's line for each in the order given, the known ones still done,
+    // exit 1.
     let out = ferroflux(&kc, &["suspend", "ks", "infra", "foo", "bar"]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(
         err.starts_with(
-            "✗ Kustomization foo not found in flux-system namespace\n\
-             ✗ Kustomization bar not found in flux-system namespace\n\
-             ► suspending kustomization infra in flux-system namespace\n\
-             ✔ kustomization suspended\n"
+            "► suspending kustomization infra in flux-system namespace\n\
+             ✔ kustomization suspended\n\
+             ✗ Kustomization foo not found in flux-system namespace\n\
+             ✗ Kustomization bar not found in flux-system namespace\n"
         ),
         "{err}"
     );

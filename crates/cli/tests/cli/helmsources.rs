@@ -90,7 +90,7 @@ fn get_suspend_and_create_helm_sources() {
                 "sha256:01234567",
                 "False",
                 "True",
-                &format!("stored artifact: revision '{DIGEST}'")
+                &format!("stored artifact: revision '{}'", &DIGEST[..15])
             ],
         ]
     );

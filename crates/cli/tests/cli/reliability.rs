@@ -1321,7 +1321,7 @@ async fn no_secret_reaches_logs_events_status_or_metrics() {
         controller
             .log()
             .iter()
-            .any(|l| l.contains("\"level\":\"DEBUG\"")),
+            .any(|l| l.contains("\"level\":\"debug\"")),
         "the log is at debug level"
     );
     let mut leaks = Vec::new();
