@@ -11,7 +11,7 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::{Args, Subcommand};
 use ferroflux_api::HelmRelease;
 use ferroflux_api::duration::format_duration;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Map, Value, json};
 use std::process::ExitCode;
 
@@ -314,6 +314,47 @@ async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<Exi
     }
     .await;
     fluxobj::exit_code(result, "the HelmRelease stays applied")
+}
+
+/// Creates the Flux object `object` (JSON of kind `kind`), or, when one of its name exists,
+/// replaces its labels and spec with the flags' and keeps everything else, as flux's create
+/// commands do (`existing.Labels = ...; existing.Spec = ...`). Read and written as plain JSON,
+/// so the spec is exactly the flags' fields. Says whether it was created.
+async fn create_or_update(
+    cluster: &Cluster,
+    ns: &str,
+    kind: &str,
+    object: &Value,
+) -> anyhow::Result<bool> {
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let (resource, _) = crate::cmd::export::resource_of(kind)?;
+    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &resource);
+    let existing = cluster
+        .call(&format!("reading {kind} {name}"), api.get_opt(name))
+        .await?;
+    match existing {
+        None => {
+            let wanted: DynamicObject = serde_json::from_value(object.clone())?;
+            cluster
+                .call(
+                    &format!("creating {kind} {name}"),
+                    api.create(&PostParams::default(), &wanted),
+                )
+                .await?;
+            Ok(true)
+        }
+        Some(mut current) => {
+            current.metadata.labels = serde_json::from_value(object["metadata"]["labels"].clone())?;
+            current.data["spec"] = object["spec"].clone();
+            cluster
+                .call(
+                    &format!("updating {kind} {name}"),
+                    api.replace(name, &PostParams::default(), &current),
+                )
+                .await?;
+            Ok(false)
+        }
+    }
 }
 
 mod kustomization;

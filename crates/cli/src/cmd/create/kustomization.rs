@@ -12,7 +12,6 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 use ferroflux_api::Kustomization;
 use ferroflux_api::duration::format_duration;
-use kube::api::{Api, PostParams};
 use serde_json::{Map, Value, json};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -269,33 +268,12 @@ pub async fn run(kube: &KubeArgs, a: &KustomizationArgs) -> anyhow::Result<ExitC
         let deadline = tokio::time::Instant::now() + cluster.timeout;
         progress::generate("generating Kustomization");
         progress::action("applying Kustomization");
-        let api: Api<Kustomization> = Api::namespaced(cluster.client.clone(), ns);
-        let wanted: Kustomization = serde_json::from_value(object.clone())?;
-        let existing = cluster
-            .call("reading Kustomization", api.get_opt(&a.name))
-            .await?;
-        match existing {
-            None => {
-                cluster
-                    .call(
-                        "creating Kustomization",
-                        api.create(&PostParams::default(), &wanted),
-                    )
-                    .await?;
-                progress::success("Kustomization created");
-            }
-            Some(mut current) => {
-                current.metadata.labels = wanted.metadata.labels;
-                current.spec = wanted.spec;
-                cluster
-                    .call(
-                        "updating Kustomization",
-                        api.replace(&a.name, &PostParams::default(), &current),
-                    )
-                    .await?;
-                progress::success("Kustomization updated");
-            }
-        }
+        let created = super::create_or_update(&cluster, ns, "Kustomization", &object).await?;
+        progress::success(if created {
+            "Kustomization created"
+        } else {
+            "Kustomization updated"
+        });
         progress::waiting("waiting for Kustomization reconciliation");
         let done: Kustomization = fluxobj::wait_ready(&cluster, ns, &a.name, deadline)
             .await

@@ -15,7 +15,6 @@
 
 use crate::cluster::{Cluster, KubeArgs};
 use crate::cmd::create::secret::{RECEIVER_TYPES, parse_labels};
-use crate::cmd::export::resource_of;
 use crate::fluxobj::{self, FluxObject};
 use crate::output::document::{document, sorted};
 use crate::output::progress;
@@ -24,7 +23,6 @@ use clap::Args;
 use ferroflux_api::notification::{ALL_PROVIDER_TYPES, FluxKind};
 use ferroflux_api::{Alert, Provider, Receiver};
 use kube::ResourceExt;
-use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Map, Value, json};
 use std::process::ExitCode;
 
@@ -363,38 +361,11 @@ async fn create<K: FluxObject>(
         let cluster = Cluster::connect(kube).await?;
         let deadline = tokio::time::Instant::now() + cluster.timeout;
         progress::action(format!("applying {kind}"));
-        // Read and written as plain JSON, so that an update replaces the spec with exactly the
-        // flags' fields (flux's `existing.Spec = wanted.Spec`) and keeps everything else.
-        let (resource, _) = resource_of(kind)?;
-        let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &resource);
-        let existing = cluster
-            .call(&format!("reading {kind} {name}"), api.get_opt(&name))
-            .await?;
-        match existing {
-            None => {
-                cluster
-                    .call(
-                        &format!("creating {kind} {name}"),
-                        api.create(
-                            &PostParams::default(),
-                            &serde_json::from_value(object.clone())?,
-                        ),
-                    )
-                    .await?;
-                progress::success(format!("{kind} created"));
-            }
-            Some(mut current) => {
-                current.metadata.labels = wanted.meta().labels.clone();
-                current.data["spec"] = object["spec"].clone();
-                cluster
-                    .call(
-                        &format!("updating {kind} {name}"),
-                        api.replace(&name, &PostParams::default(), &current),
-                    )
-                    .await?;
-                progress::success(format!("{kind} updated"));
-            }
-        }
+        let created = super::create_or_update(&cluster, ns, kind, object).await?;
+        progress::success(format!(
+            "{kind} {}",
+            if created { "created" } else { "updated" }
+        ));
         progress::waiting(format!("waiting for {kind} reconciliation"));
         let done: K = fluxobj::interruptible(
             fluxobj::listen_for_interrupt(),

@@ -13,7 +13,6 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 use ferroflux_api::HelmChart;
 use ferroflux_api::duration::format_duration;
-use kube::api::{Api, PostParams};
 use serde_json::{Map, Value, json};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -175,33 +174,12 @@ pub async fn run(kube: &KubeArgs, a: &ChartArgs) -> anyhow::Result<ExitCode> {
         let cluster = Cluster::connect(kube).await?;
         let deadline = tokio::time::Instant::now() + cluster.timeout;
         progress::action("applying HelmChart source");
-        let api: Api<HelmChart> = Api::namespaced(cluster.client.clone(), ns);
-        let wanted: HelmChart = serde_json::from_value(object.clone())?;
-        let existing = cluster
-            .call("reading HelmChart", api.get_opt(&name))
-            .await?;
-        match existing {
-            None => {
-                cluster
-                    .call(
-                        "creating HelmChart",
-                        api.create(&PostParams::default(), &wanted),
-                    )
-                    .await?;
-                progress::success("source created");
-            }
-            Some(mut current) => {
-                current.metadata.labels = wanted.metadata.labels;
-                current.spec = wanted.spec;
-                cluster
-                    .call(
-                        "updating HelmChart",
-                        api.replace(&name, &PostParams::default(), &current),
-                    )
-                    .await?;
-                progress::success("source updated");
-            }
-        }
+        let created = super::create_or_update(&cluster, ns, "HelmChart", &object).await?;
+        progress::success(if created {
+            "source created"
+        } else {
+            "source updated"
+        });
         progress::waiting("waiting for HelmChart source reconciliation");
         let done: HelmChart = fluxobj::wait_ready(&cluster, ns, &name, deadline)
             .await

@@ -15,7 +15,6 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 use ferroflux_api::GitRepository;
 use ferroflux_api::duration::format_duration;
-use kube::api::{Api, PostParams};
 use serde_json::{Map, Value, json};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -221,33 +220,12 @@ pub async fn run(kube: &KubeArgs, a: &GitArgs) -> anyhow::Result<ExitCode> {
             object["spec"]["secretRef"] = json!({ "name": secret_name });
         }
         progress::action("applying GitRepository source");
-        let api: Api<GitRepository> = Api::namespaced(cluster.client.clone(), ns);
-        let wanted: GitRepository = serde_json::from_value(object.clone())?;
-        let existing = cluster
-            .call("reading GitRepository", api.get_opt(&name))
-            .await?;
-        match existing {
-            None => {
-                cluster
-                    .call(
-                        "creating GitRepository",
-                        api.create(&PostParams::default(), &wanted),
-                    )
-                    .await?;
-                progress::success("GitRepository source created");
-            }
-            Some(mut current) => {
-                current.metadata.labels = wanted.metadata.labels;
-                current.spec = wanted.spec;
-                cluster
-                    .call(
-                        "updating GitRepository",
-                        api.replace(&name, &PostParams::default(), &current),
-                    )
-                    .await?;
-                progress::success("GitRepository source updated");
-            }
-        }
+        let created = super::create_or_update(&cluster, ns, "GitRepository", &object).await?;
+        progress::success(if created {
+            "GitRepository source created"
+        } else {
+            "GitRepository source updated"
+        });
         progress::waiting("waiting for GitRepository source reconciliation");
         let done: GitRepository = fluxobj::wait_ready(&cluster, ns, &name, deadline)
             .await

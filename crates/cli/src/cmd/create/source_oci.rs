@@ -15,7 +15,7 @@ use ferroflux_api::ocirepository::{
     VerificationProvider,
 };
 use ferroflux_api::{LocalObjectReference, OCIRepository, OCIRepositorySpec};
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::ObjectMeta;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -242,32 +242,13 @@ pub async fn run(kube: &KubeArgs, a: &OciArgs) -> anyhow::Result<ExitCode> {
         let cluster = Cluster::connect(kube).await?;
         let deadline = tokio::time::Instant::now() + cluster.timeout;
         progress::action("applying OCIRepository");
-        let api: Api<OCIRepository> = Api::namespaced(cluster.client.clone(), ns);
-        let existing = cluster
-            .call("reading OCIRepository", api.get_opt(&name))
-            .await?;
-        match existing {
-            None => {
-                cluster
-                    .call(
-                        "creating OCIRepository",
-                        api.create(&PostParams::default(), &wanted),
-                    )
-                    .await?;
-                progress::success("OCIRepository created");
-            }
-            Some(mut current) => {
-                current.metadata.labels = wanted.metadata.labels.clone();
-                current.spec = wanted.spec.clone();
-                cluster
-                    .call(
-                        "updating OCIRepository",
-                        api.replace(&name, &PostParams::default(), &current),
-                    )
-                    .await?;
-                progress::success("OCIRepository updated");
-            }
-        }
+        let object = serde_json::to_value(&wanted)?;
+        let created = super::create_or_update(&cluster, ns, "OCIRepository", &object).await?;
+        progress::success(if created {
+            "OCIRepository created"
+        } else {
+            "OCIRepository updated"
+        });
         progress::waiting("waiting for OCIRepository reconciliation");
         let done: OCIRepository = fluxobj::wait_ready(&cluster, ns, &name, deadline)
             .await
