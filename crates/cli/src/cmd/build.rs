@@ -181,30 +181,7 @@ pub fn render(objects: &[Value]) -> String {
 /// object holding it for docker config Secrets, so the shape stays valid), and drops sops
 /// metadata, so no plaintext or ciphertext reaches the terminal.
 pub fn mask_secrets(objects: &mut [Value]) {
-    use base64::Engine as _;
-    for obj in objects {
-        if obj.get("kind").and_then(Value::as_str) != Some("Secret") {
-            continue;
-        }
-        let docker = obj.get("type").and_then(Value::as_str) == Some(DOCKERCONFIGJSON);
-        let Some(map) = obj.as_object_mut() else {
-            continue;
-        };
-        map.remove("sops");
-        let text = if docker {
-            serde_json::json!({ "mask": MASK }).to_string()
-        } else {
-            MASK.to_string()
-        };
-        let encoded = base64::engine::general_purpose::STANDARD.encode(&text);
-        for (field, value) in [("data", &encoded), ("stringData", &text)] {
-            if let Some(entries) = map.get_mut(field).and_then(Value::as_object_mut) {
-                for v in entries.values_mut() {
-                    *v = Value::String(value.clone());
-                }
-            }
-        }
-    }
+    mask(objects, Masking::Every);
 }
 
 /// Masks what sops encrypted in Secrets, as flux's build does before a diff: a Secret that
@@ -213,6 +190,20 @@ pub fn mask_secrets(objects: &mut [Value]) {
 /// document. Secrets sops did not touch keep their values: the diff compares them, and its
 /// report masks them.
 pub fn mask_sops(objects: &mut [Value]) {
+    mask(objects, Masking::Encrypted);
+}
+
+/// Which Secret values [`mask`] replaces.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Masking {
+    /// All of them, in every Secret.
+    Every,
+    /// Those sops encrypted: all of a Secret carrying sops metadata, else each value holding a
+    /// sops document.
+    Encrypted,
+}
+
+fn mask(objects: &mut [Value], which: Masking) {
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::STANDARD;
     let encrypted = |text: &[u8]| {
@@ -223,11 +214,12 @@ pub fn mask_sops(objects: &mut [Value]) {
         if obj.get("kind").and_then(Value::as_str) != Some("Secret") {
             continue;
         }
-        let whole = obj
-            .get("sops")
-            .and_then(|s| s.get("mac"))
-            .and_then(Value::as_str)
-            .is_some_and(|mac| mac.starts_with("ENC["));
+        let whole = which == Masking::Every
+            || obj
+                .get("sops")
+                .and_then(|s| s.get("mac"))
+                .and_then(Value::as_str)
+                .is_some_and(|mac| mac.starts_with("ENC["));
         let docker = obj.get("type").and_then(Value::as_str) == Some(DOCKERCONFIGJSON);
         let Some(map) = obj.as_object_mut() else {
             continue;
@@ -245,20 +237,18 @@ pub fn mask_sops(objects: &mut [Value]) {
                 continue;
             };
             for v in entries.values_mut() {
-                let Some(text) = v.as_str() else { continue };
                 let hit = whole
-                    || match field {
+                    || v.as_str().is_some_and(|text| match field {
                         "data" => decode_base64(text).is_some_and(|d| encrypted(&d)),
                         _ => encrypted(text.as_bytes()),
-                    };
+                    });
                 if !hit {
                     continue;
                 }
-                *v = Value::String(match (field, whole && docker) {
-                    ("data", _) => b64.encode(&plain),
-                    (_, true) => plain.clone(),
+                *v = Value::String(match field {
+                    "data" => b64.encode(&plain),
                     // flux writes the base64 form into stringData of a value it masks alone.
-                    (_, false) if !whole => b64.encode(MASK),
+                    _ if !whole => b64.encode(MASK),
                     _ => plain.clone(),
                 });
             }
