@@ -375,7 +375,11 @@ fn lt(arg1: &Val, arg2: &Val) -> Result<bool, String> {
     match (a, b) {
         (Some(Value::Float(x)), Some(Value::Float(y))) => Ok(x < y),
         (Some(Value::Int(x) | Value::Int64(x)), Some(Value::Int(y) | Value::Int64(y))) => Ok(x < y),
-        (Some(Value::String(x)), Some(Value::String(y))) => Ok(x < y),
+        // Go orders strings by their bytes: the same as UTF-8's order except for the bytes
+        // gostr keeps escaped.
+        (Some(Value::String(x)), Some(Value::String(y))) => {
+            Ok(crate::gostr::to_bytes(x) < crate::gostr::to_bytes(y))
+        }
         _ => Err(BAD_COMPARISON_TYPE.into()),
     }
 }

@@ -46,8 +46,8 @@
 //!   (`non-function NODE of type …`, `call of nil`);
 //! - a string holding bytes that are not UTF-8 (`.Files.Get` of a binary file, a byte-wise
 //!   `slice` through a character) keeps them exactly through [`gostr`]'s escapes, and `len`,
-//!   `index`, `slice`, `%q` and `%x` see Go's bytes; a `"\xff"` escape in template text still
-//!   gives U+FFFD; `index` of a string gives an `int`, not a `uint8`;
+//!   `index`, `slice`, `%q`, `%x` and `lt`/`gt` see Go's bytes, as does a `"\xff"` or octal
+//!   escape in template text; `index` of a string gives an `int`, not a `uint8`;
 //! - only `int`, `int64` and `float64` numbers exist (no `uint`, `float32`); typed slices such as
 //!   `[]string` are host [`Object`]s whose [`Object::as_value`] gives the list;
 //! - `%#v` of containers approximates Go's syntax; `%q` and `js` decide printability with

@@ -949,22 +949,45 @@ pub(crate) fn unquote(s: &str) -> Option<String> {
             Some(body.replace('\r', ""))
         }
         b'"' => {
-            let mut out = String::with_capacity(body.len());
+            let mut out = Vec::with_capacity(body.len());
+            let mut raw = false;
             let mut rest = body;
             while !rest.is_empty() {
                 let (c, tail) = unquote_char(rest, '"')?;
-                out.push_str(&c);
+                match c {
+                    Unquoted::Char(c) => {
+                        out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes())
+                    }
+                    Unquoted::Byte(b) => {
+                        raw |= b >= 0x80;
+                        out.push(b);
+                    }
+                }
                 rest = tail;
             }
-            Some(out)
+            // A `\xNN` or octal escape is one byte of Go's string, whatever the bytes around it
+            // make of it: kept exactly through gostr's escapes when they are not UTF-8.
+            if raw {
+                Some(crate::gostr::from_bytes(&out))
+            } else {
+                String::from_utf8(out).ok()
+            }
         }
         _ => None,
     }
 }
 
-/// Go's `strconv.UnquoteChar`: one (possibly escaped) character, as UTF-8 text (a `\xNN` or
-/// octal escape may give a byte that is not UTF-8 alone; it is kept as U+FFFD then).
-fn unquote_char(s: &str, quote: char) -> Option<(String, &str)> {
+/// One unit of a quoted literal, as Go's `strconv.UnquoteChar` returns it: a character, or
+/// the single byte of a `\xNN` or octal escape (Go's `multibyte == false`), which in a string
+/// is that byte even when it is not UTF-8 alone, and in a character constant is its value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Unquoted {
+    Char(char),
+    Byte(u8),
+}
+
+/// Go's `strconv.UnquoteChar`: one (possibly escaped) character or byte.
+fn unquote_char(s: &str, quote: char) -> Option<(Unquoted, &str)> {
     let c = s.chars().next()?;
     if c == quote && (quote == '\'' || quote == '"') {
         return None;
@@ -973,7 +996,7 @@ fn unquote_char(s: &str, quote: char) -> Option<(String, &str)> {
         if c == '\n' {
             return None;
         }
-        return Some((c.to_string(), &s[c.len_utf8()..]));
+        return Some((Unquoted::Char(c), &s[c.len_utf8()..]));
     }
     let rest = &s[1..];
     let e = rest.chars().next()?;
@@ -996,7 +1019,7 @@ fn unquote_char(s: &str, quote: char) -> Option<(String, &str)> {
         _ => None,
     };
     if let Some(c) = simple {
-        return Some((c.to_string(), rest));
+        return Some((Unquoted::Char(c), rest));
     }
     let (n, radix) = match e {
         'x' => (2, 16),
@@ -1007,21 +1030,19 @@ fn unquote_char(s: &str, quote: char) -> Option<(String, &str)> {
     };
     if radix == 8 {
         let digits = format!("{e}{}", rest.get(..2)?);
-        let v = u32::from_str_radix(&digits, 8).ok()?;
-        if v > 255 {
-            return None;
-        }
-        let c = char::from_u32(v).filter(|_| v < 0x80).unwrap_or('\u{FFFD}');
-        return Some((c.to_string(), &rest[2..]));
+        let v = u8::try_from(u32::from_str_radix(&digits, 8).ok()?).ok()?;
+        return Some((Unquoted::Byte(v), &rest[2..]));
     }
     let digits = rest.get(..n)?;
+    // from_str_radix takes a leading sign, Go's escapes do not.
+    if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
     let v = u32::from_str_radix(digits, 16).ok()?;
-    let c = if e == 'x' {
-        char::from_u32(v).filter(|_| v < 0x80).unwrap_or('\u{FFFD}')
-    } else {
-        char::from_u32(v)?
-    };
-    Some((c.to_string(), &rest[n..]))
+    if e == 'x' {
+        return Some((Unquoted::Byte(u8::try_from(v).ok()?), &rest[n..]));
+    }
+    Some((Unquoted::Char(char::from_u32(v)?), &rest[n..]))
 }
 
 /// Go's `newNumber`: which Go types the constant can take.
@@ -1041,7 +1062,10 @@ fn number(pos: usize, text: &str, kind: Kind) -> Result<Number, String> {
         if tail != "'" {
             return Err(format!("malformed character constant: {text}"));
         }
-        let r = c.chars().next().map(u32::from).unwrap_or(0xFFFD);
+        let r = match c {
+            Unquoted::Char(c) => u32::from(c),
+            Unquoted::Byte(b) => u32::from(b),
+        };
         n.is_int = true;
         n.is_uint = true;
         n.is_float = true;
@@ -1333,5 +1357,13 @@ mod tests {
         assert_eq!(unquote("\"a\\n\\\"b\\u00e9\"").unwrap(), "a\n\"bé");
         assert_eq!(unquote("`a\\n`").unwrap(), "a\\n");
         assert!(unquote("\"\\'\"").is_none());
+        // `\xNN` and octal escapes are bytes: UTF-8 when they make it, gostr's escapes if not.
+        assert_eq!(unquote("\"\\xc3\\xa9\\101\"").unwrap(), "éA");
+        let raw = unquote("\"a\\xff\\200\"").unwrap();
+        assert_eq!(&*crate::gostr::to_bytes(&raw), b"a\xff\x80");
+        assert!(unquote("\"\\x4\"").is_none());
+        assert!(unquote("\"\\x+f\"").is_none());
+        assert!(unquote("\"\\400\"").is_none());
+        assert!(unquote("\"\\ud800\"").is_none());
     }
 }

@@ -129,7 +129,8 @@ impl ValueOptions {
         }
         let read = |name: &str| -> Result<Value, String> {
             let raw = read_file(self.base_dir.as_deref(), name)?;
-            Ok(Value::String(String::from_utf8_lossy(&raw).into_owned()))
+            // Helm's `string(bytes)`: a file that is not UTF-8 keeps its bytes (gostr's form).
+            Ok(Value::String(ferroflux_gotemplate::gostr::from_bytes(&raw)))
         };
         for value in &self.file_values {
             parse_into(value, &mut base, Reader::File(&read))

@@ -142,7 +142,8 @@ pub(crate) fn defs() -> Vec<Def> {
                 other if crate::conv::slice_items(other).is_some() => strslice(other),
                 other => vec![strval(other)],
             };
-            items.sort();
+            // Go's sort.Strings orders by bytes (escaped bytes included, see gostr).
+            items.sort_by(|x, y| gostr::to_bytes(x).cmp(&gostr::to_bytes(y)));
             Ok(strings_value(items))
         }),
         fixed("b64enc", &[Str], |a| {
