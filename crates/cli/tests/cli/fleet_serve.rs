@@ -29,6 +29,44 @@ fn get(addr: &str, path: &str) -> String {
     out
 }
 
+/// An open `/events` stream: its bytes as they come.
+struct Sse {
+    stream: TcpStream,
+    seen: String,
+}
+
+impl Sse {
+    fn open(addr: &str, query: &str) -> Sse {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /events?{query} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+        )
+        .unwrap();
+        Sse {
+            stream,
+            seen: String::new(),
+        }
+    }
+
+    /// Everything read until `want` has arrived (a minute at most).
+    fn until(&mut self, want: &str) -> String {
+        let mut chunk = [0u8; 65536];
+        while !self.seen.contains(want) {
+            let n = self
+                .stream
+                .read(&mut chunk)
+                .unwrap_or_else(|e| panic!("no {want:?} in /events: {e}\n{}", self.seen));
+            assert!(n > 0, "/events ended before {want:?}:\n{}", self.seen);
+            self.seen.push_str(&String::from_utf8_lossy(&chunk[..n]));
+        }
+        self.seen.clone()
+    }
+}
+
 fn chromium(args: &[&str]) -> std::process::Output {
     Command::new("chromium")
         .args([
@@ -143,6 +181,20 @@ fn fleet_page_in_chromium_and_live_events() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("<li>Kustomization flux-system/apps (Ready True) ← source GitRepository/flux-system/flux-system</li>"), "{answer}");
 
+    // /events: a subscriber of no known version gets the whole fleet at once; one that gives
+    // the version of the page it loaded gets only what changes after it.
+    let page = get(&addr, "/?token=s3cret");
+    let version = page
+        .split("data-version=\"")
+        .nth(1)
+        .and_then(|v| v.split('"').next())
+        .unwrap_or_else(|| panic!("no version in the page: {page}"))
+        .to_string();
+    let mut fresh = Sse::open(&addr, "token=s3cret");
+    let first = fresh.until("event: fleet");
+    assert!(!first.contains("event: parts"), "{first}");
+    let mut known = Sse::open(&addr, &format!("since={version}&token=s3cret"));
+
     // The page kept open in chromium: changes on production arrive without a reload.
     let mut browser = Browser::launch();
     let page = browser.open(&url, 412, 915);
@@ -166,6 +218,18 @@ fn fleet_page_in_chromium_and_live_events() {
         "document.getElementById('fleet').textContent.includes('kustomize build failed: boom')",
         minute,
     );
+    // Over /events, that change is production's rows (and the rollup), not the whole page.
+    let seen = known.until("kustomize build failed: boom");
+    assert!(seen.contains("event: parts"), "{seen}");
+    assert!(
+        !seen.contains("event: fleet"),
+        "the whole fleet was sent: {seen}"
+    );
+    assert!(
+        seen.contains("\"k1\"") && !seen.contains("\"k0\""),
+        "{seen}"
+    );
+    fresh.until("kustomize build failed: boom");
     let text = browser.eval(&page, "document.getElementById('fleet').innerText");
     let text = text.as_str().unwrap_or_default();
     assert!(text.contains("2 clusters: 1 failing, 1 ready"), "{text}");

@@ -1,14 +1,37 @@
-// Live updates without polling: the server pushes the rendered fleet over Server-Sent Events
-// and the page swaps it in. Without JavaScript the page is the same table, current when loaded.
+// Live updates without polling: the server pushes what changed over Server-Sent Events and the
+// page swaps it in — `parts` (a list of [element id, HTML]) or the whole `fleet`. Without
+// JavaScript the page is the same table, current when loaded.
 (function () {
   var q = new URLSearchParams(location.search);
-  var url = "events" + (q.get("token") ? "?token=" + encodeURIComponent(q.get("token")) : "");
-  var es = new EventSource(url);
-  es.addEventListener("fleet", function (e) {
-    var el = document.getElementById("fleet");
-    if (el) { el.innerHTML = e.data; }
+  var fleet = document.getElementById("fleet");
+  function url(since) {
+    var u = "events?since=" + encodeURIComponent(since);
+    return q.get("token") ? u + "&token=" + encodeURIComponent(q.get("token")) : u;
+  }
+  function updated() {
     document.body.setAttribute("data-updates", String(1 + Number(document.body.getAttribute("data-updates") || 0)));
-  });
+  }
+  var es;
+  // `since`: the version this page shows; the server sends what changed after it (the browser
+  // sends Last-Event-ID itself when it reconnects).
+  function connect(since) {
+    es = new EventSource(url(since));
+    es.addEventListener("fleet", function (e) {
+      if (fleet) { fleet.innerHTML = e.data; }
+      updated();
+    });
+    es.addEventListener("parts", function (e) {
+      var lost = false;
+      JSON.parse(e.data).forEach(function (p) {
+        var el = document.getElementById(p[0]);
+        if (el) { el.outerHTML = p[1]; } else { lost = true; }
+      });
+      updated();
+      // A part the page does not have: start over from the whole fleet.
+      if (lost) { es.close(); connect("none"); }
+    });
+  }
+  connect(fleet ? fleet.getAttribute("data-version") || "none" : "none");
   // The events' ages, as the server writes them ("40 s", "3 min"), kept current from each
   // <time datetime> by the page's own clock: nothing is asked of the server.
   function age(s) {

@@ -3,8 +3,17 @@
 //! HelmReleases and sources (revision, readiness, suspended, behind, message), and a page per
 //! cluster with its dependency graph, and the last Kubernetes Events of each cluster's Flux
 //! objects (reason, message, age). The page is complete without JavaScript; with it, a few
-//! lines subscribe to `/events`, where the server pushes the re-rendered fleet (Server-Sent
-//! Events) whenever a watch sees a change — no polling in the page or the server.
+//! lines subscribe to `/events`, where the server pushes what changed (Server-Sent Events)
+//! whenever a watch sees a change — no polling in the page.
+//!
+//! The page is rendered once per change, not per request: a task renders it when the watches
+//! report a change (and every [`AGES_EVERY`], the ages it shows being relative to now), keeps
+//! the bytes, and every `GET /` is a copy of them. Each rendering is versioned; its parts (the
+//! rollup, each cluster's rows, each cluster's events) carry element ids, and an `/events`
+//! subscriber gets only the parts that differ from the rendering it had (`parts`), or the
+//! whole fleet (`fleet`) when the page's layout changed or it comes with no known version.
+//! The SSE `id` is the version, so a reconnecting page (`Last-Event-ID`) or a page just
+//! loaded (`?since=`, the version it was rendered at) misses nothing in between.
 //!
 //! Read-only. With a token, every request needs `Authorization: Bearer <token>` or
 //! `?token=<token>` (EventSource cannot send headers); without, 401.
@@ -12,6 +21,7 @@
 use crate::live::Live;
 use crate::report::ClusterReport;
 use crate::rollup::{now, rollup};
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -20,24 +30,37 @@ use axum::routing::get;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
 
 const CSS: &str = include_str!("page.css");
 const JS: &str = include_str!("live.js");
+
+/// How often the page is rendered again without a change: the ages it shows ("40 s",
+/// "3 min") are relative to the time of rendering. A rendering equal to the last is not sent.
+pub const AGES_EVERY: Duration = Duration::from_secs(10);
 
 /// What the handlers share.
 #[derive(Clone)]
 struct App {
     live: Arc<Live>,
     token: Option<String>,
+    rendered: watch::Receiver<Arc<Rendered>>,
 }
 
-/// The router serving the page, `/events` and `/cluster/<name>`.
+/// The router serving the page, `/events` and `/cluster/<name>`. Starts the task that renders
+/// the page on every change (on the current tokio runtime; it ends with the router).
 pub fn router(live: Arc<Live>, token: Option<String>) -> axum::Router {
+    let rendered = spawn_renderer(live.clone(), token.clone());
     axum::Router::new()
         .route("/", get(index))
         .route("/events", get(events))
         .route("/cluster/{name}", get(cluster))
-        .with_state(App { live, token })
+        .with_state(App {
+            live,
+            token,
+            rendered,
+        })
 }
 
 fn authorized(app: &App, headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
@@ -87,16 +110,141 @@ fn shell(title: &str, body: &str, script: bool) -> String {
     )
 }
 
-/// The part of the page the events replace: the rollup and the table.
-pub fn fleet_fragment(reports: &[ClusterReport], token: Option<&str>) -> String {
-    let rolled = rollup(reports, now());
+/// One rendering of the fleet.
+pub struct Rendered {
+    /// Counts renderings that differ: 1 for the first.
+    pub version: u64,
+    /// The whole page of `GET /`.
+    pub page: Bytes,
+    /// What `#fleet` holds: the rollup, the table, the events.
+    pub fragment: String,
+    /// The parts of the fragment by element id, in page order: `summary`, then `k<i>` (cluster
+    /// i's rows), then `e<i>` (cluster i's events) when the events table is shown.
+    pub parts: Vec<(String, String)>,
+}
+
+impl Rendered {
+    /// The parts of `self` that differ from `before`, or None when the layout differs (a
+    /// part added or removed: the events table appearing).
+    pub fn changed_since<'a>(&'a self, before: &Rendered) -> Option<Vec<&'a (String, String)>> {
+        let same_layout = self.parts.len() == before.parts.len()
+            && self
+                .parts
+                .iter()
+                .zip(&before.parts)
+                .all(|(a, b)| a.0 == b.0);
+        if !same_layout {
+            return None;
+        }
+        Some(
+            self.parts
+                .iter()
+                .zip(&before.parts)
+                .filter(|(a, b)| a.1 != b.1)
+                .map(|(a, _)| a)
+                .collect(),
+        )
+    }
+}
+
+/// The fleet rendered at `now` (seconds since the epoch) as version `version`.
+pub fn render(reports: &[ClusterReport], token: Option<&str>, now: i64, version: u64) -> Rendered {
+    let rolled = rollup(reports, now);
+    let mut parts = Vec::with_capacity(1 + 2 * reports.len());
+    parts.push((
+        "summary".to_string(),
+        format!(
+            "<pre class=\"summary\" id=\"summary\">{}</pre>",
+            escape(&rolled.lines().join("\n"))
+        ),
+    ));
+    for (i, r) in reports.iter().enumerate() {
+        let id = format!("k{i}");
+        let rows = cluster_rows(r, token);
+        parts.push((id.clone(), format!("<tbody id=\"{id}\">{rows}</tbody>")));
+    }
+    let with_events = reports.iter().any(|r| !r.events.is_empty());
+    if with_events {
+        for (i, r) in reports.iter().enumerate() {
+            let id = format!("e{i}");
+            let rows = event_rows(r, now);
+            parts.push((id.clone(), format!("<tbody id=\"{id}\">{rows}</tbody>")));
+        }
+    }
+    let mut fragment = String::with_capacity(parts.iter().map(|p| p.1.len()).sum::<usize>() + 1024);
+    let mut parts_in_order = parts.iter();
+    if let Some((_, summary)) = parts_in_order.next() {
+        fragment.push_str(summary);
+    }
+    fragment.push_str("<div class=\"wrap\"><table><thead><tr><th>CLUSTER</th><th>KIND</th><th>NAME</th><th>REVISION</th><th>READY</th><th>SUSPENDED</th><th>LAG</th><th class=\"src\">SOURCE</th><th class=\"msg\">MESSAGE</th></tr></thead>");
+    for (_, rows) in parts_in_order.by_ref().take(reports.len()) {
+        fragment.push_str(rows);
+    }
+    fragment.push_str("</table></div>");
+    if with_events {
+        fragment.push_str("<h2>Last events</h2><div class=\"wrap\"><table class=\"events\"><thead><tr><th>CLUSTER</th><th>AGE</th><th>TYPE</th><th>OBJECT</th><th>REASON</th><th class=\"msg\">MESSAGE</th></tr></thead>");
+        for (_, rows) in parts_in_order {
+            fragment.push_str(rows);
+        }
+        fragment.push_str("</table></div>");
+    }
+    let body = format!(
+        "<h1>Fleet: {} clusters</h1><div id=\"fleet\" data-version=\"{version}\">{fragment}</div>",
+        reports.len()
+    );
+    Rendered {
+        version,
+        page: Bytes::from(shell("ferroflux fleet", &body, true)),
+        fragment,
+        parts,
+    }
+}
+
+/// Renders the page now and again on every change the watches report (and every
+/// [`AGES_EVERY`]), off the async executor; a rendering is published only when it differs
+/// from the last. Several changes during one rendering make one more rendering, not several.
+fn spawn_renderer(live: Arc<Live>, token: Option<String>) -> watch::Receiver<Arc<Rendered>> {
+    let mut changes = live.subscribe();
+    changes.borrow_and_update();
+    let first = render(&live.reports(), token.as_deref(), now(), 1);
+    let (tx, rx) = watch::channel(Arc::new(first));
+    tokio::spawn(async move {
+        let mut ages =
+            tokio::time::interval_at(tokio::time::Instant::now() + AGES_EVERY, AGES_EVERY);
+        ages.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                _ = ages.tick() => {}
+                () = tx.closed() => return,
+            }
+            let last = tx.borrow().clone();
+            let (live, token) = (live.clone(), token.clone());
+            let next = tokio::task::spawn_blocking(move || {
+                render(&live.reports(), token.as_deref(), now(), last.version + 1)
+            })
+            .await;
+            let Ok(next) = next else { return };
+            // A rendering equal to the last (an event that changes nothing shown) is not one.
+            tx.send_if_modified(|current| {
+                if current.fragment == next.fragment {
+                    return false;
+                }
+                *current = Arc::new(next);
+                true
+            });
+        }
+    });
+    rx
+}
+
+/// The rows of one cluster: its Kustomizations, HelmReleases and sources, or one row saying
+/// why it is not known.
+fn cluster_rows(r: &ClusterReport, token: Option<&str>) -> String {
     let mut out = String::new();
-    out.push_str("<pre class=\"summary\">");
-    out.push_str(&escape(&rolled.lines().join("\n")));
-    out.push_str("</pre><div class=\"wrap\"><table><thead><tr><th>CLUSTER</th><th>KIND</th><th>NAME</th><th>REVISION</th><th>READY</th><th>SUSPENDED</th><th>LAG</th><th class=\"src\">SOURCE</th><th class=\"msg\">MESSAGE</th></tr></thead><tbody>");
-    let link = |c: &str| {
+    let c = {
         let q = token.map_or(String::new(), |t| format!("?token={}", escape(t)));
-        format!("<a href=\"cluster/{0}{q}\">{0}</a>", escape(c))
+        format!("<a href=\"cluster/{0}{q}\">{0}</a>", escape(&r.context))
     };
     fn row(out: &mut String, class: &str, cells: [&str; 8], cluster: &str) {
         out.push_str(&format!(
@@ -113,134 +261,122 @@ pub fn fleet_fragment(reports: &[ClusterReport], token: Option<&str>) -> String 
         }
         out.push_str("</tr>");
     }
-    for r in reports {
-        let c = link(&r.context);
-        if let Some(e) = &r.error {
-            row(
-                &mut out,
-                "unreachable",
-                [
-                    "",
-                    "",
-                    "",
-                    "Unknown",
-                    "",
-                    "",
-                    "",
-                    &format!("{}: {e}", r.status),
-                ],
-                &c,
-            );
-            continue;
-        }
-        for k in &r.kustomizations {
-            let lag = if k.behind {
-                format!(
-                    "behind: source has {}",
-                    ferroflux_api::short_revision(k.source_revision.as_deref().unwrap_or(""))
-                )
-            } else {
-                String::new()
-            };
-            row(
-                &mut out,
+    if let Some(e) = &r.error {
+        row(
+            &mut out,
+            "unreachable",
+            [
+                "",
+                "",
+                "",
+                "Unknown",
+                "",
+                "",
+                "",
+                &format!("{}: {e}", r.status),
+            ],
+            &c,
+        );
+        return out;
+    }
+    for k in &r.kustomizations {
+        let lag = if k.behind {
+            format!(
+                "behind: source has {}",
+                ferroflux_api::short_revision(k.source_revision.as_deref().unwrap_or(""))
+            )
+        } else {
+            String::new()
+        };
+        row(
+            &mut out,
+            &k.ready,
+            [
+                "Kustomization",
+                &format!("{}/{}", k.namespace, k.name),
+                &ferroflux_api::short_revision(k.applied_revision.as_deref().unwrap_or("")),
                 &k.ready,
-                [
-                    "Kustomization",
-                    &format!("{}/{}", k.namespace, k.name),
-                    &ferroflux_api::short_revision(k.applied_revision.as_deref().unwrap_or("")),
-                    &k.ready,
-                    if k.suspended { "True" } else { "False" },
-                    &lag,
-                    &k.source,
-                    &k.message,
-                ],
-                &c,
-            );
-        }
-        for h in &r.helm_releases {
-            row(
-                &mut out,
+                if k.suspended { "True" } else { "False" },
+                &lag,
+                &k.source,
+                &k.message,
+            ],
+            &c,
+        );
+    }
+    for h in &r.helm_releases {
+        row(
+            &mut out,
+            &h.ready,
+            [
+                "HelmRelease",
+                &format!("{}/{}", h.namespace, h.name),
+                h.revision.as_deref().unwrap_or(""),
                 &h.ready,
-                [
-                    "HelmRelease",
-                    &format!("{}/{}", h.namespace, h.name),
-                    h.revision.as_deref().unwrap_or(""),
-                    &h.ready,
-                    if h.suspended { "True" } else { "False" },
-                    "",
-                    "",
-                    &h.message,
-                ],
-                &c,
-            );
-        }
-        for s in &r.sources {
-            row(
-                &mut out,
+                if h.suspended { "True" } else { "False" },
+                "",
+                "",
+                &h.message,
+            ],
+            &c,
+        );
+    }
+    for s in &r.sources {
+        row(
+            &mut out,
+            &s.ready,
+            [
+                &s.kind,
+                &format!("{}/{}", s.namespace, s.name),
+                &ferroflux_api::short_revision(s.revision.as_deref().unwrap_or("")),
                 &s.ready,
-                [
-                    &s.kind,
-                    &format!("{}/{}", s.namespace, s.name),
-                    &ferroflux_api::short_revision(s.revision.as_deref().unwrap_or("")),
-                    &s.ready,
-                    if s.suspended { "True" } else { "False" },
-                    "",
-                    &s.origin,
-                    &s.message,
-                ],
-                &c,
-            );
-        }
+                if s.suspended { "True" } else { "False" },
+                "",
+                &s.origin,
+                &s.message,
+            ],
+            &c,
+        );
     }
-    out.push_str("</tbody></table></div>");
-    out.push_str(&events_table(reports, now()));
     out
 }
 
-/// The last Events of every cluster (newest first within a cluster), or nothing when no
-/// cluster has any. Each age is also a `<time datetime>` the page's script keeps current.
-fn events_table(reports: &[ClusterReport], now: i64) -> String {
-    if reports.iter().all(|r| r.events.is_empty()) {
-        return String::new();
+/// The last Events of one cluster (newest first). Each age is also a `<time datetime>` the
+/// page's script keeps current.
+fn event_rows(r: &ClusterReport, now: i64) -> String {
+    let mut out = String::new();
+    for e in &r.events {
+        let at = e
+            .last_seen
+            .as_deref()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+        let age = match at {
+            Some(t) => format!(
+                "<time datetime=\"{}\">{}</time>",
+                escape(&t.to_string()),
+                crate::rollup::age(now - t.as_second())
+            ),
+            None => String::new(),
+        };
+        let count = if e.count > 1 {
+            format!(" (x{})", e.count)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "<tr class=\"{}\"><td>{}</td><td>{age}{count}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"msg\">{}</td></tr>",
+            escape(&e.type_),
+            escape(&r.context),
+            escape(&e.type_),
+            escape(&e.object),
+            escape(&e.reason),
+            escape(&e.message)
+        ));
     }
-    let mut out = String::from(
-        "<h2>Last events</h2><div class=\"wrap\"><table class=\"events\"><thead><tr><th>CLUSTER</th><th>AGE</th><th>TYPE</th><th>OBJECT</th><th>REASON</th><th class=\"msg\">MESSAGE</th></tr></thead><tbody>",
-    );
-    for r in reports {
-        for e in &r.events {
-            let at = e
-                .last_seen
-                .as_deref()
-                .and_then(|t| t.parse::<jiff::Timestamp>().ok());
-            let age = match at {
-                Some(t) => format!(
-                    "<time datetime=\"{}\">{}</time>",
-                    escape(&t.to_string()),
-                    crate::rollup::age(now - t.as_second())
-                ),
-                None => String::new(),
-            };
-            let count = if e.count > 1 {
-                format!(" (x{})", e.count)
-            } else {
-                String::new()
-            };
-            out.push_str(&format!(
-                "<tr class=\"{}\"><td>{}</td><td>{age}{count}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"msg\">{}</td></tr>",
-                escape(&e.type_),
-                escape(&r.context),
-                escape(&e.type_),
-                escape(&e.object),
-                escape(&e.reason),
-                escape(&e.message)
-            ));
-        }
-    }
-    out.push_str("</tbody></table></div>");
     out
 }
 
+/// `GET /`: the last rendering's bytes (shared, not copied).
 async fn index(
     State(app): State<App>,
     headers: HeaderMap,
@@ -249,13 +385,8 @@ async fn index(
     if !authorized(&app, &headers, &query) {
         return unauthorized();
     }
-    let reports = app.live.reports();
-    let body = format!(
-        "<h1>Fleet: {} clusters</h1><div id=\"fleet\">{}</div>",
-        reports.len(),
-        fleet_fragment(&reports, app.token.as_deref())
-    );
-    Html(shell("ferroflux fleet", &body, true)).into_response()
+    let page = app.rendered.borrow().page.clone();
+    Html(page).into_response()
 }
 
 async fn cluster(
@@ -319,6 +450,35 @@ async fn cluster(
     Html(shell(&format!("{name} — ferroflux fleet"), &body, false)).into_response()
 }
 
+/// The SSE event bringing a page to `rendered`: the whole fleet.
+fn whole(rendered: &Rendered) -> Event {
+    Event::default()
+        .event("fleet")
+        .id(rendered.version.to_string())
+        .data(rendered.fragment.as_str())
+}
+
+/// The SSE event bringing a page from `before` to `now`: the parts that differ (a JSON list
+/// of `[id, html]`), the whole fleet when the layout differs, nothing when nothing does.
+fn delta(before: &Rendered, now: &Rendered) -> Option<Event> {
+    let Some(parts) = now.changed_since(before) else {
+        return Some(whole(now));
+    };
+    if parts.is_empty() {
+        return None;
+    }
+    let data = serde_json::to_string(&parts).ok()?;
+    Some(
+        Event::default()
+            .event("parts")
+            .id(now.version.to_string())
+            .data(data),
+    )
+}
+
+/// `/events`: from the version the page has (`Last-Event-ID` when the browser reconnects,
+/// else `?since=`), what changed, then each change as it is rendered. A page of an unknown
+/// version gets the whole fleet first.
 async fn events(
     State(app): State<App>,
     headers: HeaderMap,
@@ -327,20 +487,130 @@ async fn events(
     if !authorized(&app, &headers, &query) {
         return unauthorized();
     }
-    let rx = app.live.subscribe();
+    let since: Option<u64> = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .or(query.get("since").map(String::as_str))
+        .and_then(|v| v.trim().parse().ok());
+    let mut rx = app.rendered.clone();
+    let current = rx.borrow_and_update().clone();
+    let first = (since != Some(current.version)).then(|| whole(&current));
     let stream =
-        futures::stream::unfold((rx, app, String::new()), |(mut rx, app, last)| async move {
+        futures::stream::unfold((rx, current, first), |(mut rx, last, first)| async move {
+            if let Some(event) = first {
+                return Some((Ok::<_, Infallible>(event), (rx, last, None)));
+            }
             loop {
-                // A change anywhere: render, and send only when the fragment differs.
                 rx.changed().await.ok()?;
-                let fragment = fleet_fragment(&app.live.reports(), app.token.as_deref());
-                if fragment != last {
-                    let event = Event::default().event("fleet").data(fragment.clone());
-                    return Some((Ok::<_, Infallible>(event), (rx, app, fragment)));
+                let next = rx.borrow_and_update().clone();
+                if let Some(event) = delta(&last, &next) {
+                    return Some((Ok(event), (rx, next, None)));
                 }
             }
         });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::EventReport;
+
+    fn fleet(messages: &[&str]) -> Vec<ClusterReport> {
+        messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                ClusterReport::unreachable(
+                    &format!("c{i}"),
+                    "https://c",
+                    "unreachable",
+                    m.to_string(),
+                )
+            })
+            .collect()
+    }
+
+    fn event(message: &str) -> EventReport {
+        EventReport {
+            object: "Kustomization/flux-system/apps".into(),
+            type_: "Warning".into(),
+            reason: "BuildFailed".into(),
+            message: message.into(),
+            last_seen: Some("2026-12-01T00:00:00Z".into()),
+            count: 1,
+        }
+    }
+
+    #[test]
+    fn the_page_is_its_parts_in_order() {
+        let r = render(&fleet(&["down", "also <down>"]), Some("t&k"), 0, 7);
+        let ids: Vec<&str> = r.parts.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(ids, ["summary", "k0", "k1"]);
+        let page = String::from_utf8(r.page.to_vec()).unwrap();
+        assert!(
+            page.contains("<div id=\"fleet\" data-version=\"7\">"),
+            "{page}"
+        );
+        assert!(page.contains(&r.fragment));
+        for (id, html) in &r.parts {
+            assert!(
+                r.fragment.contains(html.as_str()),
+                "{id} not in the fragment"
+            );
+            assert!(html.contains(&format!("id=\"{id}\"")), "{html}");
+        }
+        assert!(
+            r.parts[2].1.contains("also &lt;down&gt;"),
+            "{}",
+            r.parts[2].1
+        );
+        assert!(r.parts[1].1.contains("href=\"cluster/c0?token=t&amp;k\""));
+    }
+
+    #[test]
+    fn a_change_on_one_cluster_is_that_clusters_part() {
+        let before = render(&fleet(&["down", "down"]), None, 0, 1);
+        let after = render(&fleet(&["down", "down again"]), None, 0, 2);
+        let changed = after.changed_since(&before).unwrap();
+        let ids: Vec<&str> = changed.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(ids, ["k1"]);
+        let event = delta(&before, &after);
+        assert!(event.is_some());
+        // Nothing shown differs: nothing to send.
+        let same = render(&fleet(&["down", "down again"]), None, 0, 3);
+        assert!(same.changed_since(&after).unwrap().is_empty());
+        assert!(delta(&after, &same).is_none());
+    }
+
+    #[test]
+    fn events_appearing_change_the_layout() {
+        let before = render(&fleet(&["down", "down"]), None, 0, 1);
+        let mut reports = fleet(&["down", "down"]);
+        reports[1]
+            .events
+            .push(event("kustomize build failed: <boom>"));
+        let after = render(&reports, None, 0, 2);
+        assert!(
+            after.changed_since(&before).is_none(),
+            "the events table is new"
+        );
+        let ids: Vec<&str> = after.parts.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(ids, ["summary", "k0", "k1", "e0", "e1"]);
+        assert!(after.fragment.contains("<h2>Last events</h2>"));
+        assert!(
+            after.parts[4]
+                .1
+                .contains("kustomize build failed: &lt;boom&gt;")
+        );
+        // Then a second event on the same cluster is that cluster's events part alone.
+        let mut more = reports.clone();
+        more[1].events.insert(0, event("health check failed"));
+        let later = render(&more, None, 0, 3);
+        let changed = later.changed_since(&after).unwrap();
+        let ids: Vec<&str> = changed.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(ids, ["e1"]);
+    }
 }
