@@ -3,6 +3,7 @@
 
 use crate::changeset::{Action, ChangeSet};
 use crate::health::{self, Status};
+use crate::ignore::{self, IgnoreRules};
 use crate::inventory::InventoryObject;
 use crate::normalize::normalize;
 use crate::object::{group_version, meta_value, object_id, str_at};
@@ -301,6 +302,27 @@ impl Applier {
         Ok((api, from_cache))
     }
 
+    /// The `apiVersion` the cluster prefers for `kind`, found by discovery (the core group
+    /// first, then the groups in the order the server lists them): what a health check that
+    /// names no API version means, as in Flux ("the Kubernetes preferred version").
+    pub async fn preferred_api_version(&self, kind: &str) -> Result<String, ApplyError> {
+        let discovery = kube::Discovery::new(self.client.clone())
+            .run()
+            .await
+            .map_err(|e| ApplyError::Discovery {
+                gvk: kind.to_string(),
+                reason: message_of(&e),
+            })?;
+        discovery
+            .groups()
+            .find_map(|g| g.recommended_kind(kind))
+            .map(|(ar, _)| ar.api_version)
+            .ok_or_else(|| ApplyError::Discovery {
+                gvk: kind.to_string(),
+                reason: format!("no matches for kind \"{kind}\""),
+            })
+    }
+
     /// Reads the live object and dry-runs `obj` over it; `dry` is None when the object exists
     /// and asks to be applied only if absent. The discovery cache is shared by every
     /// Kustomization for the life of the process, so a CRD deleted and created again (another
@@ -349,6 +371,18 @@ impl Applier {
         objects: Vec<Value>,
         opts: &ApplyOptions,
     ) -> Result<ChangeSet, ApplyError> {
+        self.apply_staged_ignoring(objects, opts, &IgnoreRules::default())
+            .await
+    }
+
+    /// [`Applier::apply_staged`] leaving the fields `ignore` names to the cluster on objects
+    /// that exist (a Kustomization's `spec.ignore`, see [`crate::ignore`]).
+    pub async fn apply_staged_ignoring(
+        &self,
+        objects: Vec<Value>,
+        opts: &ApplyOptions,
+        ignore: &IgnoreRules,
+    ) -> Result<ChangeSet, ApplyError> {
         let mut objects = objects;
         for (index, obj) in objects.iter_mut().enumerate() {
             object_id(obj, index)?;
@@ -361,7 +395,7 @@ impl Applier {
             let planning: Vec<_> = list
                 .iter()
                 .cloned()
-                .map(|obj| async move { self.plan_one(obj, opts).await })
+                .map(|obj| async move { self.plan_one(obj, opts, ignore).await })
                 .collect();
             let plans: Vec<Plan> = stream::iter(planning)
                 .buffered(opts.concurrency.max(1))
@@ -388,7 +422,13 @@ impl Applier {
     /// The dry-run half of applying one object: what would happen to it, without changing
     /// the cluster — except that an object whose immutable fields changed is deleted here
     /// when force is asked for, so the dry-run can be tried again against its absence.
-    async fn plan_one(&self, obj: Value, opts: &ApplyOptions) -> Result<Plan, ApplyError> {
+    async fn plan_one(
+        &self,
+        obj: Value,
+        opts: &ApplyOptions,
+        ignore: &IgnoreRules,
+    ) -> Result<Plan, ApplyError> {
+        let mut obj = obj;
         let id = object_id(&obj, 0)?;
         if meta_value(&obj, "annotations", RECONCILE_ANNOTATION)
             .is_some_and(|v| v.eq_ignore_ascii_case("disabled"))
@@ -425,6 +465,23 @@ impl Applier {
             Err(e) => return Err(dry_run_error(&id, &e)),
         };
         let action = match (&live, &dry) {
+            (Some(live), Some(dry)) if !ignore.is_empty() => {
+                // As fluxcd/pkg's ssa: the rules select on the dry-run's object, ignored
+                // paths are left out of the comparison, and a drifted object keeps the
+                // cluster's values of them.
+                let live = serde_json::to_value(live).unwrap_or(Value::Null);
+                let dry = serde_json::to_value(dry).unwrap_or(Value::Null);
+                let paths = ignore.paths_for(&dry);
+                if !drifted_values(
+                    &ignore::without(&live, &paths),
+                    &ignore::without(&dry, &paths),
+                ) {
+                    Action::Unchanged
+                } else {
+                    ignore::keep_cluster_values(&mut obj, &live, &dry, &paths, &self.field_manager);
+                    Action::Configured
+                }
+            }
             (Some(live), Some(dry)) if !drifted(live, dry) => Action::Unchanged,
             (Some(_), Some(_)) => Action::Configured,
             _ => Action::Created,
@@ -765,6 +822,28 @@ fn status_word(s: Status) -> &'static str {
 }
 
 /// Flux's drift rule: labels, annotations, or the object without metadata and status differ.
+/// [`drifted`] over plain JSON objects (both with their metadata).
+fn drifted_values(live: &Value, dry_run: &Value) -> bool {
+    if dry_run.pointer("/metadata/resourceVersion").is_none() {
+        return true;
+    }
+    let meta = |o: &Value, k: &str| o.pointer(&format!("/metadata/{k}")).cloned();
+    if meta(live, "labels") != meta(dry_run, "labels")
+        || meta(live, "annotations") != meta(dry_run, "annotations")
+    {
+        return true;
+    }
+    let strip = |o: &Value| {
+        let mut v = o.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("metadata");
+            m.remove("status");
+        }
+        v
+    };
+    strip(live) != strip(dry_run)
+}
+
 fn drifted(live: &DynamicObject, dry_run: &DynamicObject) -> bool {
     if dry_run.metadata.resource_version.is_none() {
         return true;

@@ -48,6 +48,9 @@ enum CreateWhat {
     /// Create or update a Kustomization resource.
     #[command(visible_alias = "ks")]
     Kustomization(kustomization::KustomizationArgs),
+    /// Create or update image automation objects (stored only: no controller here runs them).
+    #[command(subcommand)]
+    Image(image::ImageTarget),
 }
 
 #[derive(Args, Debug)]
@@ -124,6 +127,7 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
         CreateWhat::Alert(a) => notification::run_alert(&args.kube, a).await,
         CreateWhat::Receiver(a) => notification::run_receiver(&args.kube, a).await,
         CreateWhat::Kustomization(a) => kustomization::run(&args.kube, a).await,
+        CreateWhat::Image(what) => image::run(&args.kube, what).await,
     }
 }
 
@@ -326,9 +330,20 @@ async fn create_or_update(
     kind: &str,
     object: &Value,
 ) -> anyhow::Result<bool> {
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
     let (resource, _) = crate::cmd::export::resource_of(kind)?;
-    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &resource);
+    create_or_update_at(cluster, ns, &resource, object).await
+}
+
+/// [`create_or_update`] for a kind found by discovery rather than among ferroflux's CRDs.
+async fn create_or_update_at(
+    cluster: &Cluster,
+    ns: &str,
+    resource: &kube::api::ApiResource,
+    object: &Value,
+) -> anyhow::Result<bool> {
+    let kind = resource.kind.as_str();
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, resource);
     let existing = cluster
         .call(&format!("reading {kind} {name}"), api.get_opt(name))
         .await?;
@@ -357,6 +372,7 @@ async fn create_or_update(
     }
 }
 
+pub(crate) mod image;
 mod kustomization;
 mod notification;
 pub(crate) mod secret;

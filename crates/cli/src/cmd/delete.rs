@@ -2,9 +2,11 @@
 //! the object must exist, the user confirms (`Are you sure you want to delete this <kind>`)
 //! unless `--silent`, and nothing is deleted without one or the other. What the object applied
 //! is then the controllers' business: a Kustomization with `prune` removes what it applied, a
-//! HelmRelease uninstalls its release (their finalizers).
+//! HelmRelease uninstalls its release (their finalizers). The image automation kinds are found by
+//! discovery: ferroflux ships no CRD for them.
 
 use crate::cluster::{Cluster, KubeArgs};
+use crate::cmd::create::image::image_resource;
 use crate::cmd::export::resource_of;
 use crate::output::progress;
 use anyhow::bail;
@@ -50,6 +52,19 @@ enum DeleteWhat {
     /// Delete an artifact generator.
     #[command(subcommand)]
     Artifact(ArtifactKind),
+    /// Delete image automation objects (their CRDs come from outside ferroflux).
+    #[command(subcommand)]
+    Image(ImageKind),
+}
+
+#[derive(Subcommand, Debug)]
+enum ImageKind {
+    /// Delete an ImageRepository.
+    Repository(Name),
+    /// Delete an ImagePolicy.
+    Policy(Name),
+    /// Delete an ImageUpdateAutomation.
+    Update(Name),
 }
 
 #[derive(Subcommand, Debug)]
@@ -92,12 +107,27 @@ pub async fn run(args: DeleteArgs) -> anyhow::Result<ExitCode> {
         DeleteWhat::Source(SourceKind::External(n)) => {
             ("ExternalArtifact", "source external-artifact", n)
         }
+        DeleteWhat::Image(ImageKind::Repository(n)) => ("ImageRepository", "image repository", n),
+        DeleteWhat::Image(ImageKind::Policy(n)) => ("ImagePolicy", "image policy", n),
+        DeleteWhat::Image(ImageKind::Update(n)) => {
+            ("ImageUpdateAutomation", "image update automation", n)
+        }
     };
     let Some(name) = name.name.as_deref().filter(|n| !n.is_empty()) else {
         bail!("{human} name is required");
     };
-    let (resource, _) = resource_of(kind)?;
+    let image = matches!(args.what, DeleteWhat::Image(_));
+    let known = if image {
+        None
+    } else {
+        Some(resource_of(kind)?.0)
+    };
     let cluster = Cluster::connect(&args.kube).await?;
+    // ferroflux ships no image automation CRD: those kinds are what the cluster serves.
+    let resource = match known {
+        Some(resource) => resource,
+        None => image_resource(&cluster, kind).await?,
+    };
     let ns = args.kube.namespace.as_str();
     let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &resource);
     // It must exist before anyone is asked anything.

@@ -24,6 +24,7 @@ use ferroflux_api::{
 };
 use ferroflux_apply::applier::{Applier, ApplyOptions};
 use ferroflux_apply::changeset::{Action as ChangeAction, ChangeSet};
+use ferroflux_apply::ignore::IgnoreRules;
 use ferroflux_apply::inventory::{InventoryObject, inventory_of, stale_entries};
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
@@ -673,8 +674,12 @@ async fn apply(
         stage_timeout: timing.timeout,
         concurrency: 4,
     };
+    // spec.ignore: fields Flux leaves to the cluster on objects that exist.
+    let ignore = IgnoreRules::compile(ks.spec.ignore.as_deref().unwrap_or_default())
+        .map_err(|e| format!("invalid spec.ignore: {e}"))
+        .or_fail(reason::RECONCILIATION_FAILED, timing.retry)?;
     applier
-        .apply_staged(objects.to_vec(), &options)
+        .apply_staged_ignoring(objects.to_vec(), &options, &ignore)
         .await
         .or_fail(reason::RECONCILIATION_FAILED, timing.retry)
 }
@@ -725,18 +730,24 @@ async fn health(
     let to_check: Vec<Value> = if ks.spec.wait == Some(true) {
         objects
     } else {
-        ks.spec
-            .health_checks
-            .iter()
-            .flatten()
-            .map(|h| {
-                json!({
-                    "apiVersion": h.api_version.clone().unwrap_or_else(|| "v1".into()),
-                    "kind": h.kind,
-                    "metadata": {"name": h.name, "namespace": h.namespace.clone().unwrap_or_else(|| ns.clone())},
-                })
-            })
-            .collect()
+        let mut checks = Vec::new();
+        for h in ks.spec.health_checks.iter().flatten() {
+            // No API version means the cluster's preferred one for the kind (`flux create
+            // kustomization --health-check Deployment/...` writes none).
+            let api_version = match h.api_version.as_deref().filter(|v| !v.is_empty()) {
+                Some(v) => v.to_string(),
+                None => applier
+                    .preferred_api_version(&h.kind)
+                    .await
+                    .or_fail(reason::HEALTH_CHECK_FAILED, timing.retry)?,
+            };
+            checks.push(json!({
+                "apiVersion": api_version,
+                "kind": h.kind,
+                "metadata": {"name": h.name, "namespace": h.namespace.clone().unwrap_or_else(|| ns.clone())},
+            }));
+        }
+        checks
     };
     if to_check.is_empty() {
         return Ok(None);
