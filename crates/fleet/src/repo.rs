@@ -7,13 +7,15 @@
 //! [`crate::diff`]'s mask.
 
 use ferroflux_api::Kustomization;
+use ferroflux_controller::kustomization::build::BuildOutput;
 use ferroflux_controller::kustomization::build::{self as ks_build, Cluster};
 use ferroflux_controller::kustomization::generate::KUSTOMIZATION_FILES;
 use kube::ResourceExt;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 /// What reading a fleet repository can fail on.
 #[derive(Debug, thiserror::Error)]
@@ -79,12 +81,20 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>, RepoError> {
     Ok(out.stdout)
 }
 
-/// A private copy of the repository's files, at a revision or as the work tree holds them.
+/// A private copy of the repository's files, at a revision or as the work tree holds them,
+/// and the kustomize builds made from it so far.
 pub struct Tree {
     dir: tempfile::TempDir,
     /// What it is: `REV (sha)` or `work tree`.
     pub label: String,
+    /// Builds before substitution, by [`shared_key`]: clusters applying the same overlay with
+    /// different variables build it once.
+    builds: Mutex<HashMap<String, SharedBuild>>,
 }
+
+/// One build shared between the clusters of a tree: made by the first that needs it, awaited by
+/// the others. The error is the build's message.
+type SharedBuild = Arc<tokio::sync::OnceCell<Result<BuildOutput, String>>>;
 
 impl Tree {
     /// The files of `rev` in the repository `repo` (any revision git understands).
@@ -105,6 +115,7 @@ impl Tree {
         Ok(Tree {
             dir,
             label: format!("{rev} ({})", &sha[..sha.len().min(12)]),
+            builds: Mutex::default(),
         })
     }
 
@@ -118,7 +129,26 @@ impl Tree {
         Ok(Tree {
             dir,
             label: "work tree".to_string(),
+            builds: Mutex::default(),
         })
+    }
+
+    /// The shared build of `key`, made or being made by another cluster, or an empty cell to
+    /// fill.
+    fn shared_build(&self, key: String) -> SharedBuild {
+        let mut builds = match self.builds.lock() {
+            Ok(b) => b,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        builds.entry(key).or_default().clone()
+    }
+
+    /// How many distinct builds (before substitution) were made from this tree so far.
+    pub fn builds_made(&self) -> usize {
+        match self.builds.lock() {
+            Ok(b) => b.len(),
+            Err(poisoned) => poisoned.into_inner().len(),
+        }
     }
 
     /// Where the files are.
@@ -279,6 +309,34 @@ fn normal(path: &str) -> String {
     }
 }
 
+/// What makes a build before substitution: the folder, and the Kustomization's name, namespace
+/// (its owner labels) and spec other than `postBuild`.
+fn shared_key(ks: &Kustomization, path: &str) -> String {
+    let mut spec = ks.spec.clone();
+    spec.post_build = None;
+    format!(
+        "{path}\n{}\n{}\n{}",
+        ks.namespace().unwrap_or_default(),
+        ks.name_any(),
+        serde_json::to_string(&spec).unwrap_or_default()
+    )
+}
+
+/// One kustomize build of `ks` at `dir` (inside the writable copy `root`), before
+/// substitution; the kustomization files of `dir` put back after it, so that the next build in
+/// the copy sees the repository's own.
+async fn build_in(
+    ks: &Kustomization,
+    root: &Path,
+    dir: &Path,
+    cluster: Cluster<'_>,
+) -> Result<BuildOutput, String> {
+    let kept = KeptFiles::take(dir).map_err(|e| e.to_string())?;
+    let built = ks_build::build_unsubstituted(ks, root, dir, cluster).await;
+    kept.restore().map_err(|e| e.to_string())?;
+    built.map_err(|e| e.to_string())
+}
+
 /// Builds what cluster `name` would apply from `tree`: the folder `clusters/<name>` as the
 /// `flux-system` Kustomization, then every Kustomization of the output whose source is the
 /// cluster's `flux-system` GitRepository (the repository itself). `cluster` gives the builds
@@ -328,23 +386,25 @@ pub async fn build_cluster(
         };
         let root = private.as_ref().map_or(shared.path(), |p| p.path());
         let dir: PathBuf = root.join(&path);
-        let kept = KeptFiles::take(&dir)?;
-        let built = ks_build::build_with(
-            &ks,
-            root,
-            &dir,
-            match &cluster {
-                Cluster::Client(c) => Cluster::Client(c),
-                Cluster::Offline => Cluster::Offline,
-            },
-            ks_build::Strictness::Lenient,
-        )
-        .await;
-        kept.restore()?;
-        let objects = built.map_err(|e| RepoError::Build {
+        let unsubstituted = if decrypts {
+            // Decrypted with this cluster's keys: never shared.
+            build_in(&ks, root, &dir, cluster).await
+        } else {
+            let cell = tree.shared_build(shared_key(&ks, &path));
+            cell.get_or_init(|| build_in(&ks, root, &dir, cluster))
+                .await
+                .clone()
+        };
+        let built = match unsubstituted {
+            Ok(output) => ks_build::substitute(&ks, output, cluster, ks_build::Strictness::Lenient)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        };
+        let objects = built.map_err(|message| RepoError::Build {
             cluster: name.to_string(),
             what: what.clone(),
-            message: e.to_string(),
+            message,
         })?;
         out.kustomizations.push(what.clone());
         for obj in objects {
@@ -469,5 +529,50 @@ mod tests {
             std::fs::read_to_string(tree.path().join("apps/base/kustomization.yaml")).unwrap(),
             "resources:\n- cm.yaml\n"
         );
+    }
+
+    /// Clusters applying the same overlay with their own variables build it once: each still
+    /// gets its own substitution, and a Kustomization that differs in anything but `postBuild`
+    /// (here its `targetNamespace`) is a build of its own.
+    #[tokio::test]
+    async fn clusters_share_a_build_and_substitute_their_own_variables() {
+        let src = tempfile::tempdir().unwrap();
+        let root = src.path();
+        write(
+            root,
+            "apps/web/kustomization.yaml",
+            "resources:\n- cm.yaml\n",
+        );
+        write(
+            root,
+            "apps/web/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\ndata:\n  cluster: ${cluster_name}\n",
+        );
+        let web = |cluster: &str, extra: &str| {
+            ks(
+                "web",
+                "./apps/web",
+                &format!("  postBuild:\n    substitute:\n      cluster_name: {cluster}\n{extra}"),
+            )
+        };
+        write(root, "clusters/one/web.yaml", &web("one", ""));
+        write(root, "clusters/two/web.yaml", &web("two", ""));
+        write(
+            root,
+            "clusters/three/web.yaml",
+            &web("three", "  targetNamespace: other\n"),
+        );
+        let tree = Tree::work_tree(root).unwrap();
+        let (one, two, three) = tokio::join!(
+            build_cluster(&tree, "one", Cluster::Offline),
+            build_cluster(&tree, "two", Cluster::Offline),
+            build_cluster(&tree, "three", Cluster::Offline),
+        );
+        let value = |b: &ClusterBuild, id: &str| b.objects[id].object["data"]["cluster"].clone();
+        assert_eq!(value(&one.unwrap(), "ConfigMap/web/web"), "one");
+        assert_eq!(value(&two.unwrap(), "ConfigMap/web/web"), "two");
+        assert_eq!(value(&three.unwrap(), "ConfigMap/other/web"), "three");
+        // Three cluster folders, and apps/web twice (the third cluster's targetNamespace).
+        assert_eq!(tree.builds_made(), 5);
     }
 }

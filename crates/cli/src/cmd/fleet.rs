@@ -526,8 +526,10 @@ async fn diff(kube: &KubeArgs, args: &DiffArgs) -> anyhow::Result<ExitCode> {
             };
             match (old, kubeconfig) {
                 (Some(old), _) => {
-                    let built = build_cluster_with_releases(tree, name, None).await;
-                    let before = build_cluster_with_releases(old, name, None).await;
+                    let (built, before) = tokio::join!(
+                        build_cluster_with_releases(tree, name, None),
+                        build_cluster_with_releases(old, name, None)
+                    );
                     match (built, before) {
                         (Ok(new), Ok(before)) => {
                             d.changes = between(&new, &before);

@@ -16,6 +16,7 @@ pub use super::postbuild::Strictness;
 use super::postbuild::{self, Vars};
 use ferroflux_api::Kustomization;
 use ferroflux_api::kustomization::{Decryption, PostBuild, SubstituteKind};
+pub use ferroflux_kustomize::BuildOutput;
 use ferroflux_kustomize::{LoadRestrictions, Reorder};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
@@ -128,6 +129,20 @@ pub async fn build_with(
     cluster: Cluster<'_>,
     strictness: Strictness,
 ) -> Result<Vec<Value>, BuildError> {
+    let output = build_unsubstituted(ks, root, dir, cluster).await?;
+    substitute(ks, output, cluster, strictness).await
+}
+
+/// [`build_with`] up to `postBuild` substitution: kustomization.yaml prepared, decrypted,
+/// kustomize built, owner labels and `commonMetadata` set. What it returns depends on `ks`'s
+/// name, namespace and spec other than `postBuild`, and on the files: `fleet diff` shares it
+/// between clusters that build the same path and substitute different variables.
+pub async fn build_unsubstituted(
+    ks: &Kustomization,
+    root: &Path,
+    dir: &Path,
+    cluster: Cluster<'_>,
+) -> Result<BuildOutput, BuildError> {
     let ns = ks.namespace().unwrap_or_else(|| "default".into());
     let name = ks.name_any();
     let spec = ks.spec.clone();
@@ -157,7 +172,7 @@ pub async fn build_with(
     };
     let common_metadata = ks.spec.common_metadata.clone();
     let (owner, owner_ns, keys) = (name, ns.clone(), decryptor);
-    let output = off_executor(move || {
+    off_executor(move || {
         if let Some(d) = &keys {
             decrypt::decrypt_sources(d, &root, &dir)
                 .map_err(|m| failed(format!("decryption failed: {m}")))?;
@@ -182,11 +197,21 @@ pub async fn build_with(
         }
         Ok(output)
     })
-    .await?;
+    .await
+}
 
+/// The last step of [`build_with`]: `ks`'s `postBuild` substitution of `output`, its
+/// `substituteFrom` read with `cluster` (offline: the inline `substitute` only).
+pub async fn substitute(
+    ks: &Kustomization,
+    output: BuildOutput,
+    cluster: Cluster<'_>,
+    strictness: Strictness,
+) -> Result<Vec<Value>, BuildError> {
     let Some(post) = &ks.spec.post_build else {
         return Ok(output.objects);
     };
+    let ns = ks.namespace().unwrap_or_else(|| "default".into());
     let vars = match cluster {
         Cluster::Client(client) => load_vars(client, &ns, post).await.map_err(failed)?,
         Cluster::Offline => inline_vars(post),
