@@ -68,6 +68,12 @@ impl Template {
         self
     }
 
+    /// [`Template::with_funcs`] with a map shared with other sets (no copy of it is made).
+    pub fn with_shared_funcs(mut self, funcs: Arc<FuncMap>) -> Template {
+        self.funcs = funcs;
+        self
+    }
+
     /// The host functions.
     pub fn funcs(&self) -> &FuncMap {
         &self.funcs

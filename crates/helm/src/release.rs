@@ -111,9 +111,12 @@ pub fn validate_release_name(name: &str) -> Result<(), Error> {
 
 /// Renders charts; holds the function library, built once.
 pub struct Engine {
-    base: FuncMap,
-    /// Helm's functions over `base` with `lookup` answering empty maps (most renders).
-    default_funcs: FuncMap,
+    /// Helm's functions over Sprig's with `lookup` answering empty maps (most renders), shared
+    /// by every template set the engine parses.
+    default_funcs: Arc<FuncMap>,
+    /// Sprig's functions, copied under each render that has its own `lookup`; built on the
+    /// first such render (`helm template` never needs it).
+    base: std::sync::OnceLock<FuncMap>,
     cache: crate::render::ParseCache,
 }
 
@@ -126,10 +129,9 @@ impl Default for Engine {
 impl Engine {
     /// An engine with Sprig's functions under Helm's.
     pub fn new() -> Engine {
-        let base = crate::sprig_funcs();
         Engine {
-            default_funcs: func_map(&base, None, false),
-            base,
+            default_funcs: Arc::new(func_map(crate::sprig_funcs(), None, false)),
+            base: std::sync::OnceLock::new(),
             cache: crate::render::ParseCache::default(),
         }
     }
@@ -186,7 +188,8 @@ impl Engine {
         let funcs = match &opts.lookup {
             None => &self.default_funcs,
             Some(l) => {
-                custom = func_map(&self.base, Some(l.clone()), false);
+                let base = self.base.get_or_init(crate::sprig_funcs).clone();
+                custom = Arc::new(func_map(base, Some(l.clone()), false));
                 &custom
             }
         };

@@ -117,8 +117,8 @@ fn yaml_of(v: &Value) -> String {
 }
 
 /// Helm's function map over `base` (Sprig's, without `env` and `expandenv`).
-pub fn func_map(base: &FuncMap, lookup: Option<Arc<LookupFn>>, strict: bool) -> FuncMap {
-    let mut f = base.clone();
+pub fn func_map(base: FuncMap, lookup: Option<Arc<LookupFn>>, strict: bool) -> FuncMap {
+    let mut f = base;
     // Helm deletes these two from Sprig's map; a fresh map cannot delete, so they are replaced
     // by nothing: the base never gets them from us.
     f.insert(
@@ -346,7 +346,7 @@ pub struct RenderContext<'a> {
     pub release: &'a ReleaseInfo,
     pub capabilities: &'a Capabilities,
     pub values: &'a serde_json::Map<String, serde_json::Value>,
-    pub funcs: &'a FuncMap,
+    pub funcs: &'a Arc<FuncMap>,
     pub cache: &'a ParseCache,
 }
 
@@ -362,7 +362,7 @@ impl ParseCache {
     fn get_or_parse(
         &self,
         tpls: &[(String, Renderable)],
-        funcs: &FuncMap,
+        funcs: &Arc<FuncMap>,
     ) -> Result<Template, String> {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -375,10 +375,10 @@ impl ParseCache {
         if let Some(set) = cached {
             // The trees only depend on which function names exist; this render's functions
             // (its lookup callback) replace the cached set's.
-            return Ok(set.with_funcs(funcs.clone()));
+            return Ok(set.with_shared_funcs(funcs.clone()));
         }
         let mut set = Template::named("gotpl")
-            .with_funcs(funcs.clone())
+            .with_shared_funcs(funcs.clone())
             .with_missing_key(MissingKey::Zero);
         for (name, r) in tpls {
             set.parse(name, &r.text)
