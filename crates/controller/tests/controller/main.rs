@@ -17,6 +17,7 @@ mod kustomization_apply;
 mod kustomization_artifacts;
 mod kustomization_failures;
 mod kustomization_faults;
+mod kustomization_ignore;
 mod kustomization_lifecycle;
 mod kustomization_targets;
 mod manager;
