@@ -1,8 +1,9 @@
 //! The manifests that install ferroflux on a cluster and make it follow a repository, as
 //! `flux install --export` and `flux bootstrap` write them.
 //!
-//! `gotk-components.yaml` holds the engine: the two CRDs, the namespace, the controller's service
-//! account and RBAC, the artifact Service and the controller Deployment. `gotk-sync.yaml` holds
+//! `gotk-components.yaml` holds the engine: the CRDs, the namespace, the controller's service
+//! account and RBAC, the Services (artifacts; events as notification-controller's; Receivers'
+//! webhooks as Flux's `webhook-receiver`) and the controller Deployment. `gotk-sync.yaml` holds
 //! the `GitRepository` and `Kustomization` named after the namespace that make the cluster follow
 //! its folder, with the same names, intervals, path and secretRef as Flux so a repository
 //! bootstrapped by either tool reads the same. Output is deterministic: objects are plain JSON
@@ -68,6 +69,14 @@ pub const METRICS_PORT: u16 = 8080;
 pub const HEALTH_PORT: u16 = 9440;
 /// Port of the controller container's webhook receiver (notification-controller's).
 pub const RECEIVER_PORT: u16 = 9292;
+/// Port of the controller container's events endpoint (`--events-addr`). notification-controller
+/// takes events on its container's 9090; ours serves artifacts there.
+pub const EVENTS_PORT: u16 = 9690;
+/// The Service of the events endpoint: notification-controller's name, so Flux's own controllers
+/// (image automation, and any other posting to Flux's default `--events-addr`) reach ours.
+pub const EVENTS_SERVICE: &str = "notification-controller";
+/// The Service of the Receivers' webhooks (Flux's name).
+pub const RECEIVER_SERVICE: &str = "webhook-receiver";
 
 /// The cluster's name in a bootstrap path: `<name>` of `clusters/<name>` (also deeper, e.g.
 /// `clusters/<name>/flux`), when it is a DNS label.
@@ -287,17 +296,22 @@ pub fn components(opts: &InstallOptions) -> Result<Vec<Value>, ManifestError> {
         },
     }));
 
-    // Flux's Service for Receivers' webhooks.
-    out.push(json!({
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"labels": control_plane.clone(), "name": "webhook-receiver", "namespace": ns},
-        "spec": {
-            "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http-webhook"}],
-            "selector": {"app": CONTROLLER},
-            "type": "ClusterIP",
-        },
-    }));
+    // Flux's Services for the events endpoint and for Receivers' webhooks, port 80 each.
+    for (name, target) in [
+        (EVENTS_SERVICE, "http-events"),
+        (RECEIVER_SERVICE, "http-webhook"),
+    ] {
+        out.push(json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"labels": control_plane.clone(), "name": name, "namespace": ns},
+            "spec": {
+                "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": target}],
+                "selector": {"app": CONTROLLER},
+                "type": "ClusterIP",
+            },
+        }));
+    }
 
     let advertised = format!(
         "{CONTROLLER}.$(RUNTIME_NAMESPACE).svc.{}.",
@@ -314,6 +328,7 @@ pub fn components(opts: &InstallOptions) -> Result<Vec<Value>, ManifestError> {
         "--log-encoding=json".to_string(),
         "--watch-all-namespaces=true".to_string(),
         format!("--receiver-addr=:{RECEIVER_PORT}"),
+        format!("--events-addr=:{EVENTS_PORT}"),
     ]
     .into_iter()
     .map(Value::from)
@@ -354,6 +369,7 @@ pub fn components(opts: &InstallOptions) -> Result<Vec<Value>, ManifestError> {
                             {"containerPort": METRICS_PORT, "name": "http-prom", "protocol": "TCP"},
                             {"containerPort": HEALTH_PORT, "name": "healthz", "protocol": "TCP"},
                             {"containerPort": RECEIVER_PORT, "name": "http-webhook", "protocol": "TCP"},
+                            {"containerPort": EVENTS_PORT, "name": "http-events", "protocol": "TCP"},
                         ],
                         "readinessProbe": {"httpGet": {"path": "/readyz", "port": "healthz"}},
                         "resources": {
@@ -587,6 +603,7 @@ spec:
         let yaml = components_yaml(&opts).unwrap();
         assert!(yaml.contains("- --cluster-name=staging"), "{yaml}");
         assert!(yaml.contains("- --receiver-addr=:9292"), "{yaml}");
+        assert!(yaml.contains("- --events-addr=:9690"), "{yaml}");
         assert!(yaml.contains("name: webhook-receiver"), "{yaml}");
         assert!(
             !components_yaml(&InstallOptions::default())
@@ -628,6 +645,7 @@ spec:
                 "ClusterRole",
                 "ClusterRoleBinding",
                 "ClusterRoleBinding",
+                "Service",
                 "Service",
                 "Service",
                 "Deployment"

@@ -3,7 +3,7 @@
 //! 1. `BENCH_EVENTS` (default 20000) distinct events posted through the in-process channel, as
 //!    the controllers post them, `BENCH_RATE` per second (default 1000; 0 = as fast as the
 //!    channel takes them), dispatched to a `generic` Provider (a local HTTP endpoint): the rate
-//!    at which they arrive, and that every one arrives.
+//!    at which they arrive, that every one arrives, and the process's memory before and after.
 //! 2. A GitHub-signed Receiver call after a commit, to the ConfigMap of the new commit applied by
 //!    the Kustomization (the GitRepository annotated, fetched, the Kustomization re-applied):
 //!    `BENCH_RECEIVER_RUNS` (default 5) runs, each a new commit.
@@ -126,6 +126,7 @@ async fn main() {
         .await
         .expect("warm-up");
     let rate = env("BENCH_RATE", 1000);
+    let rss_before = proc_status_kib("VmRSS");
     let started = Instant::now();
     for i in 0..n {
         if rate > 0 {
@@ -171,6 +172,27 @@ async fn main() {
         elapsed,
         n as f64 / elapsed.as_secs_f64(),
         n - seen.len()
+    );
+    // The whole process (devcluster, dispatcher and the sink, which keeps every request it
+    // received): what the dispatcher holds is the growth beyond what the sink recorded.
+    let recorded: usize = received
+        .iter()
+        .map(|r| {
+            r.body.len()
+                + r.path.len()
+                + r.headers
+                    .iter()
+                    .map(|(k, v)| k.len() + v.len())
+                    .sum::<usize>()
+        })
+        .sum();
+    let rss_after = proc_status_kib("VmRSS");
+    println!(
+        "memory: RSS {} MiB before, {} MiB after, peak {} MiB; the sink recorded {:.1} MiB of requests",
+        rss_before / 1024,
+        rss_after / 1024,
+        proc_status_kib("VmHWM") / 1024,
+        recorded as f64 / (1024.0 * 1024.0)
     );
     dispatcher.abort();
 
@@ -259,6 +281,18 @@ async fn main() {
     );
     let _ = manager.shutdown().await;
     cluster.shutdown().await;
+}
+
+/// A field of /proc/self/status in KiB (VmRSS, VmHWM); 0 where there is none.
+fn proc_status_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// A GitHub push call over plain HTTP/1.0; the status code.

@@ -50,8 +50,11 @@ pub struct ProviderConfig {
     pub headers: BTreeMap<String, String>,
     /// `spec.proxy` or the proxy Secret's `address`.
     pub proxy: Option<String>,
-    /// `ca.crt` of `certSecretRef`.
+    /// `ca.crt` of `certSecretRef` (of `secretRef` for commit-status types without one): the
+    /// only CAs trusted.
     pub ca_pem: Option<Vec<u8>>,
+    /// `tls.crt` and `tls.key` of that Secret: the client certificate for mutual TLS.
+    pub client_pem: Option<(Vec<u8>, Vec<u8>)>,
     /// `spec.timeout`.
     pub timeout: Option<Duration>,
     /// The Provider's UID (the default commit status context ends with its first part).

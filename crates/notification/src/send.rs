@@ -1,12 +1,12 @@
-//! Performs a provider's [`Plan`]: blocking HTTP (ureq) with the provider's timeout, proxy and
-//! CA, retried as Flux's go-retryablehttp client does (on connection errors, 429 and 5xx but
+//! Performs a provider's [`Plan`]: blocking HTTP (ureq) with the provider's timeout, proxy,
+//! CA and client certificate, retried as Flux's go-retryablehttp client does (on connection errors, 429 and 5xx but
 //! 501; exponential backoff from 2 s to 30 s, 4 retries). The caller runs it off the async
 //! executor. Errors name the service by scheme and host only: a hook's path is its secret.
 
 use crate::payload::{DEFAULT_TIMEOUT, Plan, ProviderConfig, Request};
 use std::sync::Arc;
 use std::time::Duration;
-use ureq::tls::{PemItem, RootCerts, TlsConfig};
+use ureq::tls::{ClientCert, PemItem, RootCerts, TlsConfig};
 
 /// How often and how patiently a failed request is tried again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,7 +41,7 @@ impl Retry {
 /// Why a notification was not delivered.
 #[derive(Debug, thiserror::Error)]
 pub enum SendError {
-    /// The provider's settings cannot make a client (bad proxy or CA).
+    /// The provider's settings cannot make a client (bad proxy, CA or client certificate).
     #[error("{0}")]
     Config(String),
     /// The service could not be reached, after every retry.
@@ -68,6 +68,48 @@ pub enum SendError {
         /// The start of the answer's body.
         body: String,
     },
+}
+
+/// The TLS settings of `certSecretRef`: its CA as the only roots, its pair as the client
+/// certificate; without a CA the system's roots stay.
+fn tls_config(provider: &ProviderConfig) -> Result<TlsConfig, SendError> {
+    let mut tls = TlsConfig::builder();
+    if let Some(pem) = &provider.ca_pem {
+        let mut certs = Vec::new();
+        for item in ureq::tls::parse_pem(pem) {
+            match item {
+                Ok(PemItem::Certificate(c)) => certs.push(c),
+                Ok(_) => {}
+                Err(e) => return Err(SendError::Config(format!("invalid ca.crt: {e}"))),
+            }
+        }
+        if certs.is_empty() {
+            return Err(SendError::Config(
+                "failed to parse CA certificate: no PEM certificate found in ca.crt".into(),
+            ));
+        }
+        tls = tls.root_certs(RootCerts::Specific(Arc::new(certs)));
+    }
+    if let Some((cert_pem, key_pem)) = &provider.client_pem {
+        let bad = |detail: String| {
+            SendError::Config(format!("failed to parse TLS certificate and key: {detail}"))
+        };
+        let mut chain = Vec::new();
+        for item in ureq::tls::parse_pem(cert_pem) {
+            match item {
+                Ok(PemItem::Certificate(c)) => chain.push(c),
+                Ok(_) => {}
+                Err(e) => return Err(bad(format!("tls.crt: {e}"))),
+            }
+        }
+        if chain.is_empty() {
+            return Err(bad("no PEM certificate found in tls.crt".into()));
+        }
+        let key =
+            ureq::tls::PrivateKey::from_pem(key_pem).map_err(|e| bad(format!("tls.key: {e}")))?;
+        tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
+    }
+    Ok(tls.build())
 }
 
 /// What happened to a plan that did not fail.
@@ -100,7 +142,7 @@ pub fn service_of(url: &str) -> String {
 }
 
 impl Sender {
-    /// A client with the provider's timeout, proxy and CA.
+    /// A client with the provider's timeout, proxy, CA and client certificate.
     pub fn new(provider: &ProviderConfig, retry: Retry) -> Result<Sender, SendError> {
         let mut config = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -111,25 +153,8 @@ impl Sender {
                 .map_err(|e| SendError::Config(format!("invalid proxy address: {e}")))?;
             config = config.proxy(Some(proxy));
         }
-        if let Some(pem) = &provider.ca_pem {
-            let mut certs = Vec::new();
-            for item in ureq::tls::parse_pem(pem) {
-                match item {
-                    Ok(PemItem::Certificate(c)) => certs.push(c),
-                    Ok(_) => {}
-                    Err(e) => return Err(SendError::Config(format!("invalid ca.crt: {e}"))),
-                }
-            }
-            if certs.is_empty() {
-                return Err(SendError::Config(
-                    "invalid ca.crt: no PEM certificate found".into(),
-                ));
-            }
-            config = config.tls_config(
-                TlsConfig::builder()
-                    .root_certs(RootCerts::Specific(Arc::new(certs)))
-                    .build(),
-            );
+        if provider.ca_pem.is_some() || provider.client_pem.is_some() {
+            config = config.tls_config(tls_config(provider)?);
         }
         Ok(Sender {
             agent: config.build().new_agent(),

@@ -41,7 +41,7 @@ pub mod cdp;
 #[cfg(feature = "webhook")]
 mod webhook;
 #[cfg(feature = "webhook")]
-pub use webhook::{Received, WebhookSink};
+pub use webhook::{MtlsFiles, Received, WebhookSink};
 #[cfg(feature = "webhook")]
 mod idtoken;
 #[cfg(feature = "webhook")]

@@ -2,7 +2,8 @@
 //! alerts are sent to: it records every request (method, path, headers, body) and answers with
 //! the status the test sets, so a test checks the exact payload a provider type sends and how
 //! the sender reacts to a failing service. Plain threads and std sockets: usable from
-//! synchronous and async tests alike.
+//! synchronous and async tests alike. [`WebhookSink::start_mtls`] serves the same over HTTPS
+//! and refuses every client without a certificate signed by its test CA (mutual TLS).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -51,13 +52,101 @@ struct Shared {
 pub struct WebhookSink {
     shared: Arc<Shared>,
     addr: std::net::SocketAddr,
+    tls: bool,
+}
+
+/// The PEM files of a mutual-TLS sink: its CA, a client certificate it accepts, and one it
+/// refuses (signed by another CA).
+pub struct MtlsFiles {
+    /// The CA that signed the server's and the accepted client's certificate.
+    pub ca_pem: String,
+    /// A client certificate signed by `ca_pem`.
+    pub client_cert_pem: String,
+    /// Its private key (PKCS#8).
+    pub client_key_pem: String,
+    /// A client certificate signed by an unrelated CA.
+    pub stranger_cert_pem: String,
+    /// Its private key.
+    pub stranger_key_pem: String,
+}
+
+/// A CA: its certificate and the issuer that signs with it.
+fn test_ca(name: &str) -> (rcgen::Certificate, rcgen::Issuer<'static, rcgen::KeyPair>) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let key = KeyPair::generate().expect("generate a CA key");
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    let cert = params.self_signed(&key).expect("self-sign the CA");
+    (cert, rcgen::Issuer::new(params, key))
+}
+
+/// A certificate for `names` (and 127.0.0.1) signed by `issuer`, with its key.
+fn leaf(
+    names: &[&str],
+    issuer: &rcgen::Issuer<'static, rcgen::KeyPair>,
+) -> (rcgen::Certificate, rcgen::KeyPair) {
+    use rcgen::{CertificateParams, KeyPair, SanType};
+    let key = KeyPair::generate().expect("generate a key");
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let mut params = CertificateParams::new(names).expect("certificate parameters");
+    params
+        .subject_alt_names
+        .push(SanType::IpAddress([127, 0, 0, 1].into()));
+    let cert = params
+        .signed_by(&key, issuer)
+        .expect("sign the certificate");
+    (cert, key)
 }
 
 impl WebhookSink {
     /// Starts the sink; it answers `200` until [`WebhookSink::set_status`] says otherwise.
     pub fn start() -> WebhookSink {
+        Self::listen(None)
+    }
+
+    /// Starts the sink over HTTPS requiring a client certificate signed by its CA: a client
+    /// without one, or with another CA's, fails the handshake and nothing is recorded.
+    pub fn start_mtls() -> (WebhookSink, MtlsFiles) {
+        let (ca, issuer) = test_ca("ferroflux webhook test CA");
+        let (server_cert, server_key) = leaf(&["localhost"], &issuer);
+        let (client_cert, client_key) = leaf(&["flux-notifications"], &issuer);
+        let (_, stranger_issuer) = test_ca("an unrelated CA");
+        let (stranger_cert, stranger_key) = leaf(&["stranger"], &stranger_issuer);
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca.der().clone()).expect("trust the test CA");
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            roots.into(),
+            provider.clone(),
+        )
+        .build()
+        .expect("a client verifier");
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(
+                vec![server_cert.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(server_key.serialize_der().into()),
+            )
+            .expect("the server certificate");
+        let files = MtlsFiles {
+            ca_pem: ca.pem(),
+            client_cert_pem: client_cert.pem(),
+            client_key_pem: client_key.serialize_pem(),
+            stranger_cert_pem: stranger_cert.pem(),
+            stranger_key_pem: stranger_key.serialize_pem(),
+        };
+        (Self::listen(Some(Arc::new(config))), files)
+    }
+
+    fn listen(tls: Option<Arc<rustls::ServerConfig>>) -> WebhookSink {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let addr = listener.local_addr().expect("local address");
+        let is_tls = tls.is_some();
         let shared = Arc::new(Shared {
             received: Mutex::new(Vec::new()),
             arrived: Condvar::new(),
@@ -74,15 +163,31 @@ impl WebhookSink {
                 }
                 let Ok(stream) = stream else { continue };
                 let shared = accept.clone();
-                std::thread::spawn(move || serve(stream, &shared));
+                let tls = tls.clone();
+                std::thread::spawn(move || match tls {
+                    None => serve(stream, &shared),
+                    Some(config) => {
+                        // The handshake runs on the first read: a client the verifier refuses
+                        // ends the connection there, before any request is recorded.
+                        let Ok(connection) = rustls::ServerConnection::new(config) else {
+                            return;
+                        };
+                        serve(rustls::StreamOwned::new(connection, stream), &shared);
+                    }
+                });
             }
         });
-        WebhookSink { shared, addr }
+        WebhookSink {
+            shared,
+            addr,
+            tls: is_tls,
+        }
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` for [`WebhookSink::start_mtls`]).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The status every later request is answered with.
@@ -147,12 +252,8 @@ impl Drop for WebhookSink {
     }
 }
 
-fn serve(stream: TcpStream, shared: &Shared) {
-    let Ok(write) = stream.try_clone() else {
-        return;
-    };
+fn serve<S: Read + Write>(stream: S, shared: &Shared) {
     let mut reader = BufReader::new(stream);
-    let mut write = write;
     // Keep-alive: one connection may carry many requests.
     loop {
         let mut line = String::new();
@@ -222,7 +323,9 @@ fn serve(stream: TcpStream, shared: &Shared) {
             "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
             answer.len()
         );
-        if write.write_all(response.as_bytes()).is_err() || close {
+        // Written through the reader's stream: one TLS session carries both directions.
+        let write = reader.get_mut();
+        if write.write_all(response.as_bytes()).is_err() || write.flush().is_err() || close {
             return;
         }
     }

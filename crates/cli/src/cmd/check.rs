@@ -1,6 +1,8 @@
 //! `ferroflux check [--pre]`: the prerequisites and the health of an installation, in the words
 //! of `flux check`: the Kubernetes version, the installed version and whether it was
-//! bootstrapped, the controller Deployment, and the CRDs with the API versions this CLI needs.
+//! bootstrapped, the controller Deployment, and the CRDs with the API versions this CLI needs;
+//! beyond flux, the Services `install` makes (artifacts, the events endpoint, the webhook
+//! receiver), each reaching a port a ready controller Pod declares.
 
 use anyhow::Result;
 use clap::Args;
@@ -14,7 +16,11 @@ use crate::cmd::install::{self, FIELD_MANAGER};
 use crate::cmd::version::ClusterInfo;
 use crate::exit;
 use crate::output::progress;
-use ferroflux_bootstrap::manifests::{PART_OF_LABEL, PART_OF_VALUE, VERSION};
+use ferroflux_bootstrap::manifests::{
+    self, CONTROLLER, InstallOptions, PART_OF_LABEL, PART_OF_VALUE, VERSION,
+};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::process::ExitCode;
 
 /// Oldest Kubernetes the engine supports, in Flux's constraint notation.
@@ -125,6 +131,8 @@ async fn check(args: &CheckArgs) -> Result<bool> {
     let ns = &args.kube.namespace;
     let selector = ListParams::default().labels(&format!("{PART_OF_LABEL}={PART_OF_VALUE}"));
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    // ferroflux's own controller (not Flux's): its Services are checked too.
+    let mut ours = false;
     match deployments.list(&selector).await {
         Ok(list) if list.items.is_empty() => {
             ok = false;
@@ -137,6 +145,7 @@ async fn check(args: &CheckArgs) -> Result<bool> {
             let applier = Applier::new(client.clone(), FIELD_MANAGER);
             for d in &list.items {
                 let name = d.metadata.name.clone().unwrap_or_default();
+                ours |= name == CONTROLLER;
                 let reference = install::object_ref("apps/v1", "Deployment", ns, &name);
                 match applier.wait_for(&[reference], args.kube.timeout).await {
                     Ok(()) => progress::success(format_args!("{name}: deployment ready")),
@@ -160,6 +169,13 @@ async fn check(args: &CheckArgs) -> Result<bool> {
         Err(e) => {
             ok = false;
             progress::failure(format_args!("cannot list the controllers: {e}"));
+        }
+    }
+
+    if ours {
+        progress::action(format_args!("checking services"));
+        if !check_services(&client, ns, &selector).await {
+            ok = false;
         }
     }
 
@@ -243,4 +259,105 @@ fn check_crds(installed: &[CustomResourceDefinition]) -> bool {
         }
     }
     ok
+}
+
+/// The Services `install` makes for the controller: each must exist, select a ready Pod and
+/// reach a port that Pod's container declares (by name or number). flux check has no such step;
+/// a Service that misses its Pod is what leaves Receivers' webhooks and posted events unanswered.
+async fn check_services(client: &kube::Client, ns: &str, selector: &ListParams) -> bool {
+    let services: Api<Service> = Api::namespaced(client.clone(), ns);
+    let found = match services.list(selector).await {
+        Ok(list) => list.items,
+        Err(e) => {
+            progress::failure(format_args!("cannot list the services: {e}"));
+            return false;
+        }
+    };
+    let expected: Vec<String> = manifests::components(&InstallOptions::default())
+        .unwrap_or_default()
+        .iter()
+        .filter(|o| o["kind"] == "Service")
+        .filter_map(|o| o["metadata"]["name"].as_str().map(String::from))
+        .collect();
+    let mut ok = true;
+    for name in &expected {
+        if !found
+            .iter()
+            .any(|s| s.metadata.name.as_deref() == Some(name.as_str()))
+        {
+            ok = false;
+            progress::failure(format_args!(
+                "{name}: service not found (install again to add it)"
+            ));
+        }
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    for svc in &found {
+        let name = svc.metadata.name.clone().unwrap_or_default();
+        let spec = svc.spec.clone().unwrap_or_default();
+        let Some(wanted) = spec.selector.filter(|s| !s.is_empty()) else {
+            continue;
+        };
+        let labels: Vec<String> = wanted.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let ready: Vec<Pod> = match pods
+            .list(&ListParams::default().labels(&labels.join(",")))
+            .await
+        {
+            Ok(list) => list.items.into_iter().filter(pod_ready).collect(),
+            Err(e) => {
+                ok = false;
+                progress::failure(format_args!("{name}: cannot list its pods: {e}"));
+                continue;
+            }
+        };
+        if ready.is_empty() {
+            ok = false;
+            progress::failure(format_args!("{name}: no ready pod matches its selector"));
+            continue;
+        }
+        for port in spec.ports.unwrap_or_default() {
+            let target = port
+                .target_port
+                .clone()
+                .unwrap_or(IntOrString::Int(port.port));
+            match ready.iter().find_map(|p| container_port(p, &target)) {
+                Some(number) => progress::success(format_args!(
+                    "{name}: service port {} → {number}",
+                    port.port
+                )),
+                None => {
+                    ok = false;
+                    let target = match &target {
+                        IntOrString::Int(n) => n.to_string(),
+                        IntOrString::String(s) => format!("'{s}'"),
+                    };
+                    progress::failure(format_args!(
+                        "{name}: service port {} targets {target}, which no ready pod declares",
+                        port.port
+                    ));
+                }
+            }
+        }
+    }
+    ok
+}
+
+fn pod_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The container port of `pod` that `target` names (by name) or is (by number).
+fn container_port(pod: &Pod, target: &IntOrString) -> Option<i32> {
+    let spec = pod.spec.as_ref()?;
+    spec.containers
+        .iter()
+        .flat_map(|c| c.ports.iter().flatten())
+        .find(|p| match target {
+            IntOrString::Int(n) => p.container_port == *n,
+            IntOrString::String(s) => p.name.as_deref() == Some(s.as_str()),
+        })
+        .map(|p| p.container_port)
 }

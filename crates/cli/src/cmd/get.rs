@@ -10,11 +10,14 @@ use ferroflux_api::{
     Alert, ArtifactGenerator, FluxObject, GitRepository, HelmChart, HelmRelease, HelmRepository,
     Kustomization, OCIRepository, Provider, Receiver, short_revision,
 };
+use ferroflux_notification::config;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::collections::{BTreeMap, HashMap};
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
@@ -198,12 +201,25 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
                     "--watch is not supported yet for artifact generators"
                 ));
             }
-            GetWhat::Alerts(list) | GetWhat::AlertProviders(list) | GetWhat::Receivers(list)
-                if list.watch =>
-            {
-                return Err(anyhow!(
-                    "--watch is not supported yet for alerts, alert providers and receivers"
-                ));
+            GetWhat::Alerts(list) if list.watch => {
+                let client = Cluster::connect(&args.kube).await?.client;
+                let row = move |a: &Alert| {
+                    notification_row(a, blocking(alert_problem(&client, a, &mut HashMap::new())))
+                };
+                return watch_columns(&args.kube, list, row, &notification_dropped::<Alert>(list))
+                    .await;
+            }
+            GetWhat::AlertProviders(list) if list.watch => {
+                let client = Cluster::connect(&args.kube).await?.client;
+                let row =
+                    move |p: &Provider| notification_row(p, blocking(provider_problem(&client, p)));
+                let dropped = notification_dropped::<Provider>(list);
+                return watch_columns(&args.kube, list, row, &dropped).await;
+            }
+            GetWhat::Receivers(list) if list.watch => {
+                let row = |r: &Receiver| notification_row(r, None);
+                let dropped = notification_dropped::<Receiver>(list);
+                return watch_columns(&args.kube, list, row, &dropped).await;
             }
             _ => {}
         }
@@ -243,15 +259,17 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
             }
             GetWhat::Alerts(list) => {
                 let items: Vec<Alert> = fetch(&client, &args.kube, list).await?;
-                notifications(&items, list, &args.kube, false)?
+                let problems = alert_problems(&client, &items).await;
+                notifications(&items, list, &args.kube, false, &problems)?
             }
             GetWhat::AlertProviders(list) => {
                 let items: Vec<Provider> = fetch(&client, &args.kube, list).await?;
-                notifications(&items, list, &args.kube, false)?
+                let problems = provider_problems(&client, &items).await;
+                notifications(&items, list, &args.kube, false, &problems)?
             }
             GetWhat::Receivers(list) => {
                 let items: Vec<Receiver> = fetch(&client, &args.kube, list).await?;
-                notifications(&items, list, &args.kube, false)?
+                notifications(&items, list, &args.kube, false, &Problems::new())?
             }
             GetWhat::All(all) => {
                 let list = all.list_args();
@@ -267,15 +285,25 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
                 let receivers: Vec<Receiver> = fetch(&client, &args.kube, &list)
                     .await
                     .or_else(crd_missing_is_empty)?;
-                out.push_str(&notifications(&receivers, &list, &args.kube, true)?);
+                out.push_str(&notifications(
+                    &receivers,
+                    &list,
+                    &args.kube,
+                    true,
+                    &Problems::new(),
+                )?);
                 let providers: Vec<Provider> = fetch(&client, &args.kube, &list)
                     .await
                     .or_else(crd_missing_is_empty)?;
-                out.push_str(&notifications(&providers, &list, &args.kube, true)?);
+                let problems = provider_problems(&client, &providers).await;
+                out.push_str(&notifications(
+                    &providers, &list, &args.kube, true, &problems,
+                )?);
                 let alerts: Vec<Alert> = fetch(&client, &args.kube, &list)
                     .await
                     .or_else(crd_missing_is_empty)?;
-                out.push_str(&notifications(&alerts, &list, &args.kube, true)?);
+                let problems = alert_problems(&client, &alerts).await;
+                out.push_str(&notifications(&alerts, &list, &args.kube, true, &problems)?);
                 out
             }
         };
@@ -363,33 +391,20 @@ fn generators(items: &[ArtifactGenerator], list: &ListArgs) -> anyhow::Result<St
 
 /// `get alerts|alert-providers|receivers` and their sections of `get all`, with flux's columns:
 /// no revision, and no suspended column for Providers. Alerts and Providers have no status
-/// (notification v1beta3): flux shows them ready (`Alert is Ready`), so `--status-selector
-/// ready=true` keeps them. Like flux, and unlike the other kinds' listings, an empty list is an
-/// error outside `get all`.
+/// (notification v1beta3): flux shows them ready (`Alert is Ready`), so does ferroflux unless
+/// `problems` names why one cannot send (a Secret or a key missing, read as the dispatcher reads
+/// them): then Ready is False with that message. Like flux, and unlike the other kinds'
+/// listings, an empty list is an error outside `get all`.
 fn notifications<K: FluxObject>(
     items: &[K],
     list: &ListArgs,
     kube: &KubeArgs,
     in_all: bool,
+    problems: &Problems,
 ) -> anyhow::Result<String> {
     let row = |o: &K| {
-        let conditions = if K::STATIC {
-            vec![Condition {
-                type_: READY.into(),
-                status: "True".into(),
-                reason: String::new(),
-                message: format!("{} is Ready", K::KIND),
-                last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
-                observed_generation: None,
-            }]
-        } else {
-            o.conditions().to_vec()
-        };
-        Row {
-            revision: String::new(),
-            suspended: o.suspended(),
-            conditions,
-        }
+        let key = (o.namespace().unwrap_or_default(), o.name_any());
+        notification_row(o, problems.get(&key).cloned())
     };
     if items.is_empty() && !in_all {
         let ns = if list.all_namespaces {
@@ -414,12 +429,7 @@ fn notifications<K: FluxObject>(
     }
     kept.sort_by_key(|(o, _)| (o.namespace(), o.name_any()));
     let name_at = usize::from(list.all_namespaces);
-    // The revision column always goes; a Provider's suspended column too.
-    let dropped: &[usize] = if K::KIND == "Provider" {
-        &[name_at + 1, name_at + 2]
-    } else {
-        &[name_at + 1]
-    };
+    let dropped = &notification_dropped::<K>(list);
     let rows: Vec<Vec<String>> = kept
         .iter()
         .map(|(o, r)| {
@@ -556,6 +566,25 @@ where
         + Send
         + 'static,
 {
+    watch_columns(kube, list, row, &[]).await
+}
+
+/// [`watch`] without the columns at `dropped` (the notification kinds' tables).
+async fn watch_columns<K>(
+    kube: &KubeArgs,
+    list: &ListArgs,
+    row: impl Fn(&K) -> Row,
+    dropped: &[usize],
+) -> anyhow::Result<()>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
     use crate::output::watchloop::{Change, list_and_watch, write_now};
     if !matches!(list.output, Output::Table) {
         return Err(anyhow!("--watch prints tables only; drop -o"));
@@ -569,7 +598,7 @@ where
     let api: Api<K> = list.api(&cluster.client, kube);
     let what = format!("{} objects", K::kind(&()));
     let fields = list.name.as_ref().map(|n| format!("metadata.name={n}"));
-    let mut table = StreamedRows::new(headers(list.all_namespaces));
+    let mut table = StreamedRows::new(without(headers(list.all_namespaces), dropped));
     let report = |changes: Vec<Change<K>>| -> anyhow::Result<()> {
         let mut objects: Vec<K> = changes
             .into_iter()
@@ -588,7 +617,7 @@ where
             {
                 continue;
             }
-            text.push_str(&table.row(cells(obj, &r, list.all_namespaces)));
+            text.push_str(&table.row(without(cells(obj, &r, list.all_namespaces), dropped)));
         }
         write_now(&text)
     };
@@ -771,6 +800,117 @@ fn cells<K: ResourceExt>(k: &K, r: &Row, all_namespaces: bool) -> Vec<String> {
         cells.insert(0, k.namespace().unwrap_or_default());
     }
     cells
+}
+
+/// Why a listed Provider or Alert cannot send, by (namespace, name).
+type Problems = BTreeMap<(String, String), String>;
+
+/// The row of a notification object: its conditions (Receivers), or for the static kinds flux's
+/// `<Kind> is Ready` unless `problem` says why it cannot send.
+fn notification_row<K: FluxObject>(o: &K, problem: Option<String>) -> Row {
+    let conditions = if K::STATIC {
+        let (status, reason, message) = match problem {
+            Some(message) => ("False", "NotificationConfigInvalid", message),
+            None => ("True", "", format!("{} is Ready", K::KIND)),
+        };
+        vec![Condition {
+            type_: READY.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message,
+            last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
+            observed_generation: None,
+        }]
+    } else {
+        o.conditions().to_vec()
+    };
+    Row {
+        revision: String::new(),
+        suspended: o.suspended(),
+        conditions,
+    }
+}
+
+/// The columns flux's notification tables leave out: the revision; a Provider's suspended too.
+fn notification_dropped<K: FluxObject>(list: &ListArgs) -> Vec<usize> {
+    let name_at = usize::from(list.all_namespaces);
+    if K::KIND == "Provider" {
+        vec![name_at + 1, name_at + 2]
+    } else {
+        vec![name_at + 1]
+    }
+}
+
+/// Runs `f` to its end from a synchronous row function (a watch's report) on the CLI's
+/// multi-threaded runtime.
+fn blocking<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(f))
+}
+
+/// What the dispatcher would report for Provider `p`, read the same way (its Secrets, the keys
+/// its type needs); `None` when it can send, or when this user may not read its Secrets (then
+/// flux's row stands).
+async fn provider_problem(client: &kube::Client, p: &Provider) -> Option<String> {
+    let ns = p.namespace().unwrap_or_default();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns);
+    let mut found = BTreeMap::new();
+    for name in config::secret_names(p) {
+        match secrets.get_opt(&name).await {
+            Ok(Some(secret)) => {
+                let data = secret.data.unwrap_or_default();
+                found.insert(name, data.into_iter().map(|(k, v)| (k, v.0)).collect());
+            }
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+    }
+    config::provider_config(p, &ns, "", &found).err()
+}
+
+/// The problem of Alert `a`: its Provider missing or unable to send. `seen` keeps each
+/// Provider's answer for the other Alerts naming it.
+async fn alert_problem(
+    client: &kube::Client,
+    a: &Alert,
+    seen: &mut HashMap<(String, String), Option<String>>,
+) -> Option<String> {
+    let ns = a.namespace().unwrap_or_default();
+    let name = a.spec.provider_ref.name.clone();
+    let key = (ns.clone(), name.clone());
+    if let Some(problem) = seen.get(&key) {
+        return problem.clone();
+    }
+    let providers: Api<Provider> = Api::namespaced(client.clone(), &ns);
+    let problem = match providers.get_opt(&name).await {
+        Ok(Some(p)) => provider_problem(client, &p)
+            .await
+            .map(|m| format!("provider '{name}': {m}")),
+        Ok(None) => Some(format!("provider '{ns}/{name}' not found")),
+        Err(_) => None,
+    };
+    seen.insert(key, problem.clone());
+    problem
+}
+
+async fn provider_problems(client: &kube::Client, items: &[Provider]) -> Problems {
+    let mut problems = Problems::new();
+    for p in items {
+        if let Some(m) = provider_problem(client, p).await {
+            problems.insert((p.namespace().unwrap_or_default(), p.name_any()), m);
+        }
+    }
+    problems
+}
+
+async fn alert_problems(client: &kube::Client, items: &[Alert]) -> Problems {
+    let mut problems = Problems::new();
+    let mut seen = HashMap::new();
+    for a in items {
+        if let Some(m) = alert_problem(client, a, &mut seen).await {
+            problems.insert((a.namespace().unwrap_or_default(), a.name_any()), m);
+        }
+    }
+    problems
 }
 
 #[cfg(test)]

@@ -853,13 +853,13 @@ fn get_watch_prints_a_row_per_change() {
 
 /// A running `ferroflux` whose stdout lines arrive on a channel, so a missing line fails the
 /// test instead of hanging it.
-struct Streaming {
+pub(crate) struct Streaming {
     child: std::process::Child,
     lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl Streaming {
-    fn start(kc: &std::path::Path, args: &[&str]) -> Streaming {
+    pub(crate) fn start(kc: &std::path::Path, args: &[&str]) -> Streaming {
         let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
             .args(args)
             .arg("--kubeconfig")
@@ -880,7 +880,7 @@ impl Streaming {
         Streaming { child, lines }
     }
 
-    fn next(&self, what: &str) -> String {
+    pub(crate) fn next(&self, what: &str) -> String {
         self.lines
             .recv_timeout(std::time::Duration::from_secs(90))
             .unwrap_or_else(|_| panic!("no line for {what}"))
@@ -888,7 +888,7 @@ impl Streaming {
 
     /// Ctrl-C: exit 0, nothing more on stdout (every line it printed was whole), nothing on
     /// stderr.
-    fn interrupt(mut self) {
+    pub(crate) fn interrupt(mut self) {
         let sent = Command::new("kill")
             .args(["-INT", &self.child.id().to_string()])
             .status()

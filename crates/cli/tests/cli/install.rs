@@ -62,6 +62,52 @@ fn export_is_deterministic_and_is_what_kustomize_prints() {
     assert!(custom.contains("namespace: gitops"));
 }
 
+/// The events endpoint and the webhook receiver, as Flux's notification-controller has them: a
+/// Service each on port 80, the controller listening where they point.
+#[test]
+fn export_has_the_notification_services_and_flags() {
+    let objects: Vec<serde_json::Value> = export()
+        .split("\n---\n")
+        .filter_map(|doc| serde_saphyr::from_str(doc).ok())
+        .collect();
+    let service = |name: &str| {
+        objects
+            .iter()
+            .find(|o| o["kind"] == "Service" && o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no Service {name}"))["spec"]["ports"][0]
+            .clone()
+    };
+    assert_eq!(
+        service("notification-controller"),
+        serde_json::json!({"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http-events"})
+    );
+    assert_eq!(
+        service("webhook-receiver"),
+        serde_json::json!({"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http-webhook"})
+    );
+    let deployment = objects.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let port = |name: &str| {
+        container["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no port {name}"))["containerPort"]
+            .clone()
+    };
+    assert_eq!(port("http-events"), 9690);
+    assert_eq!(port("http-webhook"), 9292);
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert!(args.contains(&"--events-addr=:9690"), "{args:?}");
+    assert!(args.contains(&"--receiver-addr=:9292"), "{args:?}");
+}
+
 #[test]
 fn export_refuses_bad_options() {
     for (flags, message) in [
@@ -160,6 +206,7 @@ async fn install_check_uninstall_on_a_local_cluster() {
         "CustomResourceDefinition/providers.notification.toolkit.fluxcd.io created",
         "CustomResourceDefinition/receivers.notification.toolkit.fluxcd.io created",
         "Service/flux-system/webhook-receiver created",
+        "Service/flux-system/notification-controller created",
         "✔ ferroflux-controller: deployment ready",
         "✔ install finished",
     ] {
@@ -186,6 +233,17 @@ async fn install_check_uninstall_on_a_local_cluster() {
         "jsonpath={.spec.template.spec.containers[0].ports[?(@.name==\"http-webhook\")].containerPort}",
     ]);
     assert_eq!(String::from_utf8_lossy(&port.stdout), "9292");
+    // The events endpoint: notification-controller's Service name, port 80 to `--events-addr`.
+    let svc = c.kubectl(&[
+        "get",
+        "service",
+        "notification-controller",
+        "-n",
+        "flux-system",
+        "-o",
+        "jsonpath={.spec.ports[0].port}->{.spec.ports[0].targetPort}",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&svc.stdout), "80->http-events");
     // Installing again changes nothing.
     let again = ferroflux(
         args(&["install", "--kubeconfig", &kc, "--timeout", "60s"]),
@@ -212,10 +270,47 @@ async fn install_check_uninstall_on_a_local_cluster() {
         "✔ alerts.notification.toolkit.fluxcd.io/v1beta3",
         "✔ providers.notification.toolkit.fluxcd.io/v1beta3",
         "✔ receivers.notification.toolkit.fluxcd.io/v1",
+        "► checking services",
+        "✔ ferroflux-controller: service port 80 → 9090",
+        "✔ notification-controller: service port 80 → 9690",
+        "✔ webhook-receiver: service port 80 → 9292",
         "✔ all checks passed",
     ] {
         assert!(log.contains(line), "missing {line:?} in {log}");
     }
+    // A Service gone (an install from before it existed): check says which, install restores it.
+    let out = c.kubectl(&[
+        "delete",
+        "service",
+        "notification-controller",
+        "-n",
+        "flux-system",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let broken = ferroflux(
+        args(&["check", "--kubeconfig", &kc, "--timeout", "30s"]),
+        vec![],
+    )
+    .await;
+    assert_eq!(broken.status.code(), Some(1), "{}", text(&broken));
+    let log = String::from_utf8_lossy(&broken.stderr).to_string();
+    assert!(
+        log.contains("✗ notification-controller: service not found (install again to add it)\n"),
+        "{log}"
+    );
+    assert!(log.ends_with("✗ check failed\n"), "{log}");
+    let again = ferroflux(
+        args(&["install", "--kubeconfig", &kc, "--timeout", "60s"]),
+        vec![],
+    )
+    .await;
+    assert!(again.status.success(), "{}", text(&again));
+    let fixed = ferroflux(
+        args(&["check", "--kubeconfig", &kc, "--timeout", "30s"]),
+        vec![],
+    )
+    .await;
+    assert!(fixed.status.success(), "{}", text(&fixed));
     // Our controller's image is named like the CLI: `version` keys it by its Deployment.
     let version = ferroflux(args(&["version", "--kubeconfig", &kc]), vec![]).await;
     assert!(version.status.success(), "{}", text(&version));

@@ -46,6 +46,7 @@ mod kustomization_goldens;
 mod kustomize_bad_input;
 mod logs;
 mod notification;
+mod notification_status;
 mod reliability;
 mod sops;
 mod trace;

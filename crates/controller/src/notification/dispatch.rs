@@ -10,6 +10,7 @@ use crate::events::Recorder;
 use ferroflux_api::notification::{Alert, FluxKind, Provider, ProviderType};
 use ferroflux_notification::Event;
 use ferroflux_notification::alert::{RATE_LIMIT_INTERVAL, RateLimiter, matches};
+use ferroflux_notification::config;
 use ferroflux_notification::payload::{self, ProviderConfig};
 use ferroflux_notification::send::{Retry, Sender};
 use futures::StreamExt;
@@ -285,8 +286,12 @@ impl Dispatcher {
             let slots = Arc::new(tokio::sync::Semaphore::new(SENDS_IN_FLIGHT));
             while let Some(job) = rx.recv().await {
                 let fingerprint = format!(
-                    "{:?}|{:?}|{:?}|{:?}",
-                    job.config.proxy, job.config.ca_pem, job.config.timeout, job.config.kind
+                    "{:?}|{:?}|{:?}|{:?}|{:?}",
+                    job.config.proxy,
+                    job.config.ca_pem,
+                    job.config.client_pem,
+                    job.config.timeout,
+                    job.config.kind
                 );
                 let sender = match &cached {
                     Some((f, s)) if *f == fingerprint => Ok(s.clone()),
@@ -375,93 +380,24 @@ impl Dispatcher {
         }
     }
 
-    /// The provider with its Secrets read: address, token, headers, credentials, proxy, CA.
+    /// The provider with its Secrets read: address, token, headers, credentials, proxy, CA and
+    /// client certificate; or the problem, naming the Secret and key.
     async fn provider_config(&self, provider: &Provider) -> Result<ProviderConfig, String> {
         let ns = provider.namespace().unwrap_or_default();
-        let spec = &provider.spec;
-        let mut config = ProviderConfig {
-            kind: spec.r#type,
-            address: spec.address.clone().unwrap_or_default(),
-            channel: spec.channel.clone().unwrap_or_default(),
-            username: spec.username.clone().unwrap_or_default(),
-            proxy: spec.proxy.clone(),
-            timeout: spec
-                .timeout
-                .as_deref()
-                .and_then(|t| ferroflux_api::duration::parse_duration(t).ok()),
-            uid: provider.uid().unwrap_or_default(),
-            ..Default::default()
-        };
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &ns);
-        let read = |name: String| {
-            let secrets = secrets.clone();
-            let ns = ns.clone();
-            async move {
-                secrets
-                    .get(&name)
-                    .await
-                    .map_err(|e| match e {
-                        kube::Error::Api(s) if s.code == 404 => {
-                            format!("failed to get secret '{ns}/{name}': not found")
-                        }
-                        e => format!("failed to get secret '{ns}/{name}': {e}"),
-                    })
-                    .map(|s| (name, s.data.unwrap_or_default()))
-            }
-        };
-        if let Some(reference) = &spec.secret_ref {
-            let (name, data) = read(reference.name.clone()).await?;
-            let text = |k: &str| {
-                data.get(k)
-                    .map(|v| String::from_utf8_lossy(&v.0).trim().to_string())
-            };
-            if let Some(address) = text("address") {
-                if address.len() > 2048 {
-                    return Err(
-                        "invalid address in secret: address exceeds maximum length of 2048 bytes"
-                            .into(),
-                    );
+        let mut found = BTreeMap::new();
+        for name in config::secret_names(provider) {
+            match secrets.get_opt(&name).await {
+                Ok(Some(secret)) => {
+                    let data = secret.data.unwrap_or_default();
+                    found.insert(name, data.into_iter().map(|(k, v)| (k, v.0)).collect());
                 }
-                config.address = address;
+                // Named by the pure check, where the Secret is needed.
+                Ok(None) => {}
+                Err(e) => return Err(format!("failed to get secret '{ns}/{name}': {e}")),
             }
-            if let Some(proxy) = text("proxy") {
-                config.proxy = Some(proxy);
-            }
-            if let Some(headers) = text("headers") {
-                config.headers = serde_saphyr::from_str(&headers).map_err(|e| {
-                    format!("failed to read headers from secret '{ns}/{name}': {e}")
-                })?;
-            }
-            if let Some(token) = text("token") {
-                config.token = token;
-            }
-            if let Some(username) = text("username") {
-                config.username = username;
-            }
-            if let Some(password) = text("password") {
-                config.password = password;
-            }
-            config.secret = Some(format!("{ns}/{name}"));
         }
-        if let Some(reference) = &spec.proxy_secret_ref {
-            let (name, data) = read(reference.name.clone()).await?;
-            let address = data
-                .get("address")
-                .map(|v| String::from_utf8_lossy(&v.0).trim().to_string())
-                .ok_or_else(|| format!("secret '{ns}/{name}' has no 'address' key"))?;
-            config.proxy = Some(address);
-        }
-        if let Some(reference) = &spec.cert_secret_ref {
-            let (name, data) = read(reference.name.clone()).await?;
-            let ca = data
-                .get("ca.crt")
-                .or_else(|| data.get("caFile"))
-                .ok_or_else(|| format!("secret '{ns}/{name}' has no 'ca.crt' key"))?;
-            config.ca_pem = Some(ca.0.clone());
-        }
-        // The keys and fields each type cannot work without, named for the Alert's Event.
-        payload::check(&config).map_err(|e| e.to_string())?;
-        Ok(config)
+        config::provider_config(provider, &ns, &provider.uid().unwrap_or_default(), &found)
     }
 }
 

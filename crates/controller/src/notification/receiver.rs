@@ -7,12 +7,14 @@
 //! over 3 MiB, 503 suspended or not ready (or Google's signing keys out of reach, for a GCR
 //! call), 400 payload or event refused, 500 an annotation failed.
 
+use crate::events::Recorder;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode};
+use ferroflux_api::RECONCILE_REQUESTED_AT;
 use ferroflux_api::conditions::{Conditions, READY};
+use ferroflux_api::duration::{format_duration, parse_duration};
 use ferroflux_api::notification::{Receiver, ReceiverStatus, ReceiverType, webhook_path};
-use ferroflux_api::{RECONCILE_REQUESTED_AT, duration::parse_duration};
 use ferroflux_notification::idtoken::fetch_keys;
 use ferroflux_notification::receiver::{
     GcrCheck, MAX_BODY_BYTES, Rejected, Verified, verify, verify_gcr,
@@ -20,9 +22,11 @@ use ferroflux_notification::receiver::{
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
+use kube::Resource;
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event as KubeEvent, EventType, Reporter};
 use kube::runtime::watcher;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -97,15 +101,31 @@ pub async fn gcr_identity(
     Ok((field("email")?, field("audience")?))
 }
 
-/// The Receiver status loop: `status.webhookPath` and `Ready`, again every `spec.interval`.
+/// What the status loop works with: the API and the Events it records.
+struct Context {
+    client: kube::Client,
+    recorder: Recorder,
+}
+
+/// The Receiver status loop: `status.webhookPath` and `Ready`, again every `spec.interval`; each
+/// run ends with an Event on the Receiver, as Flux's: Warning with the reason of a failure,
+/// Normal `Succeeded` when ready.
 pub fn controller(
     client: kube::Client,
     shutdown: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
 ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
     let api = Api::<Receiver>::all(client.clone());
+    let reporter = Reporter {
+        controller: STATUS_MANAGER.into(),
+        instance: None,
+    };
+    let context = Context {
+        recorder: Recorder::new(client.clone(), reporter),
+        client,
+    };
     let task = Controller::new(api, watcher::Config::default())
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, Arc::new(client))
+        .run(reconcile, error_policy, Arc::new(context))
         .for_each(|result| async move {
             if let Err(e) = result {
                 tracing::debug!(error = %e, controller = "receiver", "reconcile error");
@@ -118,14 +138,15 @@ pub fn controller(
 #[error(transparent)]
 struct ReconcileError(#[from] kube::Error);
 
-fn error_policy(_: Arc<Receiver>, _: &ReconcileError, _: Arc<kube::Client>) -> Action {
+fn error_policy(_: Arc<Receiver>, _: &ReconcileError, _: Arc<Context>) -> Action {
     Action::requeue(Duration::from_secs(10))
 }
 
 async fn reconcile(
     receiver: Arc<Receiver>,
-    client: Arc<kube::Client>,
+    context: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
+    let client = &context.client;
     let ns = receiver.namespace().unwrap_or_default();
     let name = receiver.name_any();
     let interval = receiver
@@ -148,13 +169,13 @@ async fn reconcile(
             "UnsupportedType",
             "receiver type 'generic-oidc' is not supported by ferroflux: its oidcProviders' CEL validations cannot be evaluated".to_string(),
         )),
-        ReceiverType::Gcr => match gcr_identity(&client, &receiver).await {
-            Ok(_) => token(&client, &receiver)
+        ReceiverType::Gcr => match gcr_identity(client, &receiver).await {
+            Ok(_) => token(client, &receiver)
                 .await
                 .map_err(|e| ("TokenNotFound", e.to_string())),
             Err(e) => Err(("TokenNotFound", e.to_string())),
         },
-        _ => token(&client, &receiver)
+        _ => token(client, &receiver)
             .await
             .map_err(|e| ("TokenNotFound", e.to_string())),
     };
@@ -177,13 +198,39 @@ async fn reconcile(
     }
     status.observed_generation = generation;
     if !same_status(&status, &previous) {
-        let api = Api::<Receiver>::namespaced((*client).clone(), &ns);
+        let api = Api::<Receiver>::namespaced(client.clone(), &ns);
         let params = PatchParams {
             field_manager: Some(STATUS_MANAGER.into()),
             ..Default::default()
         };
         api.patch_status(&name, &params, &Patch::Merge(json!({"status": status})))
             .await?;
+    }
+    let event = match &outcome {
+        Ok(_) => KubeEvent {
+            type_: EventType::Normal,
+            reason: "Succeeded".into(),
+            note: Some(format!(
+                "Reconciliation finished, next run in {}",
+                format_duration(interval)
+            )),
+            action: "Reconcile".into(),
+            secondary: None,
+        },
+        Err((reason, message)) => KubeEvent {
+            type_: EventType::Warning,
+            reason: (*reason).into(),
+            note: Some(message.clone()),
+            action: "Reconcile".into(),
+            secondary: None,
+        },
+    };
+    if let Err(e) = context
+        .recorder
+        .publish(&event, &receiver.object_ref(&()))
+        .await
+    {
+        tracing::debug!(error = %e, "failed to publish event");
     }
     Ok(Action::requeue(interval))
 }

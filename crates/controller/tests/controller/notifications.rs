@@ -1,7 +1,8 @@
 //! Notifications on a devcluster: a failing Kustomization alerts a local "Slack" with the
 //! cluster's name while a provider that is down is retried and reported on its Alert and a
 //! provider Secret missing its key is named; Flux's event JSON posted to `--events-addr` reaches
-//! a generic provider; a Receiver call after a push to a real Git repository re-applies the
+//! a generic provider; a certSecretRef's client certificate passes a server that requires one;
+//! a Receiver call after a push to a real Git repository re-applies the
 //! Kustomization without waiting for the interval, and bad calls are refused; a Nexus Receiver
 //! checks its HMAC-SHA1 signature, and a generic-oidc one says why it is not ready.
 
@@ -135,8 +136,36 @@ fn closed_port() -> u16 {
 async fn a_failing_kustomization_alerts_slack_with_the_cluster_name() {
     let (_cluster, client, config) = cluster("alerts").await;
     let slack = std::sync::Arc::new(WebhookSink::start());
+    let (mtls, pem) = WebhookSink::start_mtls();
+    let mtls = std::sync::Arc::new(mtls);
     let down = closed_port();
     for object in [
+        // An HTTPS service that requires a client certificate: certSecretRef's tls.crt and
+        // tls.key pass it; a Secret with the certificate but not its key is named on the Alert.
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "client-tls", "namespace": "flux-system"},
+               "type": "kubernetes.io/tls",
+               "stringData": {"ca.crt": pem.ca_pem, "tls.crt": pem.client_cert_pem,
+                              "tls.key": pem.client_key_pem}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+               "metadata": {"name": "mtls", "namespace": "flux-system"},
+               "spec": {"type": "generic", "address": format!("{}/mtls", mtls.url()),
+                        "certSecretRef": {"name": "client-tls"}}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+               "metadata": {"name": "to-mtls", "namespace": "flux-system"},
+               "spec": {"providerRef": {"name": "mtls"},
+                        "eventSources": [{"kind": "Kustomization", "name": "apps"}]}}),
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "half-tls", "namespace": "flux-system"},
+               "stringData": {"ca.crt": pem.ca_pem, "tls.crt": pem.client_cert_pem}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+               "metadata": {"name": "half-tls", "namespace": "flux-system"},
+               "spec": {"type": "generic", "address": format!("{}/half", mtls.url()),
+                        "certSecretRef": {"name": "half-tls"}}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+               "metadata": {"name": "to-half-tls", "namespace": "flux-system"},
+               "spec": {"providerRef": {"name": "half-tls"},
+                        "eventSources": [{"kind": "Kustomization", "name": "apps"}]}}),
         json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
                "metadata": {"name": "slack", "namespace": "flux-system"},
                "spec": {"type": "slack", "channel": "ops", "address": format!("{}/services/T/B/X", slack.url())}}),
@@ -321,6 +350,21 @@ async fn a_failing_kustomization_alerts_slack_with_the_cluster_name() {
     // Slack got every alert meant for it all the same; Opsgenie's address (the same sink)
     // got nothing.
     assert!(slack.received().iter().all(|r| r.path != "/v2/alerts"));
+    // Mutual TLS: the event arrived through the client certificate.
+    let got = wait_for(&mtls, 1).await;
+    assert_eq!(got[0].path, "/mtls");
+    let event: Value = serde_json::from_slice(&got[0].body).unwrap();
+    assert_eq!(event["involvedObject"]["name"], "apps");
+    let notes = eventually("the missing tls.key on the Alert", || async {
+        let notes = alert_events(&client, "to-half-tls").await;
+        (!notes.is_empty()).then_some(notes)
+    })
+    .await;
+    assert_eq!(
+        notes[0],
+        "NotificationDispatchFailed failed to dispatch notification for Kustomization/flux-system/apps: failed to initialize notifier for provider 'half-tls': failed to get TLS config: secret 'flux-system/half-tls' contains 'tls.crt' but missing 'tls.key'"
+    );
+    assert!(mtls.received().iter().all(|r| r.path != "/half"));
     manager.shutdown().await.unwrap();
 }
 

@@ -8,6 +8,7 @@ mod commit_status;
 mod incident;
 mod providers;
 mod receivers;
+mod tls;
 
 use ferroflux_notification::{Event, InvolvedObject};
 use std::collections::BTreeMap;
