@@ -527,7 +527,7 @@ async fn build_oci(
 /// `kubernetes.io/dockerconfigjson` Secret, or `username`/`password`), `certSecretRef`
 /// (`ca.crt`, `tls.crt`, `tls.key`), `insecure` and `timeout`. Messages name the Secret, never
 /// its content.
-pub(crate) async fn oci_client_options(
+pub async fn oci_client_options(
     client: &kube::Client,
     repo: &HelmRepository,
     ns: &str,

@@ -67,7 +67,7 @@ fn interval_of(interval: Option<&str>) -> Duration {
 }
 
 /// The access a HelmRepository gives to its URL: its secrets read, its timeout.
-pub(crate) async fn access_for(
+pub async fn access_for(
     client: &kube::Client,
     repo: &HelmRepository,
     ns: &str,
@@ -100,7 +100,7 @@ pub(crate) async fn access_for(
 }
 
 /// `spec.timeout`, 60s by default.
-pub(crate) fn timeout_of(repo: &HelmRepository) -> Duration {
+pub fn timeout_of(repo: &HelmRepository) -> Duration {
     repo.spec
         .timeout
         .as_deref()

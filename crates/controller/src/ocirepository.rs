@@ -488,7 +488,7 @@ async fn read_secret(
 }
 
 /// Builds the client settings from `secretRef` (docker config JSON) and `certSecretRef`.
-async fn client_options(
+pub async fn client_options(
     client: &kube::Client,
     obj: &OCIRepository,
     ns: &str,

@@ -4,13 +4,17 @@
 //! the repository shows as the rendered Deployment's change on each cluster.
 //!
 //! The chart: a chart kept in the fleet repository (`chart.spec.sourceRef` the cluster's
-//! `flux-system` GitRepository, `chart.spec.chart` a folder of the tree), or a chart of an
-//! HTTP(S) HelmRepository without credentials (the HelmRepository taken from the build, else from
+//! `flux-system` GitRepository, `chart.spec.chart` a folder of the tree); a chart of a
+//! HelmRepository, HTTP(S) or `type: oci` (the HelmRepository taken from the build, else from
 //! the live cluster), pulled as the source controller pulls it (`chart.spec.version` range,
-//! `valuesFiles` merged) when the repository answers. Charts of OCI HelmRepositories,
-//! repositories needing credentials, OCIRepositories and `chartRef`s are not fetched, nor are
-//! unreachable repositories: such a HelmRelease is compared as an object and a note says why its
-//! chart was not rendered.
+//! `valuesFiles` merged); or the artifact of an OCIRepository `chartRef` (its `ref` resolved as
+//! the source controller resolves it — digest, semver range, tag — its layer selected by
+//! `layerSelector`), with helm-controller's version rule (`<version>+<digest's first 12 hex>`).
+//! A repository needing credentials (`secretRef`, `certSecretRef`) is pulled with the cluster's
+//! Secrets when diffing against the live cluster; against another revision there is no cluster
+//! to read them from. What is not rendered — such a repository offline, an unreachable
+//! registry or repository, a HelmChart `chartRef`, a chart of another GitRepository — is
+//! compared as the HelmRelease object alone, and a note says why its chart was not rendered.
 //!
 //! The values: `valuesFrom` ConfigMaps and Secrets are taken from the cluster's build first
 //! (what the cluster will hold once the Kustomizations apply), then, against a live cluster,
@@ -18,9 +22,11 @@
 
 use crate::repo::{Built, ClusterBuild, RepoError, Tree, object_id};
 use base64::Engine as _;
+use ferroflux_api::helmrelease::ChartRefKind;
 use ferroflux_api::helmrelease::{ValuesKind, ValuesReference};
 use ferroflux_api::helmrepository::HelmRepositoryType;
-use ferroflux_api::{HelmRelease, HelmRepository};
+use ferroflux_api::ocirepository::{OCILayerOperation, OCILayerSelector, OCIRepositoryRef};
+use ferroflux_api::{HelmRelease, HelmRepository, OCIRepository};
 use ferroflux_controller::helmrelease::template::{Against, template};
 use ferroflux_controller::helmrelease::values::{self, Fetched};
 use serde_json::Value;
@@ -57,13 +63,20 @@ pub async fn render_releases(
         let hr: HelmRelease = serde_json::from_value(object)
             .map_err(|e| failed(format!("not a HelmRelease: {e}")))?;
         let ns = hr.metadata.namespace.clone().unwrap_or_default();
-        let chart = match locate(&hr, &ns, build, client).await {
+        let chart = match locate(&hr, &ns, build, cluster, client).await {
             Ok(Located::Repository(chart_dir)) => {
                 let path = tree.path().join(&chart_dir);
                 ferroflux_helm::load(&path)
                     .map_err(|e| failed(format!("loading the chart ./{chart_dir}: {e}")))?
             }
             Ok(Located::Remote(remote)) => match pull(remote).await {
+                Ok(chart) => chart,
+                Err(why) => {
+                    build.notes.push(format!("{id}: chart not rendered: {why}"));
+                    continue;
+                }
+            },
+            Ok(Located::Oci(oci)) => match pull_oci(oci).await {
                 Ok(chart) => chart,
                 Err(why) => {
                     build.notes.push(format!("{id}: chart not rendered: {why}"));
@@ -122,15 +135,89 @@ enum Located {
     Repository(String),
     /// A chart of an HTTP(S) chart repository.
     Remote(Remote),
+    /// A chart in an OCI registry: a `type: oci` HelmRepository's, or an OCIRepository's
+    /// artifact.
+    Oci(Oci),
 }
 
 /// A chart to pull from a chart repository.
 struct Remote {
-    url: String,
+    access: ferroflux_helmsource::RepositoryAccess,
+    /// Whose credentials `access` carries (`cluster Secret ns/name`), when any: pulls made with
+    /// different credentials are not shared.
+    credentials: Option<String>,
     chart: String,
     version: String,
     values_files: Vec<String>,
     ignore_missing_values_files: bool,
+}
+
+/// A chart to pull from an OCI registry.
+struct Oci {
+    /// The registry client's settings (credentials, TLS, insecure, timeout).
+    options: ferroflux_oci::ClientOptions,
+    /// Whose credentials `options` carry, when any.
+    credentials: Option<String>,
+    what: OciChart,
+}
+
+/// What to pull from the registry.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum OciChart {
+    /// Chart `chart` at `version` (a range) of the `type: oci` HelmRepository `url`.
+    HelmRepository {
+        url: String,
+        chart: String,
+        version: String,
+        values_files: Vec<String>,
+        ignore_missing_values_files: bool,
+    },
+    /// The artifact of an OCIRepository: its `url`, `ref` and `layerSelector` (JSON).
+    Artifact {
+        url: String,
+        reference: String,
+        layer: String,
+    },
+}
+
+/// The source object `Kind/ns/name`: from the build (what the cluster will hold), else from
+/// the live cluster.
+async fn source_object<K>(
+    build: &ClusterBuild,
+    ns: &str,
+    name: &str,
+    client: Option<&kube::Client>,
+) -> Result<K, String>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + serde::de::DeserializeOwned
+        + Clone
+        + std::fmt::Debug,
+{
+    let id = format!("{}/{ns}/{name}", K::kind(&()));
+    if let Some(b) = build.objects.get(&id) {
+        return serde_json::from_value(b.object.clone()).map_err(|e| format!("{id}: {e}"));
+    }
+    let Some(client) = client else {
+        return Err(format!(
+            "it comes from {id}, which the repository does not hold"
+        ));
+    };
+    let api: kube::Api<K> = kube::Api::namespaced(client.clone(), ns);
+    match api.get_opt(name).await {
+        Ok(Some(r)) => Ok(r),
+        Ok(None) => Err(format!(
+            "it comes from {id}, which neither the repository nor the cluster holds"
+        )),
+        Err(e) => Err(format!("reading {id} from the cluster: {e}")),
+    }
+}
+
+/// Why a source needing credentials is not pulled offline.
+fn needs_credentials(source: &str) -> String {
+    format!(
+        "it comes from {source}, which needs credentials: compared against another revision there is no cluster to read its Secret from (against live, the cluster's Secret is used)"
+    )
 }
 
 /// Where `hr`'s chart is, or why fleet diff does not render it.
@@ -138,14 +225,67 @@ async fn locate(
     hr: &HelmRelease,
     ns: &str,
     build: &ClusterBuild,
+    cluster: &str,
     client: Option<&kube::Client>,
 ) -> Result<Located, String> {
+    let secrets_of = |source: &str| format!("{source}'s Secrets on cluster {cluster}");
     if let Some(r) = &hr.spec.chart_ref {
-        return Err(format!(
-            "it comes from chartRef {}/{}, which fleet diff does not fetch",
-            r.kind.as_str(),
-            r.name
-        ));
+        if r.kind != ChartRefKind::OCIRepository {
+            return Err(format!(
+                "it comes from chartRef {}/{}, which fleet diff does not fetch (OCIRepository chartRefs are rendered)",
+                r.kind.as_str(),
+                r.name
+            ));
+        }
+        let src_ns = r
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| ns.to_string());
+        let source = format!("OCIRepository/{src_ns}/{}", r.name);
+        let repository: OCIRepository = source_object(build, &src_ns, &r.name, client).await?;
+        let parsed = ferroflux_controller::ocirepository::validate(&repository)
+            .map_err(|e| format!("{source}: {}", e.message))?;
+        let timeout = repository
+            .spec
+            .timeout
+            .as_deref()
+            .and_then(|t| ferroflux_api::duration::parse_duration(t).ok())
+            .unwrap_or(OCI_TIMEOUT);
+        let secured =
+            repository.spec.secret_ref.is_some() || repository.spec.cert_secret_ref.is_some();
+        let (options, credentials) = match (secured, client) {
+            (false, _) => (
+                ferroflux_oci::ClientOptions {
+                    insecure: repository.spec.insecure.unwrap_or(false),
+                    timeout,
+                    ..Default::default()
+                },
+                None,
+            ),
+            (true, Some(client)) => (
+                ferroflux_controller::ocirepository::client_options(
+                    client,
+                    &repository,
+                    &src_ns,
+                    &parsed.registry,
+                    timeout,
+                )
+                .await
+                .map_err(|e| format!("{source}: {}", e.message))?,
+                Some(secrets_of(&source)),
+            ),
+            (true, None) => return Err(needs_credentials(&source)),
+        };
+        return Ok(Located::Oci(Oci {
+            options,
+            credentials,
+            what: OciChart::Artifact {
+                url: repository.spec.url.clone(),
+                reference: serde_json::to_string(&repository.spec.r#ref).unwrap_or_default(),
+                layer: serde_json::to_string(&repository.spec.layer_selector).unwrap_or_default(),
+            },
+        }));
     }
     let Some(template) = &hr.spec.chart else {
         return Err("the HelmRelease names no chart".into());
@@ -155,34 +295,68 @@ async fn locate(
     let src_ns = src.namespace.clone().unwrap_or_else(|| ns.to_string());
     let source = format!("{}/{src_ns}/{}", src.kind.as_str(), src.name);
     if src.kind.as_str() == "HelmRepository" {
-        let repository = helm_repository(build, &src_ns, &src.name, client).await?;
+        let repository: HelmRepository = source_object(build, &src_ns, &src.name, client).await?;
         let spec_repo = &repository.spec;
+        let secured = spec_repo.secret_ref.is_some() || spec_repo.cert_secret_ref.is_some();
+        if secured && client.is_none() {
+            return Err(needs_credentials(&source));
+        }
+        let version = spec
+            .version
+            .clone()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| "*".into());
+        let values_files = spec.values_files.clone().unwrap_or_default();
+        let ignore_missing_values_files = spec.ignore_missing_values_files.unwrap_or(false);
+        let credentials = secured.then(|| secrets_of(&source));
         if spec_repo.r#type == Some(HelmRepositoryType::Oci) {
-            return Err(format!(
-                "it comes from {source}, an OCI repository, which fleet diff does not fetch"
-            ));
+            let options = match client {
+                Some(client) if secured => ferroflux_controller::helmchart::oci_client_options(
+                    client,
+                    &repository,
+                    &src_ns,
+                )
+                .await
+                .map_err(|e| format!("{source}: {e}"))?,
+                _ => ferroflux_oci::ClientOptions {
+                    insecure: spec_repo.insecure.unwrap_or(false),
+                    timeout: ferroflux_controller::helmrepository::timeout_of(&repository),
+                    ..Default::default()
+                },
+            };
+            return Ok(Located::Oci(Oci {
+                options,
+                credentials,
+                what: OciChart::HelmRepository {
+                    url: spec_repo.url.clone(),
+                    chart: spec.chart.clone(),
+                    version,
+                    values_files,
+                    ignore_missing_values_files,
+                },
+            }));
         }
-        if spec_repo.secret_ref.is_some() || spec_repo.cert_secret_ref.is_some() {
-            return Err(format!(
-                "it comes from {source}, which needs credentials; fleet diff only pulls from repositories without them"
-            ));
-        }
+        let access = match client {
+            Some(client) if secured => {
+                ferroflux_controller::helmrepository::access_for(client, &repository, &src_ns)
+                    .await
+                    .map_err(|e| format!("{source}: {e}"))?
+            }
+            _ => ferroflux_helmsource::RepositoryAccess::anonymous(&spec_repo.url),
+        };
         return Ok(Located::Remote(Remote {
-            url: spec_repo.url.clone(),
+            access,
+            credentials,
             chart: spec.chart.clone(),
-            version: spec
-                .version
-                .clone()
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| "*".into()),
-            values_files: spec.values_files.clone().unwrap_or_default(),
-            ignore_missing_values_files: spec.ignore_missing_values_files.unwrap_or(false),
+            version,
+            values_files,
+            ignore_missing_values_files,
         }));
     }
     if src.kind.as_str() != "GitRepository" || src.name != "flux-system" || src_ns != "flux-system"
     {
         return Err(format!(
-            "it comes from {source}, which fleet diff does not fetch (charts kept in this repository and HelmRepository charts are rendered)"
+            "it comes from {source}, which fleet diff does not fetch (charts kept in this repository, HelmRepository charts and OCIRepository chartRefs are rendered)"
         ));
     }
     if spec.values_files.as_ref().is_some_and(|f| !f.is_empty()) {
@@ -203,44 +377,18 @@ async fn locate(
     Ok(Located::Repository(parts.join("/")))
 }
 
-/// The HelmRepository `ns/name`: from the build (what the cluster will hold), else from the
-/// live cluster.
-async fn helm_repository(
-    build: &ClusterBuild,
-    ns: &str,
-    name: &str,
-    client: Option<&kube::Client>,
-) -> Result<HelmRepository, String> {
-    let id = format!("HelmRepository/{ns}/{name}");
-    if let Some(b) = build.objects.get(&id) {
-        return serde_json::from_value(b.object.clone()).map_err(|e| format!("{id}: {e}"));
-    }
-    let Some(client) = client else {
-        return Err(format!(
-            "it comes from {id}, which the repository does not hold"
-        ));
-    };
-    let api: kube::Api<HelmRepository> = kube::Api::namespaced(client.clone(), ns);
-    match api.get_opt(name).await {
-        Ok(Some(r)) => Ok(r),
-        Ok(None) => Err(format!(
-            "it comes from {id}, which neither the repository nor the cluster holds"
-        )),
-        Err(e) => Err(format!("reading {id} from the cluster: {e}")),
-    }
-}
-
 /// Pulls `remote` as the source controller does (index, version range, `valuesFiles`), once
-/// per process for the same repository, chart, range and values files.
+/// per process for the same repository, chart, range, values files and credentials.
 async fn pull(remote: Remote) -> Result<ferroflux_helm::Chart, String> {
-    type Key = (String, String, String, Vec<String>);
+    type Key = (String, String, String, Vec<String>, Option<String>);
     static PULLED: std::sync::Mutex<BTreeMap<Key, std::sync::Arc<Vec<u8>>>> =
         std::sync::Mutex::new(BTreeMap::new());
     let key: Key = (
-        remote.url.clone(),
+        remote.access.url.clone(),
         remote.chart.clone(),
         remote.version.clone(),
         remote.values_files.clone(),
+        remote.credentials.clone(),
     );
     let cached = PULLED.lock().ok().and_then(|m| m.get(&key).cloned());
     let archive = match cached {
@@ -249,11 +397,10 @@ async fn pull(remote: Remote) -> Result<ferroflux_helm::Chart, String> {
             // The chart repository client blocks (ureq).
             let archive = tokio::task::spawn_blocking(move || {
                 use ferroflux_helmsource::{
-                    BuildOptions, MAX_INDEX_SIZE, RepositoryAccess, build_from_repository,
-                    fetch_index, redact,
+                    BuildOptions, MAX_INDEX_SIZE, build_from_repository, fetch_index, redact,
                 };
-                let shown = redact(&remote.url);
-                let fetched = fetch_index(RepositoryAccess::anonymous(&remote.url), MAX_INDEX_SIZE)
+                let shown = redact(&remote.access.url);
+                let fetched = fetch_index(remote.access.clone(), MAX_INDEX_SIZE)
                     .map_err(|e| format!("fetching the index of {shown}: {e}"))?;
                 let opts = BuildOptions {
                     values_files: remote.values_files.clone(),
@@ -286,6 +433,162 @@ async fn pull(remote: Remote) -> Result<ferroflux_helm::Chart, String> {
         }
     };
     ferroflux_helm::load_archive(&archive).map_err(|e| format!("loading the pulled chart: {e}"))
+}
+
+/// The default `spec.timeout` of an OCIRepository.
+const OCI_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Pulls a chart from an OCI registry, once per process for the same chart and credentials:
+/// a `type: oci` HelmRepository's as the source controller builds it, or an OCIRepository's
+/// artifact with helm-controller's version rule applied.
+async fn pull_oci(oci: Oci) -> Result<ferroflux_helm::Chart, String> {
+    type Key = (OciChart, Option<String>);
+    static PULLED: std::sync::Mutex<BTreeMap<Key, std::sync::Arc<ferroflux_helm::Chart>>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let key: Key = (oci.what.clone(), oci.credentials.clone());
+    if let Some(chart) = PULLED.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return Ok((*chart).clone());
+    }
+    // The registry client blocks (ureq).
+    let chart = tokio::task::spawn_blocking(move || match &oci.what {
+        OciChart::HelmRepository {
+            url,
+            chart,
+            version,
+            values_files,
+            ignore_missing_values_files,
+        } => {
+            use ferroflux_helmsource::BuildOptions;
+            use ferroflux_helmsource::oci::{OciRepository, build_from_oci};
+            let repository =
+                OciRepository::new(url, oci.options.clone()).map_err(|e| format!("{url}: {e}"))?;
+            let opts = BuildOptions {
+                values_files: values_files.clone(),
+                ignore_missing_values_files: *ignore_missing_values_files,
+                ..BuildOptions::default()
+            };
+            let built = build_from_oci(&repository, chart, version, &opts)
+                .map_err(|e| format!("pulling {chart} {version} from {url}: {e}"))?;
+            let archive = built
+                .build
+                .archive
+                .ok_or_else(|| format!("{url} gave no archive for {chart}"))?;
+            ferroflux_helm::load_archive(&archive)
+                .map_err(|e| format!("loading the pulled chart: {e}"))
+        }
+        OciChart::Artifact {
+            url,
+            reference,
+            layer,
+        } => {
+            let reference: Option<OCIRepositoryRef> =
+                serde_json::from_str(reference).map_err(|e| e.to_string())?;
+            let layer: Option<OCILayerSelector> =
+                serde_json::from_str(layer).map_err(|e| e.to_string())?;
+            let (mut chart, revision) = pull_artifact(
+                url,
+                reference.unwrap_or_default(),
+                layer,
+                oci.options.clone(),
+            )
+            .map_err(|e| format!("pulling {url}: {e}"))?;
+            let (version, _) = ferroflux_controller::helmrelease::chart::version_with_digest(
+                &chart.metadata.version,
+                &revision,
+            )?;
+            chart.metadata.version = version;
+            Ok(chart)
+        }
+    })
+    .await
+    .map_err(|e| format!("pulling the chart stopped: {e}"))??;
+    if let Ok(mut m) = PULLED.lock() {
+        m.insert(key, std::sync::Arc::new(chart.clone()));
+    }
+    Ok(chart)
+}
+
+/// An OCIRepository's artifact as the source controller fetches it — the ref resolved (digest,
+/// else the highest tag in the semver range, else the tag, else `latest`), the manifest
+/// pinned, the layer of `layerSelector.mediaType` (else the first) — loaded as a chart: the
+/// layer itself with `operation: copy`, else the chart folder of its extracted files. Also its
+/// revision (`<tag>@sha256:…` or `sha256:…`).
+fn pull_artifact(
+    url: &str,
+    r#ref: OCIRepositoryRef,
+    layer: Option<OCILayerSelector>,
+    options: ferroflux_oci::ClientOptions,
+) -> Result<(ferroflux_helm::Chart, String), String> {
+    use ferroflux_oci::{Client, Reference, artifact};
+    let repository = Reference::parse(url).map_err(|e| e.to_string())?;
+    let client = Client::for_reference(&repository, options).map_err(|e| e.to_string())?;
+    let (target, tag) = if let Some(d) = &r#ref.digest {
+        (repository.with_digest(d), None)
+    } else if let Some(range) = &r#ref.semver {
+        let tags = client
+            .list_tags(&repository.repository)
+            .map_err(|e| e.to_string())?;
+        let t = ferroflux_oci::tags::pick_semver(
+            &repository.repo_url(),
+            &tags,
+            range,
+            r#ref.semver_filter.as_deref(),
+        )
+        .map_err(|e| e.to_string())?;
+        (repository.with_tag(&t), Some(t))
+    } else {
+        let t = r#ref.tag.clone().unwrap_or_else(|| "latest".into());
+        (repository.with_tag(&t), Some(t))
+    };
+    let head = client.head_manifest(&target).map_err(|e| e.to_string())?;
+    let revision = ferroflux_controller::ocirepository::revision(tag.as_deref(), &head.digest);
+    let pinned = target.with_digest(&head.digest);
+    let resolved = artifact::resolve(&client, &pinned).map_err(|e| e.to_string())?;
+    let media_type = layer.as_ref().and_then(|l| l.media_type.as_deref());
+    let descriptor = artifact::select_layer(&target, &resolved.manifest, media_type)
+        .map_err(|e| e.to_string())?
+        .clone();
+    let copy = layer
+        .as_ref()
+        .and_then(|l| l.operation)
+        .is_some_and(|o| o == OCILayerOperation::Copy);
+    let limit = artifact::DEFAULT_MAX_LAYER_SIZE;
+    let chart = if copy {
+        let mut file = artifact::fetch_layer(&client, &pinned, &descriptor, limit)
+            .map_err(|e| e.to_string())?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut bytes)
+            .map_err(|e| format!("reading the layer: {e}"))?;
+        ferroflux_helm::load_archive(&bytes).map_err(|e| format!("loading the chart: {e}"))?
+    } else {
+        let dir = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
+        let extracted = ferroflux_oci::extract::DEFAULT_MAX_EXTRACT_SIZE;
+        artifact::extract_layer(&client, &pinned, &descriptor, dir.path(), limit, extracted)
+            .map_err(|e| e.to_string())?;
+        ferroflux_helm::load(&chart_folder(dir.path())?)
+            .map_err(|e| format!("loading the chart: {e}"))?
+    };
+    Ok((chart, revision))
+}
+
+/// The chart in an extracted artifact: the folder itself when it holds `Chart.yaml`, else its
+/// only sub-folder holding one (a packaged chart's `<name>/`).
+fn chart_folder(dir: &Path) -> Result<std::path::PathBuf, String> {
+    if dir.join("Chart.yaml").is_file() {
+        return Ok(dir.to_path_buf());
+    }
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let e = e.map_err(|e| format!("{}: {e}", dir.display()))?;
+        if e.path().join("Chart.yaml").is_file() {
+            found.push(e.path());
+        }
+    }
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err("the artifact holds no chart (no Chart.yaml)".into()),
+        _ => Err("the artifact holds several charts".into()),
+    }
 }
 
 /// The `valuesFrom` ConfigMaps and Secrets the build itself holds, as the controller would

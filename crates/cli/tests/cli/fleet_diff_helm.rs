@@ -283,7 +283,8 @@ fn fleet_diff_renders_helm_releases_against_another_revision() {
 
     // A chart of a HelmRepository (declared in the repository, served over HTTP) is pulled as
     // the source controller pulls it: the version range picks 2.1.0, whose appVersion the
-    // rendered Deployment shows. A chartRef is not fetched: a note says so.
+    // rendered Deployment shows. A chartRef to an OCIRepository neither the repository nor a
+    // cluster holds is not rendered: a note says so.
     let charts = tempfile::tempdir().unwrap();
     let unpacked = charts.path().join("src");
     for (path, text) in chart("2.1.0") {
@@ -342,7 +343,7 @@ fn fleet_diff_renders_helm_releases_against_another_revision() {
         "the pulled chart's appVersion:\n{text}"
     );
     assert!(
-        text.contains("HelmRelease/flux-system/other: chart not rendered: it comes from chartRef OCIRepository/other, which fleet diff does not fetch"),
+        text.contains("HelmRelease/flux-system/other: chart not rendered: it comes from OCIRepository/flux-system/other, which the repository does not hold"),
         "{text}"
     );
     assert!(

@@ -31,6 +31,7 @@ mod export;
 mod fleet_alerts;
 mod fleet_diff;
 mod fleet_diff_helm;
+mod fleet_diff_oci;
 mod fleet_promote;
 mod fleet_rollup;
 mod fleet_serve;
