@@ -321,6 +321,20 @@ def _has_number(v) -> bool:
     return False
 
 
+def _refuse_non_utf8_files(value: str) -> None:
+    """--set-file of bytes that are not UTF-8: Helm keeps them (Go's string(bytes)), but they
+    cross the C ABI as JSON, which makes each bad byte U+FFFD, so the answer would be wrong."""
+    for item in value.split(","):
+        path = item.split("=", 1)[-1]
+        try:
+            with open(path, "rb") as fh:
+                fh.read().decode("utf-8")
+        except OSError:
+            continue  # not a file name (or unreadable): strvals says what Helm says
+        except UnicodeDecodeError:
+            raise Unsupported(f"--set-file {value}: bytes that are not UTF-8 cannot cross the C ABI") from None
+
+
 def merge_values(o: dict) -> dict:
     base: dict = {}
     for path in o["values"]:
@@ -351,6 +365,8 @@ def merge_values(o: dict) -> dict:
                 parsed = json.loads(native(func, value))
             except HelmError as e:
                 raise HelmError(f"failed parsing {flag} data: {e}") from None
+            if key == "set_file":
+                _refuse_non_utf8_files(value)
             if key == "set" and _has_number(parsed):
                 # strvals makes these int64; crossing the C ABI as JSON turns them into float64,
                 # which prints and compares differently in templates.
