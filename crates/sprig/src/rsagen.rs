@@ -227,6 +227,61 @@ impl<const S: usize> Monty<S> {
         t
     }
 
+    /// `a²·R⁻¹ mod n` for `a < n`, the same as `mul(a, a)` with ~3/4 of its multiplications:
+    /// each cross product `a[i]·a[j]` is computed once and doubled, then the 2S-limb square
+    /// is reduced (Montgomery's REDC).
+    fn sqr(&self, a: &[u64; S]) -> [u64; S] {
+        // 2·S ≤ 128 limbs: S is at most 64 (see probably_prime).
+        let mut t = [0u64; 128];
+        for i in 0..S {
+            let ai = u128::from(a[i]);
+            let mut c = 0u64;
+            for j in i + 1..S {
+                let x = u128::from(t[i + j]) + ai * u128::from(a[j]) + u128::from(c);
+                t[i + j] = x as u64;
+                c = (x >> 64) as u64;
+            }
+            t[i + S] = c;
+        }
+        // Double the cross products, then add the squares on the diagonal.
+        let mut top = 0u64;
+        for limb in t.iter_mut().take(2 * S) {
+            let v = *limb;
+            *limb = (v << 1) | top;
+            top = v >> 63;
+        }
+        let mut c = 0u64;
+        for i in 0..S {
+            let sq = u128::from(a[i]) * u128::from(a[i]);
+            let x = u128::from(t[2 * i]) + (sq & u128::from(u64::MAX)) + u128::from(c);
+            t[2 * i] = x as u64;
+            let y = u128::from(t[2 * i + 1]) + (sq >> 64) + (x >> 64);
+            t[2 * i + 1] = y as u64;
+            c = (y >> 64) as u64;
+        }
+        // REDC: clear the low S limbs one at a time; `hi` is the carry out of the top limb.
+        let n = &self.n;
+        let mut hi = 0u64;
+        for i in 0..S {
+            let m = u128::from(t[i].wrapping_mul(self.n0inv));
+            let mut c = 0u64;
+            for j in 0..S {
+                let x = u128::from(t[i + j]) + m * u128::from(n[j]) + u128::from(c);
+                t[i + j] = x as u64;
+                c = (x >> 64) as u64;
+            }
+            let x = u128::from(t[i + S]) + u128::from(c) + u128::from(hi);
+            t[i + S] = x as u64;
+            hi = (x >> 64) as u64;
+        }
+        let mut out = [0u64; S];
+        out.copy_from_slice(&t[S..2 * S]);
+        if hi != 0 || !less(&out, n) {
+            sub_assign(&mut out, n);
+        }
+        out
+    }
+
     /// `2x mod n` for `x < n`.
     fn double(&self, x: &mut [u64; S]) {
         let mut carry = 0u64;
@@ -282,7 +337,7 @@ fn miller_rabin_fixed<const S: usize>(n: &BigUint, rounds: usize, rng: &mut dyn 
             return true;
         }
         for _ in 1..s {
-            x = mont.mul(&x, &x);
+            x = mont.sqr(&x);
             if x == minus_one_m {
                 return true;
             }
@@ -295,7 +350,7 @@ fn miller_rabin_fixed<const S: usize>(n: &BigUint, rounds: usize, rng: &mut dyn 
     // Base 2: square, and double where d has a 1 bit.
     let mut x = one_m;
     for i in (0..d_bits).rev() {
-        x = mont.mul(&x, &x);
+        x = mont.sqr(&x);
         if bit(i) {
             mont.double(&mut x);
         }
@@ -321,7 +376,7 @@ fn miller_rabin_fixed<const S: usize>(n: &BigUint, rounds: usize, rng: &mut dyn 
         let mut x = one_m;
         for w in (0..d_bits.div_ceil(4)).rev() {
             for _ in 0..4 {
-                x = mont.mul(&x, &x);
+                x = mont.sqr(&x);
             }
             let idx = (0..4).fold(0usize, |v, b| v | (usize::from(bit(4 * w + b)) << b));
             if idx != 0 {
@@ -469,6 +524,37 @@ mod tests {
         let out = mont.mul(&x, &unit);
         let le: Vec<u8> = out.iter().flat_map(|l| l.to_le_bytes()).collect();
         BigUint::from_bytes_le(&le)
+    }
+
+    #[test]
+    fn montgomery_squaring_is_multiplication_by_itself() {
+        let mut rng = rand::rngs::OsRng;
+        fn check<const S: usize>(rng: &mut dyn RngCore, bytes: usize) {
+            let mut b = vec![0u8; bytes];
+            rng.fill_bytes(&mut b);
+            b[0] |= 0x80;
+            b[bytes - 1] |= 1;
+            let n = BigUint::from_bytes_be(&b);
+            let mont = Monty::new(&limbs::<S>(&n));
+            for fill in [None, Some(0u8), Some(0xff)] {
+                match fill {
+                    Some(v) => b.fill(v),
+                    None => rng.fill_bytes(&mut b),
+                }
+                // n - 1 (all ones below n) and 0 are the edges of the carries.
+                let a = (BigUint::from_bytes_be(&b) % &n).min(&n - 1u32);
+                let a = limbs::<S>(&a);
+                assert_eq!(mont.sqr(&a), mont.mul(&a, &a), "{bytes} bytes, {fill:?}");
+            }
+        }
+        for _ in 0..8 {
+            check::<8>(&mut rng, 8);
+            check::<8>(&mut rng, 64);
+            check::<16>(&mut rng, 100);
+            check::<16>(&mut rng, 128);
+            check::<32>(&mut rng, 256);
+            check::<64>(&mut rng, 512);
+        }
     }
 
     #[test]
