@@ -8,6 +8,10 @@
 //! from the GitRepository's artifact), so the demo needs no network; the promoted commit moves
 //! both environments' overlays from chart version 6.7.1 to 6.8.0.
 //!
+//! Each cluster's alerts (the example's `clusters/<name>/notifications.yaml`) go to a chat
+//! endpoint the demo serves on a loopback port; it ends with the messages about the promotion,
+//! each stamped with its cluster's name.
+//!
 //! The user-facing steps run this very binary as a child process (`bootstrap git`,
 //! `get kustomizations`, `get helmreleases`, `fleet status`, `fleet promote`), so the demo shows
 //! exactly what those commands print.
@@ -42,6 +46,118 @@ pub struct DemoArgs {
     /// kubectl and the kubeconfig it prints) until Ctrl-C or SIGTERM.
     #[arg(long)]
     hold: bool,
+}
+
+/// The team chat of the fleet example's alerts (`clusters/<name>/notifications.yaml`, a Slack
+/// Provider whose webhook URL is the Secret `chat-webhook` made on each cluster): a loopback
+/// endpoint taking Slack's payload on `/<cluster>`, so the demo shows the messages each cluster
+/// sent, stamped with its name, without a Slack workspace.
+struct Chat {
+    url: String,
+    /// `(author_name, text)` of each message, in arrival order.
+    messages: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Chat {
+    async fn start() -> Result<Chat> {
+        use axum::extract::State;
+        type Messages = std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>;
+        async fn post(State(messages): State<Messages>, body: axum::body::Bytes) {
+            let Ok(payload) = serde_json::from_slice::<serde_json::Value>(&body) else {
+                return;
+            };
+            let attachment = &payload["attachments"][0];
+            let text = |k: &str| attachment[k].as_str().unwrap_or_default().to_string();
+            if let Ok(mut m) = messages.lock() {
+                m.push((text("author_name"), text("text")));
+            }
+        }
+        let messages: Messages = Default::default();
+        let app = axum::Router::new()
+            .fallback(axum::routing::post(post))
+            .with_state(messages.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .context("cannot listen for the demo's chat")?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Chat {
+            url,
+            messages,
+            server,
+        })
+    }
+
+    /// The Secret the example's Provider reads, pointing at `/<cluster>`.
+    async fn connect(&self, client: &kube::Client, cluster: &str) -> Result<()> {
+        use k8s_openapi::api::core::v1::Secret;
+        use kube::api::{Patch, PatchParams};
+        let secret = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "chat-webhook", "namespace": "flux-system"},
+            "stringData": {"address": format!("{}/{cluster}", self.url)},
+        });
+        Api::<Secret>::namespaced(client.clone(), "flux-system")
+            .patch(
+                "chat-webhook",
+                &PatchParams::apply("ferroflux-demo").force(),
+                &Patch::Apply(&secret),
+            )
+            .await
+            .with_context(|| format!("cannot create the chat-webhook Secret on {cluster}"))?;
+        Ok(())
+    }
+
+    /// The messages so far.
+    fn messages(&self) -> Vec<(String, String)> {
+        self.messages.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for Chat {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// The chat's messages: each cluster's count, then those naming `version` (the promotion's),
+/// once every cluster has sent one (the dispatcher sends as the releases upgrade).
+async fn show_chat(chat: &Chat, version: &str, timeout: Duration) -> Result<()> {
+    heading("6. What the clusters told the team chat (clusters/<name>/notifications.yaml)");
+    let about = |messages: &[(String, String)], name: &str| {
+        let prefix = format!("[{name}] ");
+        messages
+            .iter()
+            .any(|(a, t)| a.starts_with(&prefix) && t.contains(version))
+    };
+    let deadline = Instant::now() + timeout;
+    let mut messages = chat.messages();
+    while !CLUSTERS.iter().all(|name| about(&messages, name)) {
+        if Instant::now() > deadline {
+            bail!("no alert about {version} from every cluster in the chat within {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        messages = chat.messages();
+    }
+    for name in CLUSTERS {
+        let prefix = format!("[{name}] ");
+        let count = messages
+            .iter()
+            .filter(|(a, _)| a.starts_with(&prefix))
+            .count();
+        println!("{name:<11} {count} messages to the chat");
+    }
+    let mut shown = std::collections::BTreeSet::new();
+    for (author, text) in &messages {
+        if text.contains(version) && shown.insert((author.clone(), text.clone())) {
+            println!("{author}: {text}");
+        }
+    }
+    Ok(())
 }
 
 /// The example repository, file by file, as committed under `examples/fleet-infra`.
@@ -213,6 +329,7 @@ async fn demo(work: &Path, step_timeout: Duration, hold: Option<ShutdownSignals>
     );
 
     heading("2. Two local clusters, each with its own controllers");
+    let chat = Chat::start().await?;
     let mut fleet = Fleet {
         clusters: Vec::new(),
         managers: Vec::new(),
@@ -223,6 +340,8 @@ async fn demo(work: &Path, step_timeout: Duration, hold: Option<ShutdownSignals>
             .await
             .with_context(|| format!("cannot start cluster {name}"))?;
         let manager = start_controllers(&cluster, &work.join("artifacts").join(name)).await?;
+        // The webhook URL the example's Provider reads, made on the cluster as a user makes it.
+        chat.connect(&cluster.client().await?, name).await?;
         fleet.clients.push(Cluster {
             client: cluster.client().await?,
             context: name.to_string(),
@@ -241,8 +360,16 @@ async fn demo(work: &Path, step_timeout: Duration, hold: Option<ShutdownSignals>
     let refs: Vec<&RunningCluster> = fleet.clusters.iter().collect();
     ferroflux_devcluster::write_kubeconfig(&kubeconfig, &refs, None)?;
     println!("kubeconfig: {}", kubeconfig.display());
+    println!(
+        "chat:       {} (the Secret chat-webhook on each cluster)",
+        chat.url
+    );
 
     let outcome = run_steps(&exe, &kubeconfig, &remote, &checkout, &fleet, step_timeout).await;
+    let outcome = match outcome {
+        Ok(()) => show_chat(&chat, NEW_TAG, step_timeout).await,
+        failed => failed,
+    };
     if let (Ok(()), Some(mut signals)) = (&outcome, hold) {
         println!(
             "\nholding: both clusters and their controllers run until Ctrl-C; for example\n  \

@@ -6,6 +6,7 @@
 //! shows podinfo's Pods running and the release at the promoted chart, fetched from the
 //! cluster's own branch at the promoted commit. With `--keep` the repository stays, and Git's
 //! record of the promotion is read from it: each branch at the commit, the previous one kept.
+//! The example's alerts reach the demo's chat endpoint stamped `[staging]` and `[production]`.
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
@@ -293,5 +294,25 @@ fn the_demo_bootstraps_two_clusters_and_promotes_with_the_plan() {
         "no Ready HelmRelease listed:\n{out}"
     );
     assert!(out.contains("$ ferroflux fleet status"), "{out}");
+    // The example's alerts reached the demo's chat, each with its cluster's name: the
+    // promotion's upgrade from both clusters.
+    assert!(
+        out.contains("\n== 6. What the clusters told the team chat"),
+        "{out}"
+    );
+    for cluster in ["staging", "production"] {
+        let count = out
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{cluster:<11} ")))
+            .find_map(|l| l.strip_suffix(" messages to the chat"))
+            .and_then(|n| n.parse::<usize>().ok());
+        assert!(count.is_some_and(|n| n > 0), "{cluster}: {out}");
+        let prefix = format!("[{cluster}] helmrelease/podinfo.podinfo: ");
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(&prefix) && l.contains("podinfo@6.8.0")),
+            "no alert from {cluster} about the upgrade:\n{out}"
+        );
+    }
     assert!(out.contains("demo finished in"), "{out}");
 }
