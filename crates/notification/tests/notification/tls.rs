@@ -154,3 +154,59 @@ fn an_unreadable_client_key_is_a_config_error() {
         "{err}"
     );
 }
+
+fn provider_object(spec: serde_json::Value) -> ferroflux_api::notification::Provider {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+        "metadata": {"name": "p", "namespace": "ns"}, "spec": spec,
+    }))
+    .unwrap()
+}
+
+#[test]
+fn a_provider_reads_tls_from_cert_secret_ref_and_commit_status_types_from_secret_ref() {
+    use ferroflux_notification::config::{provider_config, secret_names};
+    let secrets = BTreeMap::from([
+        (
+            "auth".to_string(),
+            secret(&[("token", "T"), ("ca.crt", "CA-IN-AUTH")]),
+        ),
+        (
+            "certs".to_string(),
+            secret(&[("tls.crt", "CERT"), ("tls.key", "KEY")]),
+        ),
+    ]);
+    // certSecretRef wins; its pair is the client certificate.
+    let p = provider_object(serde_json::json!({"type": "github",
+        "address": "https://github.com/org/repo", "secretRef": {"name": "auth"},
+        "certSecretRef": {"name": "certs"}}));
+    assert_eq!(secret_names(&p), ["auth", "certs"]);
+    let config = provider_config(&p, "ns", "uid", &secrets).unwrap();
+    assert_eq!(config.ca_pem, None);
+    assert_eq!(config.client_pem, Some((b"CERT".to_vec(), b"KEY".to_vec())));
+    // Without it, a commit-status type takes ca.crt from its secretRef; a chat type does not.
+    let p = provider_object(serde_json::json!({"type": "github",
+        "address": "https://github.com/org/repo", "secretRef": {"name": "auth"}}));
+    let config = provider_config(&p, "ns", "uid", &secrets).unwrap();
+    assert_eq!(config.ca_pem, Some(b"CA-IN-AUTH".to_vec()));
+    let p = provider_object(serde_json::json!({"type": "slack",
+        "address": "https://hooks.slack.com/x", "secretRef": {"name": "auth"}}));
+    assert_eq!(
+        provider_config(&p, "ns", "uid", &secrets).unwrap().ca_pem,
+        None
+    );
+    // A Secret that is not there, and half a pair, are named.
+    let p = provider_object(serde_json::json!({"type": "slack",
+        "address": "https://hooks.slack.com/x", "certSecretRef": {"name": "absent"}}));
+    assert_eq!(
+        provider_config(&p, "ns", "uid", &secrets).unwrap_err(),
+        "failed to get secret 'ns/absent': not found"
+    );
+    let half = BTreeMap::from([("certs".to_string(), secret(&[("tls.key", "KEY")]))]);
+    let p = provider_object(serde_json::json!({"type": "generic",
+        "address": "https://example.com/hook", "certSecretRef": {"name": "certs"}}));
+    assert_eq!(
+        provider_config(&p, "ns", "uid", &half).unwrap_err(),
+        "failed to get TLS config: secret 'ns/certs' contains 'tls.key' but missing 'tls.crt'"
+    );
+}
