@@ -56,7 +56,7 @@ enum CreateWhat {
 #[derive(Args, Debug)]
 struct HelmReleaseArgs {
     /// The HelmRelease's name.
-    name: String,
+    name: Option<String>,
     /// Print the object as YAML instead of applying it.
     #[arg(long)]
     export: bool,
@@ -160,11 +160,25 @@ fn parse_ref(flag: &str, text: &str, kinds: &[&str]) -> anyhow::Result<Map<Strin
 
 /// The HelmRelease the flags describe, as JSON.
 fn build(namespace: &str, a: &HelmReleaseArgs) -> anyhow::Result<Value> {
+    let name = release_name(a)?;
+    // flux's checks, in flux's order and words.
+    let given = |v: &Option<String>| v.as_deref().is_some_and(|s| !s.is_empty());
+    match (given(&a.chart), given(&a.chart_ref)) {
+        (false, false) => bail!("chart or chart-ref is required"),
+        (true, true) => bail!("cannot use --chart in combination with --chart-ref"),
+        _ => {}
+    }
     let mut spec = Map::new();
     spec.insert("interval".into(), json!(format_duration(a.interval)));
     match (&a.chart_ref, &a.source) {
         (Some(_), Some(_)) => bail!("cannot use --chart-ref with --source"),
         (Some(chart_ref), None) => {
+            let kind = chart_ref.split_once('/').map_or("", |(k, _)| k);
+            if kind != "OCIRepository" && kind != "HelmChart" {
+                bail!(
+                    "chart reference kind '{kind}' is not supported, must be one of: OCIRepository, HelmChart"
+                );
+            }
             let r = parse_ref("chart-ref", chart_ref, &["OCIRepository", "HelmChart"])?;
             spec.insert("chartRef".into(), Value::Object(r));
         }
@@ -174,11 +188,16 @@ fn build(namespace: &str, a: &HelmReleaseArgs) -> anyhow::Result<Value> {
                 .as_deref()
                 .filter(|c| !c.is_empty())
                 .ok_or_else(|| anyhow!("chart name or path is required"))?;
-            let source_ref = parse_ref(
-                "source",
-                source,
-                &["HelmRepository", "GitRepository", "Bucket"],
-            )?;
+            // As flux's --source flag: the kind in any case, written as the API spells it.
+            const KINDS: [&str; 3] = ["HelmRepository", "GitRepository", "Bucket"];
+            let (kind, rest) = source.split_once('/').unwrap_or(("", source));
+            let Some(kind) = KINDS.iter().find(|k| k.eq_ignore_ascii_case(kind)) else {
+                bail!(
+                    "invalid argument \"{source}\" for \"--source\" flag: source kind '{kind}' is not supported, must be one of: {}",
+                    KINDS.join(", ")
+                );
+            };
+            let source_ref = parse_ref("source", &format!("{kind}/{rest}"), &KINDS)?;
             if !["ChartVersion", "Revision"].contains(&a.reconcile_strategy.as_str()) {
                 bail!(
                     "'{}' is an invalid reconcile strategy(valid: ChartVersion, Revision)",
@@ -262,7 +281,7 @@ fn build(namespace: &str, a: &HelmReleaseArgs) -> anyhow::Result<Value> {
         spec.insert("values".into(), Value::Object(merged));
     }
     let mut metadata = Map::new();
-    metadata.insert("name".into(), json!(a.name));
+    metadata.insert("name".into(), json!(name));
     metadata.insert("namespace".into(), json!(namespace));
     if !a.labels.is_empty() {
         let mut labels = Map::new();
@@ -286,8 +305,17 @@ fn build(namespace: &str, a: &HelmReleaseArgs) -> anyhow::Result<Value> {
     Ok(sorted(object))
 }
 
+/// The HelmRelease's name, required as flux requires it.
+fn release_name(a: &HelmReleaseArgs) -> anyhow::Result<&str> {
+    a.name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| anyhow!("name is required"))
+}
+
 async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<ExitCode> {
     let object = build(&kube.namespace, a)?;
+    let name = release_name(a)?;
     if a.export {
         print!("{}", document(&object));
         return Ok(ExitCode::SUCCESS);
@@ -302,17 +330,17 @@ async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<Exi
         let params = PatchParams::apply("flux-client-side-apply").force();
         cluster
             .call(
-                &format!("applying HelmRelease {}", a.name),
-                api.patch(&a.name, &params, &Patch::Apply(&object)),
+                &format!("applying HelmRelease {name}"),
+                api.patch(name, &params, &Patch::Apply(&object)),
             )
             .await?;
         progress::success("HelmRelease created");
         let done: HelmRelease = fluxobj::with_spinner(
             "waiting for HelmRelease reconciliation",
-            fluxobj::wait_ready::<HelmRelease>(&cluster, ns, &a.name, deadline),
+            fluxobj::wait_ready::<HelmRelease>(&cluster, ns, name, deadline),
         )
         .await?;
-        progress::success(format!("HelmRelease {} is ready", a.name));
+        progress::success(format!("HelmRelease {name} is ready"));
         progress::success(done.success_message());
         Ok(())
     }

@@ -37,7 +37,7 @@ enum GetWhat {
     #[command(visible_alias = "hr", alias = "helmrelease")]
     Helmreleases(ListArgs),
     /// Sources and their status.
-    #[command(subcommand)]
+    #[command(subcommand, alias = "source")]
     Sources(SourceKind),
     /// Every Flux object of the namespace: sources first, then Kustomizations.
     All(AllArgs),

@@ -106,11 +106,11 @@ fn bad_flags_are_refused_with_flux_s_words() {
     };
     assert_eq!(
         parse(&["p", "--source", "OCIRepository/x", "--chart", "p"]),
-        "invalid --source kind 'OCIRepository', must be one of: HelmRepository, GitRepository, Bucket"
+        "invalid argument \"OCIRepository/x\" for \"--source\" flag: source kind 'OCIRepository' is not supported, must be one of: HelmRepository, GitRepository, Bucket"
     );
     assert_eq!(
         parse(&["p", "--source", "HelmRepository/x"]),
-        "chart name or path is required"
+        "chart or chart-ref is required"
     );
     assert_eq!(
         parse(&["p", "--chart-ref", "HelmChart/x", "--crds", "Always"]),
