@@ -57,6 +57,10 @@ pub struct Cluster {
     pub client: kube::Client,
     kinds: Mutex<HashMap<GroupVersionKind, (ApiResource, bool)>>,
     capabilities: Mutex<Option<(Instant, ferroflux_helm::Capabilities)>>,
+    /// Held while discovering, so that releases rendering at once (a fleet created together,
+    /// `--concurrent` of them) share one discovery instead of each making its own ~30
+    /// requests.
+    discovering: tokio::sync::Mutex<()>,
     field_manager: String,
 }
 
@@ -66,6 +70,7 @@ impl Cluster {
             client,
             kinds: Mutex::new(HashMap::new()),
             capabilities: Mutex::new(None),
+            discovering: tokio::sync::Mutex::new(()),
             field_manager: field_manager.to_string(),
         }
     }
@@ -83,7 +88,12 @@ impl Cluster {
     /// The API resource of a kind and whether it is namespaced; Helm's message when the
     /// cluster does not serve it.
     pub async fn kind(&self, gvk: &GroupVersionKind) -> Result<(ApiResource, bool), String> {
-        if let Some(found) = self.kinds.lock().ok().and_then(|k| k.get(gvk).cloned()) {
+        let known = || self.kinds.lock().ok().and_then(|k| k.get(gvk).cloned());
+        if let Some(found) = known() {
+            return Ok(found);
+        }
+        let _one_at_a_time = self.discovering.lock().await;
+        if let Some(found) = known() {
             return Ok(found);
         }
         let (ar, caps) = kube::discovery::pinned_kind(&self.client, gvk)
@@ -285,12 +295,19 @@ impl Cluster {
     /// `.Capabilities` of the live cluster, as Helm's `getCapabilities` builds them: the
     /// server's version, and every group/version and group/version/Kind discovery lists.
     pub async fn capabilities(&self) -> Result<ferroflux_helm::Capabilities, String> {
-        let cached = self.capabilities.lock().ok().and_then(|c| {
-            c.as_ref()
-                .filter(|(at, _)| at.elapsed() < CAPABILITIES_TTL)
-                .map(|(_, caps)| caps.clone())
-        });
-        if let Some(caps) = cached {
+        let cached = || {
+            self.capabilities.lock().ok().and_then(|c| {
+                c.as_ref()
+                    .filter(|(at, _)| at.elapsed() < CAPABILITIES_TTL)
+                    .map(|(_, caps)| caps.clone())
+            })
+        };
+        if let Some(caps) = cached() {
+            return Ok(caps);
+        }
+        // Whoever waited here while another release discovered takes its answer.
+        let _one_at_a_time = self.discovering.lock().await;
+        if let Some(caps) = cached() {
             return Ok(caps);
         }
         let caps = self.discover_capabilities().await?;

@@ -539,3 +539,62 @@ async fn template_and_objects_match_what_is_installed() {
         );
     }
 }
+
+/// Releases rendered at once share one discovery: eight callers wanting Capabilities (as a
+/// fleet of HelmReleases created together does) make the requests of one discovery, not eight,
+/// and all get the same answer. Counted on the client, every request it sends.
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_renders_share_one_discovery() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let (cluster, _client, _) = cluster("actions-discovery").await;
+    let sent = Arc::new(AtomicUsize::new(0));
+    let versions = Arc::new(AtomicUsize::new(0));
+    let counting = {
+        let (sent, versions) = (sent.clone(), versions.clone());
+        tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
+            sent.fetch_add(1, Ordering::SeqCst);
+            if req.uri().path() == "/version" {
+                versions.fetch_add(1, Ordering::SeqCst);
+            }
+            req
+        })
+    };
+    let config = cluster.cluster.kube_config().await.unwrap();
+    let client = kube::client::ClientBuilder::try_from(config)
+        .unwrap()
+        .with_layer(&counting)
+        .build();
+    let actions = ferroflux_helmrelease::Actions::new(client, crate::support::MANAGER);
+
+    let first = actions.capabilities().await.unwrap();
+    let one_discovery = sent.swap(0, Ordering::SeqCst);
+    assert!(one_discovery > 2, "{one_discovery} requests");
+    assert_eq!(versions.swap(0, Ordering::SeqCst), 1);
+
+    // A second Actions has a cache of its own: eight concurrent callers, one discovery.
+    let config = cluster.cluster.kube_config().await.unwrap();
+    let client = kube::client::ClientBuilder::try_from(config)
+        .unwrap()
+        .with_layer(&counting)
+        .build();
+    let actions = Arc::new(ferroflux_helmrelease::Actions::new(
+        client,
+        crate::support::MANAGER,
+    ));
+    let all = futures_util::future::join_all((0..8).map(|_| {
+        let actions = actions.clone();
+        async move { actions.capabilities().await.unwrap() }
+    }))
+    .await;
+    assert_eq!(
+        versions.load(Ordering::SeqCst),
+        1,
+        "one /version for eight callers"
+    );
+    assert_eq!(sent.load(Ordering::SeqCst), one_discovery);
+    for caps in &all {
+        assert_eq!(caps.api_versions, first.api_versions);
+    }
+}
