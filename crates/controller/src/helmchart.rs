@@ -292,6 +292,27 @@ impl DependencyRepositories for NamespaceRepositories {
     }
 }
 
+/// [`NamespaceRepositories`] listed the first time a dependency asks, from the blocking thread
+/// the build runs on: a chart without remote dependencies (most charts kept in Git) costs no
+/// list of the namespace's HelmRepositories.
+struct LazyRepositories {
+    client: kube::Client,
+    namespace: String,
+    runtime: tokio::runtime::Handle,
+    listed: std::sync::OnceLock<NamespaceRepositories>,
+}
+
+impl DependencyRepositories for LazyRepositories {
+    fn access(&self, url: &str) -> Result<RepositoryAccess, String> {
+        self.listed
+            .get_or_init(|| {
+                self.runtime
+                    .block_on(namespace_repositories(&self.client, &self.namespace))
+            })
+            .access(url)
+    }
+}
+
 async fn namespace_repositories(client: &kube::Client, ns: &str) -> NamespaceRepositories {
     let api: Api<HelmRepository> = Api::namespaced(client.clone(), ns);
     let mut map = HashMap::new();
@@ -426,7 +447,12 @@ async fn build(
                 obj.metadata.generation,
             );
             let opts = build_options(obj, metadata, settings);
-            let repos = namespace_repositories(client, ns).await;
+            let repos = LazyRepositories {
+                client: client.clone(),
+                namespace: ns.to_string(),
+                runtime: tokio::runtime::Handle::current(),
+                listed: std::sync::OnceLock::new(),
+            };
             let chart_path = obj.spec.chart.clone();
             let task = tokio::task::spawn_blocking(move || {
                 ferroflux_helmsource::build_from_source(tree.path(), &chart_path, &opts, &repos)

@@ -180,22 +180,25 @@ pub fn helm_chart_object(hr: &HelmRelease, template: &HelmChartTemplate) -> Valu
 }
 
 /// Applies the templated HelmChart server-side under `field_manager`; returns its
-/// `namespace/name` (the value of `status.helmChart`).
+/// `namespace/name` (the value of `status.helmChart`) and the HelmChart as the API server
+/// answered the apply (status included: what the release's source step reads, so it needs no
+/// second request).
 pub async fn apply_template(
     client: &kube::Client,
     hr: &HelmRelease,
     template: &HelmChartTemplate,
     field_manager: &str,
-) -> Result<String, String> {
+) -> Result<(String, DynamicObject), String> {
     let object = helm_chart_object(hr, template);
     let (namespace, name) = chart_location(hr)?;
     let api: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &namespace, &helm_chart_resource());
     let params = PatchParams::apply(field_manager).force();
-    api.patch(&name, &params, &Patch::Apply(&object))
+    let applied = api
+        .patch(&name, &params, &Patch::Apply(&object))
         .await
         .map_err(|e| format!("failed to run server-side apply: {e}"))?;
-    Ok(format!("{namespace}/{name}"))
+    Ok((format!("{namespace}/{name}"), applied))
 }
 
 /// Deletes the HelmChart `status.helmChart` names (`namespace/name`), if it still exists.

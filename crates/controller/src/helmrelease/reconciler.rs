@@ -100,26 +100,97 @@ pub struct Context {
     recorder: Recorder,
     options: Options,
     metrics: Arc<Metrics>,
-    /// Failures in a row per `namespace/name`, for [`backoff`].
+    /// Failures in a row per object, for [`backoff`].
+    queue: Queue,
+    /// Charts loaded, by artifact digest.
+    charts: Charts,
+}
+
+/// Charts loaded from artifacts, by the artifact's digest: a fleet of releases of one chart
+/// (each HelmRelease's own HelmChart packs the same bytes, so the same digest) downloads and
+/// loads it once, and shares it. Holds the last [`CHARTS_KEPT`] digests.
+#[derive(Default)]
+struct Charts(std::sync::Mutex<std::collections::VecDeque<(String, Arc<ferroflux_helm::Chart>)>>);
+
+/// How many loaded charts [`Charts`] keeps (a few versions of a few charts in flight).
+const CHARTS_KEPT: usize = 16;
+
+impl Charts {
+    fn get(&self, digest: &str) -> Option<Arc<ferroflux_helm::Chart>> {
+        let charts = self.0.lock().ok()?;
+        charts
+            .iter()
+            .find(|(d, _)| d == digest)
+            .map(|(_, c)| c.clone())
+    }
+
+    fn insert(&self, digest: &str, chart: Arc<ferroflux_helm::Chart>) {
+        let Ok(mut charts) = self.0.lock() else {
+            return;
+        };
+        if charts.iter().any(|(d, _)| d == digest) {
+            return;
+        }
+        if charts.len() >= CHARTS_KEPT {
+            charts.pop_front();
+        }
+        charts.push_back((digest.to_string(), chart));
+    }
+}
+
+/// What the controller's work queue does with a reconcile's result, as controller-runtime's
+/// does with what helm-controller returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Requeue {
+    /// `RequeueAfter`: the object's failures are forgotten and it runs again after this long
+    /// (its interval, a `retryInterval`, the dependency requeue).
+    After(Duration),
+    /// An error or `Requeue: true` (helm-controller's `ErrMustRequeue`): the failure rate
+    /// limiter says when ([`backoff`] of the failures in a row, this one counted).
+    RateLimited,
+    /// A terminal error (retries exhausted): forgotten, and run again only when the object
+    /// changes (spec, `requestedAt`, `resetAt`).
+    OnChange,
+}
+
+/// Per-object failure counts: controller-runtime's exponential failure rate limiter, which
+/// forgets an object when its reconcile ends without an error.
+#[derive(Default)]
+struct Queue {
     failures: std::sync::Mutex<BTreeMap<String, u32>>,
 }
 
-impl Context {
-    /// Counts one more failure of `ns/name` and returns how long to wait before its retry.
-    fn failed(&self, ns: &str, name: &str) -> Duration {
+impl Queue {
+    /// When `key` (`namespace/name`) runs again after `requeue`; `None`: not until it changes.
+    fn next(&self, key: &str, requeue: Requeue) -> Option<Duration> {
         let Ok(mut failures) = self.failures.lock() else {
-            return backoff(0);
+            return Some(backoff(0));
         };
-        let n = failures.entry(format!("{ns}/{name}")).or_insert(0);
-        let after = backoff(*n);
-        *n = n.saturating_add(1);
-        after
+        match requeue {
+            Requeue::After(after) => {
+                failures.remove(key);
+                Some(after)
+            }
+            Requeue::OnChange => {
+                failures.remove(key);
+                None
+            }
+            Requeue::RateLimited => {
+                let n = failures.entry(key.to_string()).or_insert(0);
+                let after = backoff(*n);
+                *n = n.saturating_add(1);
+                Some(after)
+            }
+        }
     }
+}
 
-    /// Forgets the failures of `ns/name`: it reconciled to an end.
-    fn succeeded(&self, ns: &str, name: &str) {
-        if let Ok(mut failures) = self.failures.lock() {
-            failures.remove(&format!("{ns}/{name}"));
+impl Context {
+    /// The controller's action for `hr` after `requeue`.
+    fn requeue(&self, ns: &str, name: &str, requeue: Requeue) -> Action {
+        match self.queue.next(&format!("{ns}/{name}"), requeue) {
+            Some(after) => Action::requeue(after),
+            None => Action::await_change(),
         }
     }
 }
@@ -193,7 +264,8 @@ pub fn controller(
         config,
         options,
         metrics,
-        failures: Default::default(),
+        queue: Queue::default(),
+        charts: Charts::default(),
     });
     let controller = controller
         // A HelmChart with a new artifact reconciles the HelmReleases that use it.
@@ -209,7 +281,7 @@ pub fn controller(
                     .and_then(Value::as_str)
                     .map(String::from);
                 let changed = match revisions.lock() {
-                    Ok(mut seen) => seen.insert(key.clone(), revision.clone()) != Some(revision),
+                    Ok(mut seen) => new_artifact(&mut seen, &key, revision),
                     Err(_) => true,
                 };
                 if !changed {
@@ -245,7 +317,7 @@ pub fn controller(
                     .and_then(Value::as_str)
                     .map(String::from);
                 let changed = match oci_revisions.lock() {
-                    Ok(mut seen) => seen.insert(key.clone(), revision.clone()) != Some(revision),
+                    Ok(mut seen) => new_artifact(&mut seen, &key, revision),
                     Err(_) => true,
                 };
                 if !changed {
@@ -287,6 +359,21 @@ pub fn controller(
     (store, Box::pin(task))
 }
 
+/// Records the artifact revision a source `key` has now (`None`: no artifact) and says whether
+/// it is one the releases using it have not seen: a source without an artifact wakes nobody
+/// (a release waiting for it would only find it not ready again, and each wasted pass costs
+/// two status writes and the HelmChart's apply), nor does one whose status changed without a
+/// new artifact.
+fn new_artifact(
+    seen: &mut BTreeMap<String, Option<String>>,
+    key: &str,
+    revision: Option<String>,
+) -> bool {
+    let fresh = revision.is_some();
+    let before = seen.insert(key.to_string(), revision.clone());
+    fresh && before != Some(revision)
+}
+
 /// Generation, the three request annotations and the start of deletion.
 fn reconcile_trigger(hr: &HelmRelease) -> Option<u64> {
     use std::hash::{Hash, Hasher};
@@ -308,8 +395,11 @@ fn dependency_keys(hr: &HelmRelease) -> Vec<String> {
     dependencies::keys(hr.spec.depends_on.as_deref(), &own)
 }
 
-fn error_policy(_hr: Arc<HelmRelease>, _error: &ReconcileError, _ctx: Arc<Context>) -> Action {
-    Action::requeue(Duration::from_secs(5))
+/// A status write or read the loop needed failed: helm-controller returns the error, and the
+/// failure rate limiter decides when it runs again.
+fn error_policy(hr: Arc<HelmRelease>, _error: &ReconcileError, ctx: Arc<Context>) -> Action {
+    let ns = hr.namespace().unwrap_or_else(|| "default".into());
+    ctx.requeue(&ns, &hr.name_any(), Requeue::RateLimited)
 }
 
 async fn reconcile(hr: Arc<HelmRelease>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
@@ -366,14 +456,43 @@ fn requests(hr: &HelmRelease, status: &mut HelmReleaseStatus) -> Requests {
 enum Ended {
     /// In sync: requeue after the interval.
     Ready(String),
-    /// The release failed or needs another pass: requeue after `after`.
+    /// The `RetryOnFailure` strategy: tried again after its `retryInterval`
+    /// (helm-controller's `ErrRetryAfterInterval`).
     Retry { after: Duration },
+    /// Another pass is needed at once (after a remediation with retries left, or before an
+    /// action would run twice in one attempt): helm-controller's `ErrMustRequeue`, a
+    /// `Requeue: true` the failure rate limiter spaces out.
+    MustRequeue,
     /// An action failed without recording a release (refused, storage unreadable): retried
     /// with Flux's per-object exponential backoff ([`backoff`]), as helm-controller returns
     /// the error to controller-runtime's rate limiter.
     Failed,
-    /// Out of retries: only a change (or force/reset) helps.
+    /// Out of retries: only a change (or force/reset) helps (helm-controller's terminal
+    /// error).
     Stalled,
+}
+
+/// When a release runs again after its attempt ended as `ended` (`interval`: its
+/// `spec.interval`).
+fn requeue_after_release(ended: &Ended, interval: Duration) -> Requeue {
+    match ended {
+        Ended::Ready(_) => Requeue::After(interval),
+        Ended::Retry { after } => Requeue::After(*after),
+        Ended::MustRequeue | Ended::Failed => Requeue::RateLimited,
+        Ended::Stalled => Requeue::OnChange,
+    }
+}
+
+/// When a release whose prerequisites are not met runs again: a wait (dependency, chart not
+/// ready) after the dependency requeue, with its failures forgotten (helm-controller returns
+/// `RequeueAfter` and drops the wait error); an error through the rate limiter; a
+/// prerequisite that cannot be met without a change after its own requeue.
+fn requeue_after_unmet(unmet: &Unmet) -> Requeue {
+    match unmet {
+        Unmet::Wait(failure) => Requeue::After(failure.requeue),
+        Unmet::Error(failure) if failure.stalled => Requeue::After(failure.requeue),
+        Unmet::Error(_) => Requeue::RateLimited,
+    }
 }
 
 async fn reconcile_object(
@@ -406,7 +525,9 @@ async fn reconcile_object(
                 Duration::from_secs(300),
             );
             obj.status = Some(status);
-            return fail(&ctx, &api, &mut obj, &failure, failure.requeue).await;
+            fail(&ctx, &api, &mut obj, &failure).await?;
+            let requeue = requeue_after_unmet(&Unmet::Error(failure));
+            return Ok((ctx.requeue(&ns, &name, requeue), Outcome::Requeue));
         }
     };
     {
@@ -421,53 +542,40 @@ async fn reconcile_object(
     write_status(&api, &obj).await?;
 
     match prerequisites(&mut obj, &ctx, &requests).await {
-        Err(Unmet::Wait(failure)) => {
-            // Waiting is not failing: the backoff starts over, as controller-runtime forgets
-            // an object whose reconcile returned no error.
-            ctx.succeeded(&ns, &name);
-            fail(&ctx, &api, &mut obj, &failure, failure.requeue).await
-        }
-        Err(Unmet::Error(failure)) => {
-            let after = if failure.stalled {
-                failure.requeue
-            } else {
-                ctx.failed(&ns, &name)
+        Err(unmet) => {
+            let failure = match &unmet {
+                Unmet::Wait(f) | Unmet::Error(f) => f,
             };
-            fail(&ctx, &api, &mut obj, &failure, after).await
+            fail(&ctx, &api, &mut obj, failure).await?;
+            let requeue = requeue_after_unmet(&unmet);
+            Ok((ctx.requeue(&ns, &name, requeue), Outcome::Requeue))
         }
         Ok(prepared) => {
             let ended = release(&mut obj, &ctx, &api, prepared, &requests).await?;
             let status = obj.status.get_or_insert_with(Default::default);
+            if matches!(ended, Ended::Ready(_) | Ended::Stalled) {
+                status.observed_generation = obj.metadata.generation;
+            }
+            write_status(&api, &obj).await?;
+            let key = format!("{ns}/{name}");
+            let after = ctx
+                .queue
+                .next(&key, requeue_after_release(&ended, interval));
+            let action = after.map_or_else(Action::await_change, Action::requeue);
+            let message = ready_message(&obj);
             match ended {
                 Ended::Ready(message) => {
-                    ctx.succeeded(&ns, &name);
-                    status.observed_generation = obj.metadata.generation;
-                    write_status(&api, &obj).await?;
                     step::log_success(KIND, &ns, &name, &last_revision(&obj), &message);
-                    Ok((Action::requeue(interval), Outcome::Success))
+                    return Ok((action, Outcome::Success));
                 }
                 Ended::Stalled => {
-                    ctx.succeeded(&ns, &name);
-                    status.observed_generation = obj.metadata.generation;
-                    write_status(&api, &obj).await?;
-                    let message = ready_message(&obj);
                     tracing::warn!(kind = KIND, namespace = %ns, name = %name, error = %message, "reconciliation stalled");
-                    Ok((Action::requeue(interval), Outcome::Requeue))
                 }
-                Ended::Retry { after } => {
-                    write_status(&api, &obj).await?;
-                    let message = ready_message(&obj);
-                    tracing::warn!(kind = KIND, namespace = %ns, name = %name, error = %message, "reconciliation failed");
-                    Ok((Action::requeue(after), Outcome::Requeue))
-                }
-                Ended::Failed => {
-                    write_status(&api, &obj).await?;
-                    let message = ready_message(&obj);
-                    let after = ctx.failed(&ns, &name);
+                Ended::Retry { .. } | Ended::MustRequeue | Ended::Failed => {
                     tracing::warn!(kind = KIND, namespace = %ns, name = %name, error = %message, retry_after = ?after, "reconciliation failed");
-                    Ok((Action::requeue(after), Outcome::Requeue))
                 }
             }
+            Ok((action, Outcome::Requeue))
         }
     }
 }
@@ -491,14 +599,13 @@ fn ready_message(hr: &HelmRelease) -> String {
 }
 
 /// A prerequisite failed: Ready=False with its reason, Reconciling or Stalled, an event (none
-/// while the chart is not ready: helm-controller only logs that wait); tried again `after`.
+/// while the chart is not ready: helm-controller only logs that wait).
 async fn fail(
     ctx: &Context,
     api: &Api<HelmRelease>,
     obj: &mut HelmRelease,
     failure: &Failure,
-    after: Duration,
-) -> Result<(Action, Outcome), ReconcileError> {
+) -> Result<(), ReconcileError> {
     failure.mark(&mut conditions(obj));
     if failure.stalled {
         obj.status
@@ -520,7 +627,7 @@ async fn fail(
         };
         publish(ctx, obj, type_, failure.reason, failure.message.clone()).await;
     }
-    Ok((Action::requeue(after), Outcome::Requeue))
+    Ok(())
 }
 
 /// Why the prerequisites of a release are not met, which decides when it is tried again.
@@ -563,8 +670,8 @@ async fn prerequisites(
     // Only the stalled failures below keep their own requeue; the others back off.
     let retry = Duration::from_secs(10);
     dependencies(obj, ctx).map_err(Unmet::Wait)?;
-    chart_template(obj, ctx).await?;
-    let artifact = source(obj, ctx).await?;
+    let applied = chart_template(obj, ctx).await?;
+    let artifact = source(obj, ctx, applied).await?;
     let values = compose_values(obj, ctx, retry).await?;
     let mut chart = load_chart(&artifact, ctx, retry).await?;
     let oci_digest = oci_chart_version(obj, &mut chart, &artifact.revision, retry)?;
@@ -653,8 +760,11 @@ fn dependencies(hr: &HelmRelease, ctx: &Context) -> Result<(), Failure> {
 }
 
 /// The owned HelmChart: applied from `spec.chart`, or deleted when the release moved to
-/// `chartRef` (or to another HelmChart name).
-async fn chart_template(obj: &mut HelmRelease, ctx: &Context) -> Result<(), Failure> {
+/// `chartRef` (or to another HelmChart name). Returns the HelmChart as the apply answered it.
+async fn chart_template(
+    obj: &mut HelmRelease,
+    ctx: &Context,
+) -> Result<Option<DynamicObject>, Failure> {
     let retry = Duration::from_secs(30);
     let wanted = match &obj.spec.chart {
         Some(_) => chart::chart_location(obj)
@@ -669,40 +779,54 @@ async fn chart_template(obj: &mut HelmRelease, ctx: &Context) -> Result<(), Fail
             .or_fail(hr_reason::ARTIFACT_FAILED, retry)?;
         obj.status.get_or_insert_with(Default::default).helm_chart = None;
     }
-    if let Some(template) = obj.spec.chart.clone() {
-        let applied = chart::apply_template(&ctx.client, obj, &template, FIELD_MANAGER)
-            .await
-            .or_fail(hr_reason::ARTIFACT_FAILED, retry)?;
-        obj.status.get_or_insert_with(Default::default).helm_chart = Some(applied);
-    }
-    Ok(())
+    let Some(template) = obj.spec.chart.clone() else {
+        return Ok(None);
+    };
+    let (location, applied) = chart::apply_template(&ctx.client, obj, &template, FIELD_MANAGER)
+        .await
+        .or_fail(hr_reason::ARTIFACT_FAILED, retry)?;
+    obj.status.get_or_insert_with(Default::default).helm_chart = Some(location);
+    Ok(Some(applied))
 }
 
 /// The HelmChart's artifact, once it is ready for its generation. A source that is missing or
-/// unreadable is an error; one without an artifact yet is waited for.
-async fn source(hr: &HelmRelease, ctx: &Context) -> Result<ferroflux_api::Artifact, Unmet> {
+/// unreadable is an error; one without an artifact yet is waited for. `applied` is the owned
+/// HelmChart as its apply just answered (read instead of asking again); a `chartRef`'s source
+/// is read.
+async fn source(
+    hr: &HelmRelease,
+    ctx: &Context,
+    applied: Option<DynamicObject>,
+) -> Result<ferroflux_api::Artifact, Unmet> {
     let requeue = ctx.options.requeue_dependency;
     let (resource, ns, name) = chart::source_location(hr)
         .map_err(|e| Failure::stalled(hr_reason::ARTIFACT_FAILED, e, Duration::from_secs(300)))?;
-    let source = chart::get_source(&ctx.client, &resource, &ns, &name)
-        .await
-        .map_err(|e| {
-            Failure::retry(
-                hr_reason::ARTIFACT_FAILED,
-                format!("could not get Source object: {e}"),
-                requeue,
-            )
-        })?
-        .ok_or_else(|| {
-            Failure::retry(
-                hr_reason::ARTIFACT_FAILED,
-                format!(
-                    "could not get Source object: {}.source.toolkit.fluxcd.io \"{name}\" not found",
-                    resource.plural
-                ),
-                requeue,
-            )
-        })?;
+    let applied = applied.filter(|a| {
+        resource.kind == chart::helm_chart_resource().kind
+            && a.namespace().as_deref() == Some(ns.as_str())
+            && a.name_any() == name
+    });
+    let source = match applied {
+        Some(a) => Ok(Some(a)),
+        None => chart::get_source(&ctx.client, &resource, &ns, &name).await,
+    }
+    .map_err(|e| {
+        Failure::retry(
+            hr_reason::ARTIFACT_FAILED,
+            format!("could not get Source object: {e}"),
+            requeue,
+        )
+    })?
+    .ok_or_else(|| {
+        Failure::retry(
+            hr_reason::ARTIFACT_FAILED,
+            format!(
+                "could not get Source object: {}.source.toolkit.fluxcd.io \"{name}\" not found",
+                resource.plural
+            ),
+            requeue,
+        )
+    })?;
     chart::ready_artifact(&source)
         .map_err(|m| Unmet::Wait(Failure::retry(hr_reason::SOURCE_NOT_READY, m, requeue)))
 }
@@ -721,12 +845,17 @@ async fn compose_values(
         .or_fail(hr_reason::VALUES_ERROR, retry)
 }
 
-/// Downloads the chart artifact, checks its digest and loads it.
+/// Downloads the chart artifact, checks its digest and loads it; a digest loaded before is
+/// taken from [`Charts`] (the same bytes: the digest was checked when they were loaded).
 async fn load_chart(
     artifact: &ferroflux_api::Artifact,
     ctx: &Context,
     retry: Duration,
 ) -> Result<Arc<ferroflux_helm::Chart>, Failure> {
+    let digest = (!artifact.digest.is_empty()).then_some(artifact.digest.as_str());
+    if let Some(chart) = digest.and_then(|d| ctx.charts.get(d)) {
+        return Ok(chart);
+    }
     let fail = |e: String| {
         Failure::retry(
             hr_reason::ARTIFACT_FAILED,
@@ -744,7 +873,11 @@ async fn load_chart(
     .await
     .map_err(fail)?
     .map_err(fail)?;
-    Ok(Arc::new(chart))
+    let chart = Arc::new(chart);
+    if let Some(d) = digest {
+        ctx.charts.insert(d, chart.clone());
+    }
+    Ok(chart)
 }
 
 /// Helm actions on the cluster and identity the release targets, and a client of it.
@@ -1034,9 +1167,7 @@ fn stop_before_repeat(obj: &mut HelmRelease) -> Ended {
     summarize(obj);
     let message = ready_message(obj);
     conditions(obj).mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message);
-    Ended::Retry {
-        after: Duration::from_secs(1),
-    }
+    Ended::MustRequeue
 }
 
 /// After a remediation: try again while retries remain, else Stalled.
@@ -1053,9 +1184,7 @@ fn stop_after_remediation(obj: &mut HelmRelease) -> Ended {
     if !exhausted || uninstall_after_upgrade {
         let message = ready_message(obj);
         conditions(obj).mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message);
-        return Ended::Retry {
-            after: Duration::from_secs(1),
-        };
+        return Ended::MustRequeue;
     }
     let message = state::stall_message(obj);
     conditions(obj).mark_stalled(hr_reason::RETRIES_EXCEEDED, &message);
