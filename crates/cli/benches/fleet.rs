@@ -33,6 +33,8 @@
 //! `--storage sqlite|memory` (default sqlite), `--keep` (leave the work directory),
 //! `--kind kustomization|helmrelease` (default kustomization), `--chart DIR`.
 
+mod common;
+use common::{ferroflux_bin, load_average, write};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -112,16 +114,6 @@ fn options() -> Options {
     o
 }
 
-fn ferroflux_bin() -> PathBuf {
-    if let Some(b) = std::env::var_os("FERROFLUX_BIN") {
-        return PathBuf::from(b);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    target.join("release/ferroflux")
-}
-
 /// A field of `/proc/<pid>/status` in kB.
 fn proc_status_kb(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -139,20 +131,6 @@ fn cpu_secs(pid: &str) -> f64 {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     (ticks(11) + ticks(12)) / 100.0
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
 }
 
 /// The app every Kustomization applies; `${APP_NAME}` and `${APP_NAMESPACE}` come from each

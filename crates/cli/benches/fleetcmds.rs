@@ -37,12 +37,15 @@
 //! Flags: `--only status,diff,serve` (default: every benchmark), `--clusters N`, `--per-cluster K`,
 //! `--runs R` (timed runs of our command, after one warm-up; default 5), `--no-peer`.
 
+mod common;
+use common::{ferroflux_bin, load_average, write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use ferroflux_api::{GitRepository, Kustomization};
 use ferroflux_devcluster::RunningCluster;
+use ferroflux_testkit::cdp::Browser;
 use futures_util::future::join_all;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -93,25 +96,6 @@ impl Options {
     fn wants(&self, what: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|o| o == what)
     }
-}
-
-fn ferroflux_bin() -> PathBuf {
-    if let Some(b) = std::env::var_os("FERROFLUX_BIN") {
-        return PathBuf::from(b);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    target.join("release/ferroflux")
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Min, median and max of some durations, in ms.
@@ -270,11 +254,9 @@ async fn status_fleet(prefix: &str, n: usize, per: usize) -> Vec<RunningCluster>
     .await
 }
 
+/// The kubeconfig naming every cluster of `clusters`.
 fn kubeconfig(dir: &Path, clusters: &[RunningCluster]) -> PathBuf {
-    let path = dir.join("kubeconfig");
-    let refs: Vec<&RunningCluster> = clusters.iter().collect();
-    ferroflux_devcluster::write_kubeconfig(&path, &refs, None).unwrap();
-    path
+    ferroflux_testkit::kubeconfig(dir, &clusters.iter().collect::<Vec<_>>())
 }
 
 /// Issue 18's first target: `fleet status` over 50 clusters of 20 Kustomizations under 1 s.
@@ -393,11 +375,6 @@ fn env_of(i: usize) -> &'static str {
         2 | 3 => "canary",
         _ => "production",
     }
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("a parent")).unwrap();
-    std::fs::write(path, text).unwrap();
 }
 
 impl FleetRepo {
@@ -711,181 +688,6 @@ fn bench_diff(rt: &tokio::runtime::Runtime, bin: &Path, o: &Options) {
     drop(running);
 }
 
-/// Chrome DevTools Protocol over `--remote-debugging-pipe`: JSON messages ending in a NUL byte,
-/// commands written to the browser's fd 3, answers and events read from its fd 4.
-struct Browser {
-    child: std::process::Child,
-    commands: std::fs::File,
-    answers: std::sync::mpsc::Receiver<Value>,
-    next: u64,
-    /// Events and answers read while waiting for something else.
-    early: Vec<Value>,
-    _profile: tempfile::TempDir,
-}
-
-impl Browser {
-    fn start() -> Browser {
-        use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
-        use std::os::unix::process::CommandExt;
-        let pipe = || {
-            let mut fds = [0; 2];
-            // SAFETY: pipe(2) fills the two descriptors of the array it is given.
-            let rc = unsafe { libc::pipe(fds.as_mut_ptr()) };
-            assert_eq!(rc, 0, "pipe: {}", std::io::Error::last_os_error());
-            // SAFETY: both descriptors were just opened and are owned by nobody else.
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
-        };
-        let (to_browser_read, to_browser_write) = pipe();
-        let (from_browser_read, from_browser_write) = pipe();
-        let profile = tempfile::tempdir().unwrap();
-        let (in_fd, out_fd) = (
-            to_browser_read.into_raw_fd(),
-            from_browser_write.into_raw_fd(),
-        );
-        let mut cmd = Command::new("chromium");
-        cmd.args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--remote-debugging-pipe",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg("about:blank")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-        // SAFETY: only async-signal-safe calls (dup2) between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::dup2(in_fd, 3) < 0 || libc::dup2(out_fd, 4) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = cmd.spawn().expect("chromium runs (./test.sh installs it)");
-        // SAFETY: the child has its copies; ours of the browser's ends are closed here.
-        unsafe {
-            libc::close(in_fd);
-            libc::close(out_fd);
-        }
-        let (tx, answers) = std::sync::mpsc::channel();
-        let mut reader = std::fs::File::from(from_browser_read);
-        std::thread::spawn(move || {
-            use std::io::Read;
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 65536];
-            while let Ok(n) = reader.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                buf.extend_from_slice(&chunk[..n]);
-                while let Some(end) = buf.iter().position(|b| *b == 0) {
-                    let message: Vec<u8> = buf.drain(..=end).collect();
-                    if let Ok(v) = serde_json::from_slice(&message[..end])
-                        && tx.send(v).is_err()
-                    {
-                        return;
-                    }
-                }
-            }
-        });
-        Browser {
-            child,
-            commands: std::fs::File::from(to_browser_write),
-            answers,
-            next: 0,
-            early: Vec::new(),
-            _profile: profile,
-        }
-    }
-
-    /// Sends a command (on a page's session when given) and returns its id.
-    fn send(&mut self, session: Option<&str>, method: &str, params: Value) -> u64 {
-        use std::io::Write;
-        self.next += 1;
-        let mut message = json!({"id": self.next, "method": method, "params": params});
-        if let Some(s) = session {
-            message["sessionId"] = json!(s);
-        }
-        let mut bytes = serde_json::to_vec(&message).unwrap();
-        bytes.push(0);
-        self.commands.write_all(&bytes).expect("the browser reads");
-        self.next
-    }
-
-    /// The first message `want` accepts, within a minute.
-    fn wait(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
-        if let Some(i) = self.early.iter().position(&want) {
-            return self.early.remove(i);
-        }
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let m = self
-                .answers
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("chromium: no {what} within a minute"));
-            if want(&m) {
-                return m;
-            }
-            self.early.push(m);
-        }
-    }
-
-    /// Sends a command and waits for its answer's `result`.
-    fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
-        let id = self.send(session, method, params);
-        let answer = self.wait(method, |m| m["id"] == id);
-        assert!(answer.get("error").is_none(), "{method}: {answer}");
-        answer["result"].clone()
-    }
-
-    /// A new page, attached: its session id.
-    fn page(&mut self) -> String {
-        let target = self.call(None, "Target.createTarget", json!({"url": "about:blank"}));
-        let attached = self.call(
-            None,
-            "Target.attachToTarget",
-            json!({"targetId": target["targetId"], "flatten": true}),
-        );
-        let session = attached["sessionId"]
-            .as_str()
-            .expect("a session")
-            .to_string();
-        self.call(Some(&session), "Page.enable", json!({}));
-        self.call(Some(&session), "Runtime.enable", json!({}));
-        session
-    }
-
-    /// Navigates and waits for the load event.
-    fn load(&mut self, session: &str, url: &str) {
-        self.early.clear();
-        self.call(Some(session), "Page.navigate", json!({"url": url}));
-        self.wait("load event", |m| {
-            m["method"] == "Page.loadEventFired" && m["sessionId"] == session
-        });
-    }
-
-    /// Evaluates `expression` in the page (awaiting a promise), returning its value.
-    fn eval(&mut self, session: &str, expression: &str) -> Value {
-        let r = self.call(
-            Some(session),
-            "Runtime.evaluate",
-            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
-        );
-        r["result"]["value"].clone()
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
 /// `fleet serve` as a child process, stopped when dropped.
 struct Server {
     child: std::process::Child,
@@ -996,14 +798,13 @@ fn bench_serve(
     );
 
     // The page in chromium: its first contentful paint, then changes seen in its DOM.
-    let mut browser = Browser::start();
-    let page = browser.page();
+    let mut browser = Browser::launch();
     let url = format!("http://{}/", server.addr);
-    browser.load(&page, &url);
+    let page = browser.open(&url, 1280, 900);
     let mut fcp = Vec::new();
     let mut response = Vec::new();
     for _ in 0..runs {
-        browser.load(&page, &url);
+        browser.navigate(&page, &url);
         let v = browser.eval(
             &page,
             "new Promise(r => { const f = () => { const p = performance.getEntriesByName('first-contentful-paint')[0]; if (p) { r([p.startTime, performance.getEntriesByType('navigation')[0].responseEnd]); } else { requestAnimationFrame(f); } }; f(); })",
@@ -1067,20 +868,16 @@ fn bench_serve(
         let watch = format!(
             "new Promise(r => {{ const el = document.getElementById('fleet'); const ok = () => el.textContent.includes('{marker};'); if (ok()) {{ r(true); return; }} new MutationObserver((_, o) => {{ if (ok()) {{ o.disconnect(); r(true); }} }}).observe(document.body, {{childList: true, subtree: true, characterData: true}}); }})"
         );
-        let id = browser.send(
-            Some(&page),
-            "Runtime.evaluate",
-            json!({"expression": watch, "returnByValue": true, "awaitPromise": true}),
-        );
+        let evaluation = browser.start_eval(&page, &watch);
         let written = Instant::now();
         rt.block_on(break_kustomization(
             &client,
             "app-00",
             &format!("kustomize build failed: {marker}; the bench's change"),
         ));
-        let answer = browser.wait("the change in the DOM", |m| m["id"] == id);
+        let answer = browser.finish(evaluation, Duration::from_secs(60));
         to_dom.push(written.elapsed());
-        assert_eq!(answer["result"]["result"]["value"], json!(true), "{answer}");
+        assert_eq!(answer, json!(true), "{answer}");
         loop {
             let (got, at) = seen
                 .recv_timeout(Duration::from_secs(60))

@@ -34,6 +34,11 @@ pub struct Page {
     session: String,
 }
 
+/// An evaluation sent to a page and not yet answered ([`Browser::start_eval`]).
+pub struct Evaluation {
+    id: u64,
+}
+
 impl Drop for Browser {
     fn drop(&mut self) {
         self.child.kill().ok();
@@ -107,6 +112,12 @@ impl Browser {
         params: Value,
         timeout: Duration,
     ) -> Value {
+        let id = self.send(session, method, params);
+        self.reply(id, method, timeout)
+    }
+
+    /// Sends `method` without waiting: the id its reply will carry.
+    fn send(&mut self, session: Option<&str>, method: &str, params: Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -119,24 +130,38 @@ impl Browser {
             .write_all(&bytes)
             .and_then(|()| self.input.flush())
             .unwrap_or_else(|e| panic!("writing {method} to chromium: {e}"));
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let message = match self.messages.recv_timeout(left) {
-                Ok(m) => m,
-                Err(RecvTimeoutError::Timeout) => {
-                    panic!("chromium did not answer {method} within {timeout:?}")
+        id
+    }
+
+    /// The `result` of the reply to `id` (already received or to come).
+    fn reply(&mut self, id: u64, method: &str, timeout: Duration) -> Value {
+        let mine = |m: &Value| m["id"] == json!(id);
+        let message = match self.events.iter().position(mine) {
+            Some(i) => self.events.remove(i).unwrap_or_default(),
+            None => {
+                let deadline = Instant::now() + timeout;
+                loop {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let message = match self.messages.recv_timeout(left) {
+                        Ok(m) => m,
+                        Err(RecvTimeoutError::Timeout) => {
+                            panic!("chromium did not answer {method} within {timeout:?}")
+                        }
+                        Err(RecvTimeoutError::Disconnected) => {
+                            panic!("chromium exited during {method}")
+                        }
+                    };
+                    if mine(&message) {
+                        break message;
+                    }
+                    self.events.push_back(message);
                 }
-                Err(RecvTimeoutError::Disconnected) => panic!("chromium exited during {method}"),
-            };
-            if message["id"] == json!(id) {
-                if let Some(error) = message.get("error") {
-                    panic!("{method}: {error}");
-                }
-                return message["result"].clone();
             }
-            self.events.push_back(message);
+        };
+        if let Some(error) = message.get("error") {
+            panic!("{method}: {error}");
         }
+        message["result"].clone()
     }
 
     /// [`Browser::call_within`] with a minute's bound.
@@ -184,6 +209,41 @@ impl Browser {
         self.call(Some(&session), "Page.navigate", json!({"url": url}));
         self.event(&session, "Page.loadEventFired", Duration::from_secs(60));
         Page { session }
+    }
+
+    /// Navigates the page to `url` and waits for its load event.
+    pub fn navigate(&mut self, page: &Page, url: &str) {
+        // A load event of an earlier navigation must not pass for this one's.
+        let earlier = |m: &Value| {
+            m["method"] == json!("Page.loadEventFired") && m["sessionId"] == json!(page.session)
+        };
+        self.events.retain(|m| !earlier(m));
+        self.call(Some(&page.session), "Page.navigate", json!({"url": url}));
+        self.event(
+            &page.session,
+            "Page.loadEventFired",
+            Duration::from_secs(60),
+        );
+    }
+
+    /// Starts evaluating `expression` in the page (a Promise is awaited) without waiting for
+    /// it: something can happen meanwhile; [`Browser::finish`] gives its value.
+    pub fn start_eval(&mut self, page: &Page, expression: &str) -> Evaluation {
+        let id = self.send(
+            Some(&page.session),
+            "Runtime.evaluate",
+            json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
+        );
+        Evaluation { id }
+    }
+
+    /// The value of an evaluation [`Browser::start_eval`] started, within `timeout`.
+    pub fn finish(&mut self, evaluation: Evaluation, timeout: Duration) -> Value {
+        let result = self.reply(evaluation.id, "Runtime.evaluate", timeout);
+        if let Some(e) = result.get("exceptionDetails") {
+            panic!("evaluation: {e}");
+        }
+        result["result"]["value"].clone()
     }
 
     /// Evaluates `expression` in the page (a Promise is awaited) and returns its value.
