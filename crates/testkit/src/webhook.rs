@@ -210,6 +210,15 @@ impl WebhookSink {
         }
     }
 
+    /// Every request so far, taken out of the sink (which then holds none): a long run reads
+    /// its requests in batches without the sink's memory growing with the run.
+    pub fn drain(&self) -> Vec<Received> {
+        match self.shared.received.lock() {
+            Ok(mut r) => std::mem::take(&mut *r),
+            Err(p) => std::mem::take(&mut *p.into_inner()),
+        }
+    }
+
     /// Every request so far.
     pub fn received(&self) -> Vec<Received> {
         self.shared
