@@ -42,10 +42,15 @@ pub fn to_value(v: &serde_json::Value) -> Value {
         }
         serde_json::Value::String(s) => Value::from(s.as_str()),
         serde_json::Value::Array(a) => Value::list(a.iter().map(to_value).collect()),
-        serde_json::Value::Object(o) => Value::Map(Map::from_iter(
-            o.iter().map(|(k, v)| (k.clone(), to_value(v))),
-        )),
+        serde_json::Value::Object(o) => map_to_value(o),
     }
+}
+
+/// [`to_value`] of a JSON object.
+fn map_to_value(o: &serde_json::Map<String, serde_json::Value>) -> Value {
+    Value::Map(Map::from_iter(
+        o.iter().map(|(k, v)| (k.clone(), to_value(v))),
+    ))
 }
 
 /// A template value as JSON the way `encoding/json` sees it (float64 stays float64, int stays
@@ -469,7 +474,7 @@ fn parse_order(a: &str, b: &str) -> std::cmp::Ordering {
 pub fn render(root: &Node<'_>, ctx: &RenderContext<'_>) -> Result<Vec<(String, String)>, String> {
     let release = release_value(ctx.release);
     let caps = CapabilitiesObj::value(ctx.capabilities);
-    let root_values = to_value(&serde_json::Value::Object(ctx.values.clone()));
+    let root_values = map_to_value(ctx.values);
     let mut tpls = Vec::new();
     collect(root, "", None, &release, &caps, &root_values, &mut tpls);
     tpls.sort_by(|a, b| parse_order(&a.0, &b.0));

@@ -76,16 +76,22 @@ pub fn json_kind(v: &Value) -> &'static str {
 }
 
 /// Every number as a float64, as `encoding/json` decodes numbers into `interface{}`.
-pub fn floats(v: Value) -> Value {
+pub fn floats(mut v: Value) -> Value {
+    floats_in_place(&mut v);
+    v
+}
+
+/// [`floats`] without rebuilding the containers (a 10,000-deep values file is one map per level).
+fn floats_in_place(v: &mut Value) {
     match v {
-        Value::Number(n) => n
-            .as_f64()
-            .and_then(Number::from_f64)
-            .map(Value::Number)
-            .unwrap_or(Value::Number(n)),
-        Value::Array(items) => Value::Array(items.into_iter().map(floats).collect()),
-        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, floats(v))).collect()),
-        other => other,
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64().and_then(Number::from_f64) {
+                *n = f;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(floats_in_place),
+        Value::Object(map) => map.values_mut().for_each(floats_in_place),
+        _ => {}
     }
 }
 
