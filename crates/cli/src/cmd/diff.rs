@@ -18,12 +18,11 @@ use crate::output::progress;
 use anyhow::anyhow;
 use clap::{Args, Subcommand};
 use ferroflux_api::Kustomization;
-use ferroflux_api::kustomization::IgnoreRule;
 use ferroflux_apply::applier::{Applier, ApplyOptions, DryRun};
 use ferroflux_apply::changeset::Action;
 use ferroflux_apply::dyff;
+use ferroflux_apply::ignore::IgnoreRules;
 use ferroflux_apply::inventory::{inventory_of, stale_entries};
-use ferroflux_controller::helmrelease::drift::without_ignored;
 use ferroflux_controller::kustomization::reconciler::FIELD_MANAGER;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -182,6 +181,14 @@ impl<'a> Diff<'a> {
             };
             let mut output = String::new();
             let mut changed = false;
+            // The controller's spec.ignore rules, selected the same way (ferroflux_apply::ignore).
+            let ignore = match IgnoreRules::compile(ks.spec.ignore.as_deref().unwrap_or_default()) {
+                Ok(rules) => rules,
+                Err(e) => {
+                    errors.push(format!("invalid spec.ignore: {e}"));
+                    IgnoreRules::default()
+                }
+            };
             for obj in objects {
                 let outcome = match self.applier.dry_run(obj, &options).await {
                     Ok(o) => o,
@@ -191,8 +198,7 @@ impl<'a> Diff<'a> {
                     }
                 };
                 let created = outcome.action == Action::Created;
-                let ignore = ks.spec.ignore.as_deref().unwrap_or_default();
-                changed |= describe_with(outcome, obj, ignore, &mut output);
+                changed |= describe_with(outcome, obj, &ignore, &mut output);
                 let Some(recursion) = recursion.as_deref_mut() else {
                     continue;
                 };
@@ -272,17 +278,18 @@ impl<'a> Diff<'a> {
 /// drifted object's differences after it, Secret values masked) and says whether the object
 /// would change.
 pub(crate) fn describe(outcome: DryRun, output: &mut String) -> bool {
-    describe_with(outcome, &Value::Null, &[], output)
+    describe_with(outcome, &Value::Null, &IgnoreRules::default(), output)
 }
 
 /// [`describe`] for an object `obj` of a Kustomization build, as flux's diff compares one: the
-/// fields its `ignore` rules name are left out on both sides (an object whose only differences
-/// are ignored is unchanged), and a Secret whose values are sops-masked is compared by its keys
-/// alone, its values shown as `*****`.
+/// fields its `ignore` rules name (selected on the dry-run's object, as the controller does)
+/// are left out on both sides (an object whose only differences are ignored is unchanged), and
+/// a Secret whose values are sops-masked is compared by its keys alone, its values shown as
+/// `*****`.
 pub(crate) fn describe_with(
     outcome: DryRun,
     obj: &Value,
-    ignore: &[IgnoreRule],
+    ignore: &IgnoreRules,
     output: &mut String,
 ) -> bool {
     let subject = outcome.id.display_name();
@@ -296,9 +303,14 @@ pub(crate) fn describe_with(
             true
         }
         Action::Configured => {
+            let (live, merged) = (
+                outcome.live.unwrap_or(Value::Null),
+                outcome.merged.unwrap_or(Value::Null),
+            );
+            let paths = ignore.paths_for(&merged);
             let (mut live, mut merged) = (
-                without_ignored(&outcome.live.unwrap_or(Value::Null), obj, ignore),
-                without_ignored(&outcome.merged.unwrap_or(Value::Null), obj, ignore),
+                ferroflux_apply::ignore::without(&live, &paths),
+                ferroflux_apply::ignore::without(&merged, &paths),
             );
             let secret = outcome.id.kind == "Secret" && outcome.id.group.is_empty();
             if secret && sops_masked(obj) {

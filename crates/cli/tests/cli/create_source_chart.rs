@@ -1,16 +1,25 @@
 //! `ferroflux create source chart`: flux's cases (cmd/flux/create_source_chart_test.go) with
 //! `--export`, compared with its goldens (`fixtures/goldens/create_source_chart/`, what flux
-//! prints on both streams), and its messages for bad flags.
+//! prints on both streams), and its messages for bad flags. As flux's test, the goldens are
+//! made after the HelmRepository of `setup-source.yaml` was put in a devcluster.
 
+use ferroflux_testkit::{Kubectl, flux_cluster, kubeconfig};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn create(args: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ferroflux"))
-        .args(["create", "source", "chart"])
+    create_at(None, args)
+}
+
+fn create_at(kubeconfig: Option<&Path>, args: &str) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferroflux"));
+    cmd.args(["create", "source", "chart"])
         .args(args.split_whitespace())
-        .args(["-n", "flux-system"])
-        .output()
-        .unwrap()
+        .args(["-n", "flux-system"]);
+    if let Some(kc) = kubeconfig {
+        cmd.arg("--kubeconfig").arg(kc);
+    }
+    cmd.output().unwrap()
 }
 
 fn golden(file: &str) -> String {
@@ -24,6 +33,11 @@ fn golden(file: &str) -> String {
 
 #[test]
 fn export_matches_flux_goldens() {
+    let rt = crate::run::runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (cl, _c) = rt.block_on(flux_cluster("source-chart"));
+    let kc = kubeconfig(dir.path(), &[&cl]);
+    Kubectl::at(&kc).ok(&["apply", "-f", "-"], &golden("setup-source.yaml"));
     // flux's test harness leaves --interval at zero; a user gets its 1m default.
     let cases = [
         (
@@ -40,7 +54,7 @@ fn export_matches_flux_goldens() {
         ),
     ];
     for (args, file) in cases {
-        let out = create(&format!("{args} --interval 0s --export"));
+        let out = create_at(Some(&kc), &format!("{args} --interval 0s --export"));
         assert_eq!(out.status.code(), Some(0), "{args}");
         let printed = format!(
             "{}{}",
