@@ -136,6 +136,8 @@ pub struct Applier {
     client: kube::Client,
     field_manager: String,
     resources: Mutex<HashMap<GroupVersionKind, (ApiResource, ApiCapabilities)>>,
+    /// The preferred `apiVersion` of kinds health checks name without one, found once.
+    preferred: Mutex<HashMap<String, String>>,
     poll_interval: Duration,
 }
 
@@ -247,6 +249,7 @@ impl Applier {
             client,
             field_manager: field_manager.to_string(),
             resources: Mutex::new(HashMap::new()),
+            preferred: Mutex::new(HashMap::new()),
             poll_interval: Duration::from_millis(500),
         }
     }
@@ -305,7 +308,17 @@ impl Applier {
     /// The `apiVersion` the cluster prefers for `kind`, found by discovery (the core group
     /// first, then the groups in the order the server lists them): what a health check that
     /// names no API version means, as in Flux ("the Kubernetes preferred version").
+    /// A full discovery is a request per API group: the answer is kept for the life of the
+    /// applier.
     pub async fn preferred_api_version(&self, kind: &str) -> Result<String, ApplyError> {
+        if let Some(found) = self
+            .preferred
+            .lock()
+            .ok()
+            .and_then(|m| m.get(kind).cloned())
+        {
+            return Ok(found);
+        }
         let discovery = kube::Discovery::new(self.client.clone())
             .run()
             .await
@@ -313,14 +326,18 @@ impl Applier {
                 gvk: kind.to_string(),
                 reason: message_of(&e),
             })?;
-        discovery
+        let found = discovery
             .groups()
             .find_map(|g| g.recommended_kind(kind))
             .map(|(ar, _)| ar.api_version)
             .ok_or_else(|| ApplyError::Discovery {
                 gvk: kind.to_string(),
                 reason: format!("no matches for kind \"{kind}\""),
-            })
+            })?;
+        if let Ok(mut m) = self.preferred.lock() {
+            m.insert(kind.to_string(), found.clone());
+        }
+        Ok(found)
     }
 
     /// Reads the live object and dry-runs `obj` over it; `dry` is None when the object exists
