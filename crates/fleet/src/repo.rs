@@ -90,6 +90,17 @@ pub struct Tree {
     /// Builds before substitution, by [`shared_key`]: clusters applying the same overlay with
     /// different variables build it once.
     builds: Mutex<HashMap<String, SharedBuild>>,
+    /// Writable copies of the files not in use by a build (a build writes its kustomization
+    /// file, put back after it), and how many builds may run at once: as many copies are made
+    /// as builds run at once, not one per cluster.
+    copies: Mutex<Vec<tempfile::TempDir>>,
+    builders: tokio::sync::Semaphore,
+}
+
+/// How many kustomize builds of one tree run at once: one per core (each copy of the files
+/// costs creating and deleting them, slow on a disk that discards).
+fn builders() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
 /// One build shared between the clusters of a tree: made by the first that needs it, awaited by
@@ -116,6 +127,8 @@ impl Tree {
             dir,
             label: format!("{rev} ({})", &sha[..sha.len().min(12)]),
             builds: Mutex::default(),
+            copies: Mutex::default(),
+            builders: tokio::sync::Semaphore::new(builders()),
         })
     }
 
@@ -130,6 +143,8 @@ impl Tree {
             dir,
             label: "work tree".to_string(),
             builds: Mutex::default(),
+            copies: Mutex::default(),
+            builders: tokio::sync::Semaphore::new(builders()),
         })
     }
 
@@ -141,6 +156,39 @@ impl Tree {
             Err(poisoned) => poisoned.into_inner(),
         };
         builds.entry(key).or_default().clone()
+    }
+
+    /// Builds `ks` at `path` before substitution in one of the tree's writable copies (made
+    /// when none is free).
+    async fn build_in_copy(
+        &self,
+        ks: &Kustomization,
+        path: &str,
+        cluster: Cluster<'_>,
+    ) -> Result<BuildOutput, String> {
+        let _turn = self
+            .builders
+            .acquire()
+            .await
+            .map_err(|e| format!("waiting for a build: {e}"))?;
+        let free = match self.copies.lock() {
+            Ok(mut c) => c.pop(),
+            Err(poisoned) => poisoned.into_inner().pop(),
+        };
+        let copy = match free {
+            Some(c) => c,
+            None => writable_copy(self.path())
+                .await
+                .map_err(|e| e.to_string())?,
+        };
+        let built = build_in(ks, copy.path(), &copy.path().join(path), cluster).await;
+        // A copy whose files could not be put back is dropped, not used again.
+        let built = built?;
+        match self.copies.lock() {
+            Ok(mut c) => c.push(copy),
+            Err(poisoned) => poisoned.into_inner().push(copy),
+        }
+        built
     }
 
     /// How many distinct builds (before substitution) were made from this tree so far.
@@ -324,17 +372,18 @@ fn shared_key(ks: &Kustomization, path: &str) -> String {
 
 /// One kustomize build of `ks` at `dir` (inside the writable copy `root`), before
 /// substitution; the kustomization files of `dir` put back after it, so that the next build in
-/// the copy sees the repository's own.
+/// the copy sees the repository's own. The outer error: the files could not be put back (the
+/// copy is not to be used again).
 async fn build_in(
     ks: &Kustomization,
     root: &Path,
     dir: &Path,
     cluster: Cluster<'_>,
-) -> Result<BuildOutput, String> {
+) -> Result<Result<BuildOutput, String>, String> {
     let kept = KeptFiles::take(dir).map_err(|e| e.to_string())?;
     let built = ks_build::build_unsubstituted(ks, root, dir, cluster).await;
     kept.restore().map_err(|e| e.to_string())?;
-    built.map_err(|e| e.to_string())
+    Ok(built.map_err(|e| e.to_string()))
 }
 
 /// Builds what cluster `name` would apply from `tree`: the folder `clusters/<name>` as the
@@ -358,7 +407,6 @@ pub async fn build_cluster(
         what: "Kustomization/flux-system/flux-system".into(),
         message: e.to_string(),
     })?;
-    let shared = writable_copy(tree.path()).await?;
     let mut out = ClusterBuild::default();
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut queue = VecDeque::from([root]);
@@ -376,22 +424,18 @@ pub async fn build_cluster(
         }
         // A build writes into its tree: the kustomization file of its own folder (generated,
         // or with the Kustomization's overrides), and with decryption the decrypted files
-        // wherever they are. The first is put back after each build, so that the cluster's
-        // builds share one copy; a decrypting build gets a copy of its own.
+        // wherever they are. The first is put back after each build, so that builds share the
+        // tree's few copies; a decrypting build (with this cluster's keys: never shared) gets a
+        // copy of its own.
         let decrypts = ks.spec.decryption.is_some() && matches!(cluster, Cluster::Client(_));
-        let private = if decrypts {
-            Some(writable_copy(tree.path()).await?)
-        } else {
-            None
-        };
-        let root = private.as_ref().map_or(shared.path(), |p| p.path());
-        let dir: PathBuf = root.join(&path);
         let unsubstituted = if decrypts {
-            // Decrypted with this cluster's keys: never shared.
-            build_in(&ks, root, &dir, cluster).await
+            let private = writable_copy(tree.path()).await?;
+            build_in(&ks, private.path(), &private.path().join(&path), cluster)
+                .await
+                .and_then(|built| built)
         } else {
             let cell = tree.shared_build(shared_key(&ks, &path));
-            cell.get_or_init(|| build_in(&ks, root, &dir, cluster))
+            cell.get_or_init(|| tree.build_in_copy(&ks, &path, cluster))
                 .await
                 .clone()
         };
