@@ -12,6 +12,7 @@
 use ferroflux_api::kustomization::IgnoreRule;
 use ferroflux_apply::applier::{Applier, ApplyOptions};
 use ferroflux_apply::changeset::Action;
+use ferroflux_apply::ignore::IgnoreRules;
 use serde_json::Value;
 
 /// One object that differs from the release.
@@ -92,70 +93,17 @@ pub fn summary(drifted: &[Drifted]) -> String {
 }
 
 /// `doc` (the release's object `obj`, or what the cluster holds of it) without the fields of
-/// the rules whose target selects `obj`.
+/// the rules whose target selects `obj` (selected as the Kustomization controller selects its
+/// `spec.ignore` targets: anchored regular expressions, label and annotation selectors).
 pub fn without_ignored(doc: &Value, obj: &Value, ignore: &[IgnoreRule]) -> Value {
-    let mut out = doc.clone();
-    for rule in ignore {
-        if !selects(rule, obj) {
-            continue;
-        }
-        for path in &rule.paths {
-            remove_pointer(&mut out, path);
-        }
-    }
-    out
-}
-
-fn selects(rule: &IgnoreRule, obj: &Value) -> bool {
-    let Some(t) = &rule.target else {
-        return true;
-    };
-    if t.label_selector.is_some() || t.annotation_selector.is_some() {
-        return false;
-    }
-    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or("");
-    let (group, version) = match s("/apiVersion").rsplit_once('/') {
-        Some((g, v)) => (g, v),
-        None => ("", s("/apiVersion")),
-    };
-    let regex = |pattern: &str, value: &str| {
-        regex::Regex::new(&format!("^(?:{pattern})$")).is_ok_and(|r| r.is_match(value))
-    };
-    t.group.as_deref().is_none_or(|g| g == group)
-        && t.version.as_deref().is_none_or(|v| v == version)
-        && t.kind.as_deref().is_none_or(|k| k == s("/kind"))
-        && t.name
-            .as_deref()
-            .is_none_or(|n| regex(n, s("/metadata/name")))
-        && t.namespace
-            .as_deref()
-            .is_none_or(|n| regex(n, s("/metadata/namespace")))
-}
-
-/// Removes what the JSON pointer `path` names, if present.
-fn remove_pointer(doc: &mut Value, path: &str) {
-    let Some((parent, last)) = path.rsplit_once('/') else {
-        return;
-    };
-    let last = last.replace("~1", "/").replace("~0", "~");
-    let target = if parent.is_empty() {
-        Some(doc)
-    } else {
-        doc.pointer_mut(parent)
-    };
-    match target {
-        Some(Value::Object(map)) => {
-            map.remove(&last);
-        }
-        Some(Value::Array(items)) => {
-            if let Ok(i) = last.parse::<usize>()
-                && i < items.len()
-            {
-                items.remove(i);
-            }
-        }
-        _ => {}
-    }
+    // One rule at a time, so that a rule whose target does not compile selects nothing and
+    // leaves the others in force.
+    let rules: Vec<IgnoreRules> = ignore
+        .iter()
+        .filter_map(|r| IgnoreRules::compile(std::slice::from_ref(r)).ok())
+        .collect();
+    let paths: Vec<&str> = rules.iter().flat_map(|r| r.paths_for(obj)).collect();
+    ferroflux_apply::ignore::without(doc, &paths)
 }
 
 #[cfg(test)]
@@ -189,5 +137,19 @@ mod tests {
             without_ignored(&other, &other, &everywhere)["spec"],
             json!({})
         );
+        // Label selectors select, and a target that does not compile selects nothing.
+        let labelled = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "api", "labels": {"scaled": "hpa"}}, "spec": {"replicas": 3}});
+        let by_label: Vec<IgnoreRule> = serde_json::from_value(json!([
+            {"paths": ["/spec/replicas"], "target": {"labelSelector": "scaled in (hpa,keda)"}},
+            {"paths": ["/metadata"], "target": {"name": "("}},
+        ]))
+        .unwrap();
+        assert_eq!(
+            without_ignored(&labelled, &labelled, &by_label),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "api", "labels": {"scaled": "hpa"}}, "spec": {}})
+        );
+        assert_eq!(without_ignored(&other, &other, &by_label), other);
     }
 }
