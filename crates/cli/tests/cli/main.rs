@@ -45,6 +45,7 @@ mod helmsources;
 mod image;
 mod install;
 mod kustomization_goldens;
+mod kustomization_progress;
 mod kustomize_bad_input;
 mod logs;
 mod notification;

@@ -247,6 +247,11 @@ pub fn controller(
         // A Kustomization that changes wakes the ones depending on it, instead of leaving
         // them to the dependency requeue interval.
         .watches(kustomizations, watcher::Config::default(), move |ks| {
+            // A dependency in the middle of a pass (Ready=Unknown, Progressing) cannot let its
+            // dependents through yet: they are woken by the pass's outcome, not by its start.
+            if in_progress(&ks) {
+                return Vec::new();
+            }
             let this = key(&ks.namespace().unwrap_or_default(), &ks.name_any());
             by_dependency
                 .state()
@@ -280,6 +285,16 @@ fn reconcile_trigger(ks: &Kustomization) -> Option<u64> {
         .hash(&mut hasher);
     ks.metadata.deletion_timestamp.is_some().hash(&mut hasher);
     Some(hasher.finish())
+}
+
+/// Whether `ks` is in the middle of a pass: the progress [`progress`] writes (Ready=Unknown,
+/// reason Progressing).
+fn in_progress(ks: &Kustomization) -> bool {
+    ks.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .and_then(|c| ferroflux_api::conditions::find_condition(c, READY))
+        .is_some_and(|c| c.status == "Unknown" && c.reason == reason::PROGRESSING)
 }
 
 /// Whether `repo`'s artifact revision differs from the one last seen (Flux's
@@ -382,15 +397,12 @@ async fn reconcile_object(
 
     let started = Instant::now();
     let mut status = ks.status.clone().unwrap_or_default();
-    if let Some(requested) = ks.annotations().get(RECONCILE_REQUESTED_AT) {
-        status.last_handled_reconcile_at = Some(requested.clone());
-    }
     let (result, interval) = match timing(&ks) {
         Ok(timing) => {
             // spec.timeout bounds the API client's retries of transient failures (not the
             // steps: the health wait and the staged applies have their own bounds).
             let deadline = tokio::time::Instant::now() + timing.timeout;
-            let steps = steps(&ks, &ctx, &mut status, &timing);
+            let steps = steps(&ks, &ctx, &api, &mut status, &timing);
             (
                 ferroflux_kubeclient::within(deadline, steps).await,
                 timing.interval,
@@ -405,6 +417,12 @@ async fn reconcile_object(
             Duration::ZERO,
         ),
     };
+    // Written with the outcome only, as Flux does: `reconcile --with-source` and the other
+    // waits take a handled request with Ready=Unknown (the progress writes) for a finished one
+    // otherwise.
+    if let Some(requested) = ks.annotations().get(RECONCILE_REQUESTED_AT) {
+        status.last_handled_reconcile_at = Some(requested.clone());
+    }
     match result {
         Ok(applied) => {
             let summary = step::change_summary(&applied.changes);
@@ -470,6 +488,7 @@ async fn reconcile_object(
 async fn steps(
     ks: &Kustomization,
     ctx: &Context,
+    api: &Api<Kustomization>,
     status: &mut KustomizationStatus,
     timing: &Timing,
 ) -> Result<Applied, Failure> {
@@ -480,6 +499,7 @@ async fn steps(
     let revision = art.revision.clone();
     status.last_attempted_revision = Some(revision.clone());
     tracing::info_span!("dependencies").in_scope(|| dependencies(ks, ctx, &revision))?;
+    progress(ks, api, status, Progress::Start, &revision, timing).await?;
     let unpacked = artifact(ctx, &art, retry)
         .instrument(tracing::info_span!("artifact", revision = %revision))
         .await?;
@@ -506,7 +526,7 @@ async fn steps(
             .await?;
         changes.extend(pruned);
     }
-    let health = health(ks, applier, objects, timing)
+    let health = health(ks, api, status, applier, objects, &revision, timing)
         .instrument(tracing::info_span!("health"))
         .await?;
     Ok(Applied {
@@ -722,8 +742,11 @@ async fn delete_owned(
 /// the Healthy message, or `None` when there was nothing to check.
 async fn health(
     ks: &Kustomization,
+    api: &Api<Kustomization>,
+    status: &mut KustomizationStatus,
     applier: &Applier,
     objects: Vec<Value>,
+    revision: &str,
     timing: &Timing,
 ) -> Result<Option<String>, Failure> {
     let ns = ks.namespace().unwrap_or_else(|| "default".into());
@@ -752,6 +775,7 @@ async fn health(
     if to_check.is_empty() {
         return Ok(None);
     }
+    progress(ks, api, status, Progress::Health, revision, timing).await?;
     let started = Instant::now();
     applier
         .wait_for(&to_check, timing.timeout)
@@ -761,6 +785,59 @@ async fn health(
         "Health check passed in {}",
         format_duration(Duration::from_millis(started.elapsed().as_millis() as u64))
     )))
+}
+
+/// The points of a pass at which Flux tells the user what it is doing.
+#[derive(Clone, Copy)]
+enum Progress {
+    /// The source and dependencies allow a pass: Ready turns Unknown until it ends.
+    Start,
+    /// Applied; waiting for `wait`/`healthChecks` (which can take up to `spec.timeout`).
+    Health,
+}
+
+/// Writes the pass in progress into the status, as kustomize-controller does: at the start
+/// `Ready=Unknown` (Progressing, "Reconciliation in progress") and `Reconciling=True` ("Fetching
+/// manifests for revision R with a timeout of T"); before the health checks `Reconciling` and
+/// `Healthy=Unknown` ("Running health checks for revision R with a timeout of T"). Without it
+/// `get kustomizations` shows the previous pass's message for as long as a health check waits.
+/// Flux's two other progress messages (building, detecting drift) cover steps that take
+/// milliseconds here and are not written: each write is one more request per pass.
+async fn progress(
+    ks: &Kustomization,
+    api: &Api<Kustomization>,
+    status: &mut KustomizationStatus,
+    step: Progress,
+    revision: &str,
+    timing: &Timing,
+) -> Result<(), Failure> {
+    let mut conditions = Conditions::of(
+        &mut status.conditions,
+        ks.metadata.generation,
+        Timestamp::now(),
+    );
+    let timeout = format_duration(timing.timeout);
+    match step {
+        Progress::Start => {
+            let message =
+                format!("Fetching manifests for revision {revision} with a timeout of {timeout}");
+            conditions
+                .mark_unknown(READY, reason::PROGRESSING, "Reconciliation in progress")
+                .mark_reconciling(reason::PROGRESSING, &message);
+        }
+        Progress::Health => {
+            let message = format!(
+                "Running health checks for revision {revision} with a timeout of {timeout}"
+            );
+            conditions
+                .mark_reconciling(reason::PROGRESSING, &message)
+                .mark_unknown(HEALTHY, reason::PROGRESSING, &message);
+        }
+    }
+    write_status(api, &ks.name_any(), status)
+        .await
+        .map_err(|e| format!("failed to update status: {e}"))
+        .or_fail(reason::RECONCILIATION_FAILED, timing.retry)
 }
 
 /// Writes a successful pass into the status; returns the note of its event.
