@@ -17,6 +17,8 @@ have htpasswd || need_apt+=(apache2-utils)
 # crates/cli (image test): ferroflux's image is laid out by umoci, readelf checks the binary is static
 have umoci || need_apt+=(umoci)
 have readelf || need_apt+=(binutils)
+# crates/cli (image test): the image's binary is linked statically against glibc (libc.a)
+[ -n "$(gcc -print-file-name=libc.a 2>/dev/null | grep /)" ] || need_apt+=(libc6-dev)
 # fleet serve: the page is read by a real browser, Debian's headless chromium
 have chromium || need_apt+=(chromium)
 have kubectl || { echo "kubectl is required (the tests use it as the Kubernetes client and kustomize oracle)" >&2; exit 1; }

@@ -1,18 +1,21 @@
-//! ferroflux's own image: `image/build.sh` packages the `ferroflux` binary this test suite
-//! already built (no second release build here) with umoci and pushes it with skopeo to a real
-//! registry (Debian's docker-registry); the manifest and config are read back with crates/oci's
-//! client and compared with what `image/Containerfile` states (entrypoint, a user that is not
-//! root, the OCI labels), the layer holds the binary alone, and `install --export --registry
-//! --version` names exactly the image that was pushed. The static build itself
-//! (`build.sh` without `--binary`) is a release build and is not run by the test suite: a
-//! dynamically linked binary is refused unless `--allow-dynamic` says this is a test.
+//! ferroflux's own image, built as a user builds it: `image/build.sh` compiles the static
+//! binary (glibc with crt-static, see the script for why), lays the image out with umoci and
+//! pushes it with skopeo to a real registry (Debian's docker-registry). skopeo, a client no one
+//! here wrote, reads the manifest and config back; they are compared with what
+//! `image/Containerfile` states (entrypoint, a user that is not root, the OCI labels). The
+//! image is then unpacked by umoci and its binary run in a root holding nothing else but the
+//! `/etc/hosts` Kubernetes would mount, as the image's user: it resolves a registry name and
+//! pulls an artifact. `install --export --registry --version` names exactly the pushed image.
+//!
+//! The static build is a second build of the whole stack. It uses the `image-test` profile
+//! (no optimisation, no debug info: the shortest build) and its own target dir beside the
+//! suite's, `<target>/static`, which stays between runs so only what changed is rebuilt.
 
 use crate::run::text;
-use ferroflux_oci::{Client, ClientOptions, Reference};
 use ferroflux_testkit::{Registry, RegistryOptions};
 use serde_json::Value;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../image/build.sh")
@@ -45,67 +48,155 @@ fn labels(version: &str, revision: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The suite's target dir: the test binary's `ferroflux` is `<target>/<profile>/ferroflux`.
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .to_path_buf()
+}
+
+fn skopeo(args: &[&str]) -> Output {
+    Command::new("skopeo")
+        .args(args)
+        .output()
+        .expect("skopeo must be installed: run ./test.sh")
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(out.status.success(), "{}", text(out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Whether the ELF file names a program interpreter or shared libraries.
+fn dynamic(path: &Path) -> bool {
+    let headers = Command::new("readelf")
+        .arg("-ld")
+        .arg(path)
+        .output()
+        .expect("readelf (binutils) must be installed: run ./test.sh");
+    assert!(headers.status.success(), "{}", text(&headers));
+    let headers = String::from_utf8_lossy(&headers.stdout);
+    headers.contains("Requesting program interpreter") || headers.contains("(NEEDED)")
+}
+
+/// Runs `args` in `root` as chroot does, as the image's user when this test runs as root; as
+/// the root of a new user namespace otherwise (the image's user cannot be mapped there).
+fn in_root(root: &Path, user: &str, args: &[&str]) -> Output {
+    let uid = Command::new("id").arg("-u").output().unwrap();
+    let mut cmd = if String::from_utf8_lossy(&uid.stdout).trim() == "0" {
+        // chroot lives in /usr/sbin, which a user's PATH may not name.
+        let chroot = ["/usr/sbin/chroot", "/usr/bin/chroot"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .unwrap_or("chroot");
+        let mut cmd = Command::new(chroot);
+        cmd.arg(format!("--userspec={user}"));
+        cmd
+    } else {
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--user", "--map-root-user", "chroot"]);
+        cmd
+    };
+    cmd.arg(root)
+        .args(args)
+        .env_clear()
+        .env("HOME", "/tmp")
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn build_push_and_read_the_image_back() {
     let reg = Registry::start(RegistryOptions::default());
     let image = format!("{}/ferroflux:v0.0.0-test", reg.host());
-    let binary = env!("CARGO_BIN_EXE_ferroflux");
+    let debug_binary = env!("CARGO_BIN_EXE_ferroflux");
 
-    // The suite's binary is dynamically linked: refused without --allow-dynamic.
+    // The suite's binary is dynamically linked: refused for an image FROM scratch.
     let out = Command::new(script())
-        .args(["--image", &image, "--binary", binary, "--insecure"])
+        .args(["--image", &image, "--binary", debug_binary, "--insecure"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
-        text(&out).contains("is dynamically linked (it names a program interpreter)"),
+        text(&out).contains("is dynamically linked (it names a program interpreter"),
         "{}",
         text(&out)
     );
 
+    // The static build, laid out and pushed.
+    let static_dir = target_dir().join("static");
     let out = Command::new(script())
         .args([
             "--image",
             &image,
-            "--binary",
-            binary,
+            "--profile",
+            "image-test",
+            "--target-dir",
+            static_dir.to_str().unwrap(),
             "--revision",
             "0123abc",
             "--insecure",
-            "--allow-dynamic",
         ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-
-    // Read back with our own client, as the cluster's runtime would pull it.
-    let client = Client::new(&reg.host(), ClientOptions::default()).unwrap();
-    let r = Reference::parse(&format!("oci://{image}")).unwrap();
-    let manifest = client.get_manifest(&r).unwrap();
-    assert_eq!(
-        manifest.media_type,
-        "application/vnd.oci.image.manifest.v1+json"
+    assert!(
+        String::from_utf8_lossy(&out.stdout).ends_with(&format!("pushed {image}\n")),
+        "{}",
+        text(&out)
     );
-    let m: Value = serde_json::from_slice(&manifest.bytes).unwrap();
-    let config_desc: ferroflux_oci::manifest::Descriptor =
-        serde_json::from_value(m["config"].clone()).unwrap();
+
+    // Read back by skopeo: the manifest, then the config it names.
+    let reference = format!("docker://{image}");
+    let manifest = json_of(&skopeo(&[
+        "inspect",
+        "--tls-verify=false",
+        "--raw",
+        &reference,
+    ]));
+    // An OCI manifest (umoci leaves out its optional mediaType field).
+    assert_eq!(manifest["schemaVersion"], 2);
+    assert!(
+        [
+            Value::Null,
+            "application/vnd.oci.image.manifest.v1+json".into()
+        ]
+        .contains(&manifest["mediaType"]),
+        "{manifest}"
+    );
     assert_eq!(
-        config_desc.media_type,
+        manifest["config"]["mediaType"],
         "application/vnd.oci.image.config.v1+json"
     );
-    let mut config = Vec::new();
-    client
-        .get_blob(&r.repository, &config_desc, 1 << 20, &mut config)
-        .unwrap();
-    let config: Value = serde_json::from_slice(&config).unwrap();
+    let layers = manifest["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 1, "FROM scratch and one COPY: {manifest}");
+    assert_eq!(
+        layers[0]["mediaType"],
+        "application/vnd.oci.image.layer.v1.tar+gzip"
+    );
+    let config = json_of(&skopeo(&[
+        "inspect",
+        "--tls-verify=false",
+        "--config",
+        "--raw",
+        &reference,
+    ]));
     assert_eq!(config["os"], "linux");
-    assert_eq!(config["architecture"], "amd64");
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    assert_eq!(config["architecture"], arch);
     assert_eq!(
         config["config"]["Entrypoint"],
         serde_json::json!(["/ferroflux"])
     );
     assert_eq!(config["config"]["Cmd"], serde_json::json!(["controller"]));
-    let user = config["config"]["User"].as_str().unwrap();
+    assert_eq!(config["config"]["Env"], Value::Null, "{config}");
+    let user = config["config"]["User"].as_str().unwrap().to_string();
     assert!(
         containerfile().contains(&format!("\nUSER {user}\n")),
         "{user}"
@@ -117,38 +208,98 @@ fn build_push_and_read_the_image_back() {
     for (k, v) in want {
         assert_eq!(config["config"]["Labels"][&k], v, "label {k}");
     }
+    // skopeo's summary of the same image agrees.
+    let summary = json_of(&skopeo(&["inspect", "--tls-verify=false", &reference]));
+    assert_eq!(
+        summary["Labels"]["org.opencontainers.image.revision"],
+        "0123abc"
+    );
 
-    // One layer: the binary, executable, at /ferroflux, and nothing else (FROM scratch).
-    let layers = m["layers"].as_array().unwrap();
-    assert_eq!(layers.len(), 1);
-    let layer: ferroflux_oci::manifest::Descriptor =
-        serde_json::from_value(layers[0].clone()).unwrap();
-    let mut blob = Vec::new();
-    client
-        .get_blob(&r.repository, &layer, 1 << 30, &mut blob)
+    // Copied back by skopeo and unpacked by umoci: the root holds the static binary alone.
+    let work = tempfile::tempdir().unwrap();
+    let layout = work.path().join("layout");
+    let out = skopeo(&[
+        "copy",
+        "-q",
+        "--src-tls-verify=false",
+        &reference,
+        &format!("oci:{}:pulled", layout.display()),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let bundle = work.path().join("bundle");
+    let out = Command::new("umoci")
+        .args(["unpack", "--rootless", "--image"])
+        .arg(format!("{}:pulled", layout.display()))
+        .arg(&bundle)
+        .output()
         .unwrap();
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&blob[..]));
-    let mut files = Vec::new();
-    for e in archive.entries().unwrap() {
-        let mut e = e.unwrap();
-        if e.header().entry_type().is_file() {
-            let path = e.path().unwrap().display().to_string();
-            let mode = e.header().mode().unwrap();
-            let mut data = Vec::new();
-            std::io::Read::read_to_end(&mut e, &mut data).unwrap();
-            files.push((path, mode, data));
-        }
-    }
-    assert_eq!(files.len(), 1);
-    assert_eq!(files[0].0, "ferroflux");
-    assert_eq!(files[0].1 & 0o111, 0o111, "executable");
+    assert!(out.status.success(), "{}", text(&out));
+    let root = bundle.join("rootfs");
+    let entries: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(entries, ["ferroflux"]);
+    let binary = root.join("ferroflux");
+    assert!(!dynamic(&binary), "the image's binary is static");
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let built = std::fs::read(static_dir.join(triple).join("image-test/ferroflux"));
     assert!(
-        files[0].2 == std::fs::read(binary).unwrap(),
-        "the binary as built"
+        built.unwrap() == std::fs::read(&binary).unwrap(),
+        "the image holds the binary as built"
+    );
+
+    // Run in that root, as the image's user, with what a kubelet adds (/etc/hosts and a
+    // writable /tmp): the name of the registry is resolved without any shared library, and an
+    // artifact pushed by the suite's binary is pulled.
+    let content = work.path().join("content");
+    std::fs::create_dir(&content).unwrap();
+    std::fs::write(content.join("settings.yaml"), "colour: blue\n").unwrap();
+    let out = Command::new(debug_binary)
+        .args(["push", "artifact"])
+        .arg(format!("oci://{}/settings:v1", reg.host()))
+        .arg("--path")
+        .arg(&content)
+        .args([
+            "--source",
+            "https://example.com/settings",
+            "--revision",
+            "v1",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::create_dir(root.join("etc")).unwrap();
+    std::fs::write(
+        root.join("etc/hosts"),
+        "127.0.0.1 localhost\n127.0.0.1 registry.ferroflux.test\n",
+    )
+    .unwrap();
+    let tmp = root.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+    let url = format!("oci://registry.ferroflux.test:{}/settings:v1", reg.port());
+    let out = in_root(
+        &root,
+        &user,
+        &[
+            "/ferroflux",
+            "pull",
+            "artifact",
+            &url,
+            "--output",
+            "/tmp/out",
+            "--insecure-registry",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(tmp.join("out/settings.yaml")).unwrap(),
+        "colour: blue\n"
     );
 
     // install names exactly that image.
-    let out = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+    let out = Command::new(debug_binary)
         .args([
             "install",
             "--export",
