@@ -1,9 +1,13 @@
 //! Issue 16's figures against the real registry (Debian's docker-registry on loopback):
 //! push and pull+extract of a 10,000-file tree, ours against `tar` + `skopeo copy`, and the
 //! no-op poll (a fresh client: `GET /v2/` then `HEAD` of the manifest, what an OCIRepository
-//! whose tag did not move costs on the registry side). Each figure is the median of RUNS runs.
+//! whose tag did not move costs on the registry side). Each figure is the median of the runs.
 //!
-//! `cargo bench -p ferroflux-oci --bench oci` (needs docker-registry and skopeo: ./test.sh).
+//! `cargo bench -p ferroflux-oci --bench oci` (needs docker-registry and skopeo: ./test.sh);
+//! `BENCH_RUNS=N` for another number of runs. Beside each wall-clock median the bench prints
+//! the CPU time (user + system, from /proc) each side spent, summed over the runs: on a shared
+//! machine the wall clock of 10,000 file creations swings with the disk's other writers, the
+//! CPU time much less.
 
 use std::path::Path;
 use std::process::Command;
@@ -15,7 +19,29 @@ use ferroflux_oci::{Client, ClientOptions, Reference};
 use ferroflux_testkit::{Registry, RegistryOptions};
 
 const FILES: usize = 10_000;
-const RUNS: usize = 5;
+
+fn runs() -> usize {
+    std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5)
+}
+
+/// CPU time (user + system) of this process and of its waited-for children so far, from
+/// /proc/self/stat (fields 14-17, in clock ticks of 10 ms).
+fn cpu() -> (Duration, Duration) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // The command name (field 2) may hold spaces; the fields after it follow its ')'.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<u64> = rest
+        .split(' ')
+        .skip(11)
+        .take(4)
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let tick = |t: u64| Duration::from_millis(t * 10);
+    (tick(f[0] + f[1]), tick(f[2] + f[3]))
+}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -141,51 +167,77 @@ fn main() {
 
     // Push: each run a different tag of a tree that changes by one file, so every run
     // uploads a new layer (as a new commit would).
+    let runs = runs();
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    for i in 0..RUNS {
+    let (mut ours_cpu, mut theirs_cpu) = (Duration::ZERO, Duration::ZERO);
+    for i in 0..runs {
         std::fs::write(src.path().join("run.txt"), format!("{i}")).unwrap();
         let r = Reference::parse(&format!("oci://{}/bench/ours:v{i}", reg.host())).unwrap();
+        let (before, _) = cpu();
         let t = Instant::now();
         artifact::push(&client, &r, src.path(), &meta, &|_: &Path, _| false).unwrap();
         ours.push(t.elapsed());
+        ours_cpu += cpu().0 - before;
+        let (_, before) = cpu();
         let t = Instant::now();
         skopeo_push(&reg, src.path(), &format!("v{i}"));
         theirs.push(t.elapsed());
+        theirs_cpu += cpu().1 - before;
     }
     let (po, pt) = (median(ours), median(theirs));
     println!(
-        "push of {FILES} files: ours {} | tar -czf + skopeo copy {} | ratio {:.2}",
+        "push of {FILES} files, {runs} runs: ours {} | tar -czf + skopeo copy {} | ratio {:.2} \
+         | CPU ours {} theirs {}",
         ms(po),
         ms(pt),
-        po.as_secs_f64() / pt.as_secs_f64()
+        po.as_secs_f64() / pt.as_secs_f64(),
+        ms(ours_cpu),
+        ms(theirs_cpu),
     );
 
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    for i in 0..RUNS {
+    let (mut ours, mut theirs, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ours_cpu, mut theirs_cpu) = (Duration::ZERO, Duration::ZERO);
+    for i in 0..runs {
         let r = Reference::parse(&format!("oci://{}/bench/ours:v{i}", reg.host())).unwrap();
         let ours_first = i % 2 == 0;
+        let mut round = [Duration::ZERO; 2];
         for side in [ours_first, !ours_first] {
             // Earlier rounds' files written back first, so neither side pays for them.
             run(&mut Command::new("sync"));
             let out = tempfile::tempdir().unwrap();
+            let (self_before, children_before) = cpu();
             let t = Instant::now();
             if side {
                 let c = Client::new(&reg.host(), ClientOptions::default()).unwrap();
                 artifact::pull(&c, &r, None, out.path(), 1 << 30, 1 << 30).unwrap();
-                ours.push(t.elapsed());
+                round[0] = t.elapsed();
+                ours_cpu += cpu().0 - self_before;
             } else {
                 skopeo_pull(&reg, &format!("v{i}"), &out.path().join("x"));
-                theirs.push(t.elapsed());
+                round[1] = t.elapsed();
+                theirs_cpu += cpu().1 - children_before;
             }
             drop(out);
         }
+        ours.push(round[0]);
+        theirs.push(round[1]);
+        ratios.push(round[0].as_secs_f64() / round[1].as_secs_f64());
     }
     let (lo, lt) = (median(ours), median(theirs));
+    ratios.sort_by(f64::total_cmp);
     println!(
-        "pull+extract of {FILES} files: ours {} | skopeo copy + tar -xzf {} | ratio {:.2}",
+        "pull+extract of {FILES} files, {runs} runs: ours {} | skopeo copy + tar -xzf {} | ratio \
+         {:.2} (per round, sorted: {}) | CPU ours {} theirs {}",
         ms(lo),
         ms(lt),
-        lo.as_secs_f64() / lt.as_secs_f64()
+        lo.as_secs_f64() / lt.as_secs_f64(),
+        ratios
+            .iter()
+            .map(|r| format!("{r:.2}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        ms(ours_cpu),
+        ms(theirs_cpu),
     );
 
     let r = Reference::parse(&format!("oci://{}/bench/ours:v0", reg.host())).unwrap();
