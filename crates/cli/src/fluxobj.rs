@@ -129,6 +129,40 @@ pub async fn wait_ready<K: FluxObject>(
     poll_until(cluster, namespace, name, deadline, readiness::<K>).await
 }
 
+/// How a `create source` command words its wait; flux words each kind differently and its
+/// goldens check the words.
+pub struct SourceWait<'a> {
+    /// `HelmChart source`, `OCIRepository`: "waiting for {label} reconciliation", then
+    /// "{label} reconciliation completed".
+    pub label: &'a str,
+    /// The failure when the ready object names no artifact; `None` where having none is normal
+    /// (an OCI HelmRepository keeps no index).
+    pub missing_artifact: Option<&'a str>,
+}
+
+/// The tail every `create source` command shares: wait until the controller reports the source
+/// ready, then name the revision it fetched.
+pub async fn wait_for_artifact<K: FluxObject>(
+    cluster: &Cluster,
+    namespace: &str,
+    name: &str,
+    deadline: tokio::time::Instant,
+    words: SourceWait<'_>,
+    revision: impl Fn(&K) -> Option<&str>,
+) -> anyhow::Result<()> {
+    progress::waiting(format!("waiting for {} reconciliation", words.label));
+    let done: K = wait_ready(cluster, namespace, name, deadline)
+        .await
+        .map_err(|e| anyhow!("{e}"))?;
+    progress::success(format!("{} reconciliation completed", words.label));
+    match (revision(&done), words.missing_artifact) {
+        (Some(revision), _) => progress::success(format!("fetched revision: {revision}")),
+        (None, Some(missing)) => return Err(anyhow!("{missing}")),
+        (None, None) => {}
+    }
+    Ok(())
+}
+
 /// Sets `reconcile.fluxcd.io/requestedAt` to a fresh RFC 3339 time (nanoseconds, as flux
 /// writes it).
 pub async fn request_reconcile<K: FluxObject>(

@@ -9,7 +9,7 @@
 use crate::cluster::{Cluster, KubeArgs};
 use crate::fluxobj;
 use crate::output::progress;
-use anyhow::{anyhow, bail};
+use anyhow::bail;
 use clap::{Args, Subcommand};
 use ferroflux_api::duration::format_duration;
 use ferroflux_api::helmrepository::HelmRepositoryType;
@@ -128,16 +128,26 @@ pub async fn run(kube: &KubeArgs, what: &SourceTarget) -> anyhow::Result<ExitCod
             )
             .await?;
         progress::success("source created");
-        progress::waiting("waiting for HelmRepository source reconciliation");
-        let done: HelmRepository = fluxobj::wait_ready(&cluster, ns, &helm.name, deadline)
-            .await
-            .map_err(|e| anyhow!("{e}"))?;
-        progress::success("HelmRepository source reconciliation completed");
-        // An OCI repository keeps no artifact: nothing to name.
-        if let Some(a) = done.status.as_ref().and_then(|s| s.artifact.as_ref()) {
-            progress::success(format!("fetched revision: {}", a.revision));
-        }
-        Ok(())
+        let words = fluxobj::SourceWait {
+            label: "HelmRepository source",
+            // An OCI repository keeps no artifact: nothing to name.
+            missing_artifact: None,
+        };
+        fluxobj::wait_for_artifact(
+            &cluster,
+            ns,
+            &helm.name,
+            deadline,
+            words,
+            |r: &HelmRepository| {
+                r.status
+                    .as_ref()?
+                    .artifact
+                    .as_ref()
+                    .map(|a| a.revision.as_str())
+            },
+        )
+        .await
     }
     .await;
     fluxobj::exit_code(result, "the HelmRepository stays applied")

@@ -180,20 +180,20 @@ pub async fn run(kube: &KubeArgs, a: &ChartArgs) -> anyhow::Result<ExitCode> {
         } else {
             "source updated"
         });
-        progress::waiting("waiting for HelmChart source reconciliation");
-        let done: HelmChart = fluxobj::wait_ready(&cluster, ns, &name, deadline)
-            .await
-            .map_err(|e| anyhow!("{e}"))?;
-        progress::success("HelmChart source reconciliation completed");
-        let artifact = done
-            .status
-            .as_ref()
-            .and_then(|s| s.artifact.as_ref())
-            .ok_or_else(|| {
-                anyhow!("HelmChart source reconciliation completed but no artifact was found")
-            })?;
-        progress::success(format!("fetched revision: {}", artifact.revision));
-        Ok(())
+        let words = fluxobj::SourceWait {
+            label: "HelmChart source",
+            missing_artifact: Some(
+                "HelmChart source reconciliation completed but no artifact was found",
+            ),
+        };
+        fluxobj::wait_for_artifact(&cluster, ns, &name, deadline, words, |c: &HelmChart| {
+            c.status
+                .as_ref()?
+                .artifact
+                .as_ref()
+                .map(|a| a.revision.as_str())
+        })
+        .await
     }
     .await;
     fluxobj::exit_code(result, "the HelmChart stays applied")

@@ -226,20 +226,20 @@ pub async fn run(kube: &KubeArgs, a: &GitArgs) -> anyhow::Result<ExitCode> {
         } else {
             "GitRepository source updated"
         });
-        progress::waiting("waiting for GitRepository source reconciliation");
-        let done: GitRepository = fluxobj::wait_ready(&cluster, ns, &name, deadline)
-            .await
-            .map_err(|e| anyhow!("{e}"))?;
-        progress::success("GitRepository source reconciliation completed");
-        let artifact = done
-            .status
-            .as_ref()
-            .and_then(|s| s.artifact.as_ref())
-            .ok_or_else(|| {
-                anyhow!("GitRepository source reconciliation completed but no artifact was found")
-            })?;
-        progress::success(format!("fetched revision: {}", artifact.revision));
-        Ok(())
+        let words = fluxobj::SourceWait {
+            label: "GitRepository source",
+            missing_artifact: Some(
+                "GitRepository source reconciliation completed but no artifact was found",
+            ),
+        };
+        fluxobj::wait_for_artifact(&cluster, ns, &name, deadline, words, |r: &GitRepository| {
+            r.status
+                .as_ref()?
+                .artifact
+                .as_ref()
+                .map(|a| a.revision.as_str())
+        })
+        .await
     }
     .await;
     fluxobj::exit_code(result, "the GitRepository stays applied")

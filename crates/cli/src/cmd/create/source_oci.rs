@@ -249,18 +249,18 @@ pub async fn run(kube: &KubeArgs, a: &OciArgs) -> anyhow::Result<ExitCode> {
         } else {
             "OCIRepository updated"
         });
-        progress::waiting("waiting for OCIRepository reconciliation");
-        let done: OCIRepository = fluxobj::wait_ready(&cluster, ns, &name, deadline)
-            .await
-            .map_err(|e| anyhow!("{e}"))?;
-        progress::success("OCIRepository reconciliation completed");
-        let artifact = done
-            .status
-            .as_ref()
-            .and_then(|s| s.artifact.as_ref())
-            .ok_or_else(|| anyhow!("no artifact was found"))?;
-        progress::success(format!("fetched revision: {}", artifact.revision));
-        Ok(())
+        let words = fluxobj::SourceWait {
+            label: "OCIRepository",
+            missing_artifact: Some("no artifact was found"),
+        };
+        fluxobj::wait_for_artifact(&cluster, ns, &name, deadline, words, |r: &OCIRepository| {
+            r.status
+                .as_ref()?
+                .artifact
+                .as_ref()
+                .map(|a| a.revision.as_str())
+        })
+        .await
     }
     .await;
     fluxobj::exit_code(result, "the OCIRepository stays applied")
