@@ -1,0 +1,312 @@
+//! Signatures made by ferroflux-gitsign checked by the real verifiers: `ssh-keygen -Y verify`
+//! for SSHSIG, `gpg --verify` (in a temporary GNUPGHOME) for OpenPGP, both with flux's key
+//! fixtures; a changed payload must not verify. Bad keys and passphrases get their messages.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use ferroflux_gitsign::pgp::load_signer;
+use ferroflux_gitsign::{PgpKeyError, SshKeyError, SshSigner};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../cli/tests/fixtures/goldens/bootstrap")
+        .join(name)
+}
+
+fn read(name: &str) -> Vec<u8> {
+    std::fs::read(fixture(name)).unwrap()
+}
+
+/// Now, in seconds: gpg refuses a signature older than its key.
+fn now() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(0)
+}
+
+const PAYLOAD: &[u8] = b"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor Flux <> 1700000000 +0000\ncommitter Flux <> 1700000000 +0000\n\nAdd Flux component and sync manifests\n";
+
+/// `ssh-keygen -Y verify` of `sig` over `payload` for the signer's public key.
+fn ssh_verifies(dir: &Path, public: &str, sig: &str, payload: &[u8]) -> bool {
+    let allowed = dir.join("allowed_signers");
+    std::fs::write(&allowed, format!("flux@example.com {public}\n")).unwrap();
+    let sig_file = dir.join("sig");
+    std::fs::write(&sig_file, sig).unwrap();
+    let mut child = Command::new("ssh-keygen")
+        .args(["-Y", "verify", "-n", "git", "-I", "flux@example.com", "-f"])
+        .arg(&allowed)
+        .arg("-s")
+        .arg(&sig_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ssh-keygen");
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(payload).unwrap();
+    child.wait().unwrap().success()
+}
+
+#[test]
+fn ssh_signatures_verify_with_ssh_keygen_and_a_changed_payload_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, pass) in [
+        ("ed25519.private", ""),
+        ("ed25519-encrypted.private", "abcde12345"),
+    ] {
+        let signer = SshSigner::from_openssh(&read(file), pass.as_bytes()).unwrap();
+        let sig = signer.sign(PAYLOAD).unwrap();
+        assert!(sig.starts_with("-----BEGIN SSH SIGNATURE-----\n"), "{sig}");
+        assert!(
+            ssh_verifies(dir.path(), &signer.public_key(), &sig, PAYLOAD),
+            "{file}"
+        );
+        let mut tampered = PAYLOAD.to_vec();
+        tampered[60] ^= 1;
+        assert!(!ssh_verifies(
+            dir.path(),
+            &signer.public_key(),
+            &sig,
+            &tampered
+        ));
+    }
+}
+
+#[test]
+fn bad_ssh_keys_and_passphrases_are_named() {
+    let err = |file: &str, pass: &str| {
+        SshSigner::from_openssh(&read(file), pass.as_bytes())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(
+        err("malformed.private", "").starts_with("could not parse SSH signing key: "),
+        "{}",
+        err("malformed.private", "")
+    );
+    assert_eq!(
+        err("ed25519-encrypted.private", ""),
+        "SSH signing key is encrypted; passphrase required"
+    );
+    assert_eq!(
+        err("ed25519-encrypted.private", "wrong"),
+        "could not parse SSH signing key: the passphrase does not decrypt it"
+    );
+    // An ECDSA key (made here by ssh-keygen) is refused by name.
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("ecdsa");
+    let ok = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ecdsa", "-N", "", "-C", "", "-f"])
+        .arg(&key)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let e = SshSigner::from_openssh(&std::fs::read(&key).unwrap(), b"").unwrap_err();
+    assert!(matches!(e, SshKeyError::Algorithm(_)));
+    assert_eq!(
+        e.to_string(),
+        "unsupported SSH signing key algorithm: ecdsa-sha2-nistp256 (ferroflux signs commits \
+         with ssh-ed25519 keys only)"
+    );
+}
+
+/// A GNUPGHOME of its own, with `keys` (OpenPGP key files) imported.
+fn gnupg_home(keys: &[PathBuf]) -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        home.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    for key in keys {
+        let out = Command::new("gpg")
+            .env("GNUPGHOME", home.path())
+            .args([
+                "--batch",
+                "--pinentry-mode",
+                "loopback",
+                "--passphrase",
+                "",
+                "--import",
+            ])
+            .arg(key)
+            .output()
+            .expect("gpg");
+        assert!(
+            out.status.success(),
+            "gpg --import: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    home
+}
+
+fn gpg_verifies(home: &Path, sig: &str, payload: &[u8]) -> bool {
+    let sig_file = home.join("payload.sig");
+    let data = home.join("payload");
+    std::fs::write(&sig_file, sig).unwrap();
+    std::fs::write(&data, payload).unwrap();
+    Command::new("gpg")
+        .env("GNUPGHOME", home)
+        .args(["--batch", "--verify"])
+        .arg(&sig_file)
+        .arg(&data)
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+/// The public key of a secret key ring, exported by gpg from a GNUPGHOME it was imported in.
+fn public_of(secret: &Path) -> (tempfile::TempDir, PathBuf) {
+    let home = gnupg_home(&[secret.to_path_buf()]);
+    let out = Command::new("gpg")
+        .env("GNUPGHOME", home.path())
+        .args(["--batch", "--export"])
+        .output()
+        .unwrap();
+    assert!(out.status.success() && !out.stdout.is_empty());
+    let path = home.path().join("public.pgp");
+    std::fs::write(&path, out.stdout).unwrap();
+    (home, path)
+}
+
+#[test]
+fn pgp_signatures_verify_with_gpg_and_a_changed_payload_does_not() {
+    for (file, pass, id) in [
+        ("gpg.pgp", "", "F3F59DE0B9162F04"),
+        ("gpg-encrypted.pgp", "right", "F4C0FFD118ADFA83"),
+    ] {
+        let signer = load_signer(&read(file), pass, "").unwrap();
+        assert_eq!(signer.key_id(), id);
+        let sig = signer.sign(PAYLOAD, now()).unwrap();
+        assert!(
+            sig.starts_with("-----BEGIN PGP SIGNATURE-----\n\n"),
+            "{sig}"
+        );
+        // Only the public key goes into the verifier's ring.
+        let (_scratch, public) = public_of(&fixture("gpg.pgp"));
+        let (_scratch2, public2) = public_of(&fixture(file));
+        let home = gnupg_home(&[public, public2]);
+        assert!(gpg_verifies(home.path(), &sig, PAYLOAD), "{file}: {sig}");
+        let mut tampered = PAYLOAD.to_vec();
+        tampered[60] ^= 1;
+        assert!(!gpg_verifies(home.path(), &sig, &tampered), "{file}");
+    }
+}
+
+/// A key generated by gpg itself: `algo` (`ed25519` or `rsa2048`), protected with `pass`,
+/// exported as a secret key ring (armored when `armor`).
+fn gpg_generated(home: &Path, algo: &str, pass: &str, armor: bool) -> Vec<u8> {
+    let gen_out = Command::new("gpg")
+        .env("GNUPGHOME", home)
+        .args([
+            "--batch",
+            "--pinentry-mode",
+            "loopback",
+            "--passphrase",
+            pass,
+        ])
+        .args([
+            "--quick-gen-key",
+            &format!("gen-{algo} <{algo}@example.com>"),
+            algo,
+            "sign",
+            "never",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        gen_out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen_out.stderr)
+    );
+    let mut export = Command::new("gpg");
+    export.env("GNUPGHOME", home).args([
+        "--batch",
+        "--pinentry-mode",
+        "loopback",
+        "--passphrase",
+        pass,
+    ]);
+    if armor {
+        export.arg("--armor");
+    }
+    let out = export
+        .args(["--export-secret-keys", &format!("{algo}@example.com")])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
+#[test]
+fn keys_gpg_generates_sign_rsa_and_ed25519_armored_and_protected() {
+    let home = gnupg_home(&[]);
+    for (algo, pass, armor) in [("ed25519", "s3cret", true), ("rsa2048", "pw", false)] {
+        let ring = gpg_generated(home.path(), algo, pass, armor);
+        let signer = load_signer(&ring, pass, "").unwrap();
+        let sig = signer.sign(PAYLOAD, now()).unwrap();
+        assert!(gpg_verifies(home.path(), &sig, PAYLOAD), "{algo}");
+        let mut tampered = PAYLOAD.to_vec();
+        tampered[0] ^= 1;
+        assert!(!gpg_verifies(home.path(), &sig, &tampered), "{algo}");
+        assert!(matches!(
+            load_signer(&ring, "not-it", ""),
+            Err(PgpKeyError::Decrypt(_))
+        ));
+    }
+}
+
+#[test]
+fn key_ids_pick_the_key_with_flux_rules() {
+    let mut ring = read("gpg.pgp");
+    ring.extend(read("gpg-encrypted.pgp"));
+    // No id: the first entity.
+    assert_eq!(
+        load_signer(&ring, "", "").unwrap().key_id(),
+        "F3F59DE0B9162F04"
+    );
+    // With an id, 0x and lower case allowed.
+    assert_eq!(
+        load_signer(&ring, "right", "0xf4c0ffd118adfa83")
+            .unwrap()
+            .key_id(),
+        "F4C0FFD118ADFA83"
+    );
+    let msg =
+        |ring: &[u8], pass: &str, id: &str| load_signer(ring, pass, id).unwrap_err().to_string();
+    assert_eq!(
+        msg(&ring, "", "0123456789ABCDEF"),
+        "no GPG keyring matching key id '0123456789ABCDEF' found"
+    );
+    assert_eq!(
+        msg(&ring, "", "F3F59DE0"),
+        "invalid GPG key id length; expected 16, got 8"
+    );
+    assert_eq!(
+        msg(&read("gpg-encrypted.pgp"), "wrong", ""),
+        "unable to decrypt GPG private key: private key checksum failure (wrong passphrase?)"
+    );
+    assert_eq!(
+        msg(&read("gpg-encrypted.pgp"), "", ""),
+        "unable to decrypt GPG private key: private key checksum failure (wrong passphrase?)"
+    );
+    assert_eq!(msg(b"", "", ""), "empty GPG key ring");
+    assert!(
+        msg(b"not a key ring", "", "").starts_with("unable to read GPG key ring: "),
+        "{}",
+        msg(b"not a key ring", "", "")
+    );
+    // A public key only: no private key.
+    let (_home, public) = public_of(&fixture("gpg.pgp"));
+    let public = std::fs::read(public).unwrap();
+    assert!(msg(&public, "", "").starts_with("keyring does not contain a private key; "));
+    assert_eq!(
+        msg(&public, "", "F3F59DE0B9162F04"),
+        "keyring does not contain private key for key id 'F3F59DE0B9162F04'"
+    );
+}
