@@ -73,6 +73,19 @@ enum ExportWhat {
     /// Export artifact generators.
     #[command(subcommand)]
     Artifact(ArtifactKind),
+    /// Export image automation objects (their CRDs must be installed).
+    #[command(subcommand)]
+    Image(ImageKind),
+}
+
+#[derive(Subcommand, Debug)]
+enum ImageKind {
+    /// Export ImageRepositories.
+    Repository(Selection),
+    /// Export ImagePolicies.
+    Policy(Selection),
+    /// Export ImageUpdateAutomations.
+    Update(Selection),
 }
 
 #[derive(Subcommand, Debug)]
@@ -145,12 +158,20 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         }
         ExportWhat::Source(SourceKind::Chart(s)) => ("HelmChart", s, false),
         ExportWhat::Source(SourceKind::External(s)) => ("ExternalArtifact", s, false),
+        ExportWhat::Image(ImageKind::Repository(s)) => ("ImageRepository", s, false),
+        ExportWhat::Image(ImageKind::Policy(s)) => ("ImagePolicy", s, false),
+        ExportWhat::Image(ImageKind::Update(s)) => ("ImageUpdateAutomation", s, false),
     };
     if !selection.all && selection.name.is_none() {
         bail!("name is required");
     }
-    let (resource, schema) = resource_of(kind)?;
     let cluster = Cluster::connect(&args.kube).await?;
+    let (resource, schema) = if matches!(args.what, ExportWhat::Image(_)) {
+        let resource = super::create::image::image_resource(&cluster, kind).await?;
+        (resource, image_durations())
+    } else {
+        resource_of(kind)?
+    };
     let ns = args.kube.namespace.as_str();
     let objects: Vec<DynamicObject> = if selection.all {
         let api: Api<DynamicObject> = if selection.all_namespaces {
@@ -190,6 +211,17 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Where the image automation kinds keep durations. ferroflux carries no CRD for them (no image
+/// controller runs here), so the spec fields flux's Go types declare as `metav1.Duration` are
+/// named here, in the shape [`normalize_durations`] reads from a CRD schema.
+fn image_durations() -> Value {
+    let duration = json!({"type": "string", "pattern": format!("{DURATION_PATTERN_START}|h))+$")});
+    json!({"properties": {"spec": {"properties": {
+        "interval": duration,
+        "timeout": duration,
+    }}}})
+}
+
 /// The object as flux exports it.
 fn exported(object: &Value, resource: &ApiResource, schema: &Value) -> Value {
     let mut metadata = Map::new();
@@ -207,10 +239,27 @@ fn exported(object: &Value, resource: &ApiResource, schema: &Value) -> Value {
     out.insert("metadata".into(), Value::Object(metadata));
     if let Some(spec) = object.get("spec") {
         let mut spec = spec.clone();
+        if resource.group == super::create::image::GROUP {
+            drop_empty_strings(&mut spec);
+        }
         normalize_durations(&mut spec, &schema["properties"]["spec"]);
         out.insert("spec".into(), spec);
     }
     sorted(Value::Object(out))
+}
+
+/// Removes `""` values: the image API's Go types mark their optional strings `omitempty`
+/// (`messageTemplate`), so flux never prints an empty one, and without a CRD schema here there
+/// is no other way to know them.
+fn drop_empty_strings(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, v| v.as_str() != Some(""));
+            map.values_mut().for_each(drop_empty_strings);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_empty_strings),
+        _ => {}
+    }
 }
 
 /// Rewrites every duration the schema marks into Go's `time.Duration` form, and drops the

@@ -8,20 +8,26 @@ use std::path::Path;
 
 const NS: &str = "export-test";
 
+/// A file of flux's export test, rendered as that test renders it: a Go template with `fluxns`
+/// (so the objects file's `{{range .Updated.Images}}...` becomes an empty string).
 fn fixture(file: &str) -> String {
-    std::fs::read_to_string(
+    use ferroflux_gotemplate::{Template, Value};
+    let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/goldens/export")
             .join(file),
     )
-    .unwrap()
-    .replace("{{ .fluxns }}", NS)
+    .unwrap();
+    let mut template = Template::named(file);
+    template.parse(file, &text).unwrap();
+    let data = Value::from_json(&serde_json::json!({ "fluxns": NS }));
+    template.execute(file, &data).unwrap()
 }
 
 /// The kinds flux's test exports that ferroflux serves, with flux's command line and golden.
-/// Not run: Bucket, ImagePolicy, ImageRepository and ImageUpdateAutomation (no such
-/// controllers here; their CRDs are not installed). The goldens hold the defaults Flux's CRDs
-/// declare, which the devcluster fills in as kube-apiserver does.
+/// The goldens hold the defaults Flux's CRDs declare, which the devcluster fills in as
+/// kube-apiserver does; the image kinds' come from the stand-in CRDs of
+/// `fixtures/image-automation-crds.yaml` (no image controller runs here).
 const CASES: &[(&[&str], &str)] = &[
     (&["alert-provider", "slack"], "provider.yaml"),
     (&["alert", "flux-system"], "alert.yaml"),
@@ -35,6 +41,9 @@ const CASES: &[(&[&str], &str)] = &[
         &["source", "external", "flux-system"],
         "external-artifact.yaml",
     ),
+    (&["image", "policy", "flux-system"], "image-policy.yaml"),
+    (&["image", "repository", "flux-system"], "image-repo.yaml"),
+    (&["image", "update", "flux-system"], "image-update.yaml"),
 ];
 
 #[test]
@@ -54,7 +63,24 @@ fn exports_match_flux_goldens() {
         "HelmChart",
         "HelmRelease",
         "ExternalArtifact",
+        "ImageRepository",
+        "ImagePolicy",
+        "ImageUpdateAutomation",
     ];
+    let kubectl = Kubectl::at(&kc);
+    let crds = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/image-automation-crds.yaml"),
+    )
+    .unwrap();
+    kubectl.ok(&["apply", "-f", "-"], &crds);
+    for crd in [
+        "imagerepositories",
+        "imagepolicies",
+        "imageupdateautomations",
+    ] {
+        let crd = format!("crd/{crd}.image.toolkit.fluxcd.io");
+        kubectl.ok(&["wait", "--for=condition=Established", &crd], "");
+    }
     let objects: Vec<String> = fixture("objects.yaml")
         .split("\n---\n")
         .map(|d| d.trim_start_matches("---\n").to_string())
@@ -66,7 +92,7 @@ fn exports_match_flux_goldens() {
         .collect();
     assert_eq!(objects.len(), served.len(), "{objects:?}");
     // Created as flux's test does (no last-applied annotation).
-    Kubectl::at(&kc).ok(&["create", "-f", "-"], &objects.join("\n---\n"));
+    kubectl.ok(&["create", "-f", "-"], &objects.join("\n---\n"));
     let mut failed = Vec::new();
     for (args, file) in CASES {
         let mut full = vec!["export"];
