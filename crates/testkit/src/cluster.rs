@@ -9,7 +9,8 @@ use ferroflux_api::Kustomization;
 use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::discovery::Scope;
 use serde_json::{Value, json};
 
 use crate::eventually;
@@ -35,6 +36,35 @@ pub async fn flux_cluster(name: &str) -> (RunningCluster, kube::Client) {
     })
     .await;
     (cluster, client)
+}
+
+/// Creates the object `object` describes (any kind the cluster serves, found by discovery; in its
+/// `metadata.namespace` when the kind is namespaced) and returns it as the API server stored it:
+/// the set-up step most cluster tests repeat. Panics with the API's answer.
+pub async fn create(client: &kube::Client, object: Value) -> DynamicObject {
+    let api_version = object["apiVersion"].as_str().unwrap_or("v1").to_string();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+    let kind = object["kind"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no kind in {object}"))
+        .to_string();
+    let gvk = GroupVersionKind::gvk(group, version, &kind);
+    let (resource, capabilities) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .unwrap_or_else(|e| panic!("the cluster does not serve {api_version} {kind}: {e}"));
+    let api: Api<DynamicObject> = match capabilities.scope {
+        Scope::Namespaced => {
+            let namespace = object["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no metadata.namespace in {object}"));
+            Api::namespaced_with(client.clone(), namespace, &resource)
+        }
+        Scope::Cluster => Api::all_with(client.clone(), &resource),
+    };
+    let typed: DynamicObject = serde_json::from_value(object).unwrap();
+    api.create(&PostParams::default(), &typed)
+        .await
+        .unwrap_or_else(|e| panic!("creating {kind}: {e}"))
 }
 
 /// Writes `<dir>/kubeconfig` naming `clusters` (one context each, named after the cluster) and

@@ -50,7 +50,7 @@ pub use idtoken::GoogleSigner;
 #[cfg(feature = "cluster")]
 mod cluster;
 #[cfg(feature = "cluster")]
-pub use cluster::{Cluster, Kubectl, flux_cluster, kubeconfig};
+pub use cluster::{Cluster, Kubectl, create, flux_cluster, kubeconfig};
 
 use std::time::Duration;
 

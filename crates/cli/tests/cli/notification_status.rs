@@ -9,35 +9,10 @@
 use crate::day2::Streaming;
 use crate::run::*;
 use ferroflux_controller::manager::{Manager, ManagerConfig};
-use ferroflux_testkit::{eventually, flux_cluster, kubeconfig};
+use ferroflux_testkit::{create, eventually, flux_cluster, kubeconfig};
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
-
-/// Creates any object from JSON in flux-system.
-async fn create(client: &kube::Client, object: Value) {
-    let api_version = object["apiVersion"].as_str().unwrap().to_string();
-    let kind = object["kind"].as_str().unwrap().to_string();
-    let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
-    let plural = match kind.as_str() {
-        "GitRepository" => "gitrepositories".to_string(),
-        k => format!("{}s", k.to_lowercase()),
-    };
-    let ar = kube::api::ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: api_version.clone(),
-        kind,
-        plural,
-    };
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "flux-system", &ar);
-    api.create(
-        &PostParams::default(),
-        &serde_json::from_value(object).unwrap(),
-    )
-    .await
-    .unwrap();
-}
 
 fn provider(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",

@@ -5,10 +5,10 @@
 //! group prefix stripped and the cluster's name added. The artifact's digest is posted too, and
 //! dropped by the dispatcher as notification-controller drops it, so the webhook never sees it.
 
-use ferroflux_api::{Alert, GitRepository, HelmChart, HelmRelease, Provider};
+use ferroflux_api::{GitRepository, HelmChart};
 use ferroflux_controller::manager::{Manager, ManagerConfig};
-use ferroflux_testkit::{WebhookSink, flux_cluster, git};
-use kube::api::{Api, PostParams};
+use ferroflux_testkit::{WebhookSink, create, flux_cluster, git};
+use kube::api::Api;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -37,28 +37,27 @@ async fn source_and_release_events_carry_their_revisions() {
     let (cluster, client) = flux_cluster("revisions").await;
     let config = cluster.kube_config().await.unwrap();
     let sink = WebhookSink::start();
-    let providers: Api<Provider> = Api::namespaced(client.clone(), "flux-system");
-    let provider = serde_json::from_value(json!({
-        "apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
-        "metadata": {"name": "webhook", "namespace": "flux-system"},
-        "spec": {"type": "generic", "address": format!("{}/hook", sink.url())},
-    }))
-    .unwrap();
-    providers
-        .create(&PostParams::default(), &provider)
-        .await
-        .unwrap();
-    let alerts: Api<Alert> = Api::namespaced(client.clone(), "flux-system");
-    let alert = serde_json::from_value(json!({
-        "apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
-        "metadata": {"name": "everything", "namespace": "flux-system"},
-        "spec": {"providerRef": {"name": "webhook"},
-                 "eventSources": [{"kind": "GitRepository", "name": "*"},
-                                  {"kind": "HelmChart", "name": "*"},
-                                  {"kind": "HelmRelease", "name": "*"}]},
-    }))
-    .unwrap();
-    alerts.create(&PostParams::default(), &alert).await.unwrap();
+    create(
+        &client,
+        json!({
+            "apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+            "metadata": {"name": "webhook", "namespace": "flux-system"},
+            "spec": {"type": "generic", "address": format!("{}/hook", sink.url())},
+        }),
+    )
+    .await;
+    create(
+        &client,
+        json!({
+            "apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+            "metadata": {"name": "everything", "namespace": "flux-system"},
+            "spec": {"providerRef": {"name": "webhook"},
+                     "eventSources": [{"kind": "GitRepository", "name": "*"},
+                                      {"kind": "HelmChart", "name": "*"},
+                                      {"kind": "HelmRelease", "name": "*"}]},
+        }),
+    )
+    .await;
 
     // A fleet repository holding a chart.
     let work = tempfile::tempdir().unwrap();
@@ -85,23 +84,26 @@ async fn source_and_release_events_carry_their_revisions() {
         .await
         .unwrap();
     let repos: Api<GitRepository> = Api::namespaced(client.clone(), "flux-system");
-    let gr = serde_json::from_value(json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-        "metadata": {"name": "fleet", "namespace": "flux-system"},
-        "spec": {"url": format!("file://{}", repo.display()), "interval": "1h",
-                 "ref": {"branch": "main"}},
-    }))
-    .unwrap();
-    repos.create(&PostParams::default(), &gr).await.unwrap();
-    let releases: Api<HelmRelease> = Api::namespaced(client.clone(), "flux-system");
-    let hr = serde_json::from_value(json!({
-        "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
-        "metadata": {"name": "app", "namespace": "flux-system"},
-        "spec": {"interval": "1h", "chart": {"spec": {"chart": "./charts/app",
-                 "sourceRef": {"kind": "GitRepository", "name": "fleet"}}}},
-    }))
-    .unwrap();
-    releases.create(&PostParams::default(), &hr).await.unwrap();
+    create(
+        &client,
+        json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": "fleet", "namespace": "flux-system"},
+            "spec": {"url": format!("file://{}", repo.display()), "interval": "1h",
+                     "ref": {"branch": "main"}},
+        }),
+    )
+    .await;
+    create(
+        &client,
+        json!({
+            "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+            "metadata": {"name": "app", "namespace": "flux-system"},
+            "spec": {"interval": "1h", "chart": {"spec": {"chart": "./charts/app",
+                     "sourceRef": {"kind": "GitRepository", "name": "fleet"}}}},
+        }),
+    )
+    .await;
 
     let source = event_about(&sink, "GitRepository", "NewArtifact").await;
     let artifact = repos

@@ -12,7 +12,7 @@ use ferroflux_controller::manager::{Manager, ManagerConfig, install_crds};
 use ferroflux_devcluster::{Config, DevCluster, RunningCluster};
 use ferroflux_notification::payload::hmac_sha256_hex;
 use ferroflux_notification::send::Retry;
-use ferroflux_testkit::{WebhookSink, eventually, git};
+use ferroflux_testkit::{WebhookSink, create, eventually, git};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
@@ -31,32 +31,6 @@ async fn cluster(name: &str) -> (RunningCluster, kube::Client, kube::Config) {
         .unwrap();
     let config = cluster.kube_config().await.unwrap();
     (cluster, client, config)
-}
-
-/// Creates any object from JSON in flux-system.
-async fn create(client: &kube::Client, object: Value) {
-    let api_version = object["apiVersion"].as_str().unwrap().to_string();
-    let kind = object["kind"].as_str().unwrap().to_string();
-    let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
-    let plural = match kind.as_str() {
-        "Secret" => "secrets".to_string(),
-        k => format!("{}s", k.to_lowercase()),
-    };
-    let ar = kube::api::ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version: api_version.clone(),
-        kind,
-        plural,
-    };
-    let api: Api<kube::api::DynamicObject> =
-        Api::namespaced_with(client.clone(), "flux-system", &ar);
-    api.create(
-        &PostParams::default(),
-        &serde_json::from_value(object).unwrap(),
-    )
-    .await
-    .unwrap();
 }
 
 /// A plain HTTP/1.0 POST; the status and body of the answer.
@@ -240,14 +214,16 @@ async fn a_failing_kustomization_alerts_slack_with_the_cluster_name() {
         .await
         .unwrap();
     let repos: Api<GitRepository> = Api::namespaced(client.clone(), "flux-system");
-    let gr = serde_json::from_value(json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-        "metadata": {"name": "fleet", "namespace": "flux-system"},
-        "spec": {"url": format!("file://{}", repo.display()), "interval": "1h",
-                 "ref": {"branch": "main"}},
-    }))
-    .unwrap();
-    repos.create(&PostParams::default(), &gr).await.unwrap();
+    create(
+        &client,
+        json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": "fleet", "namespace": "flux-system"},
+            "spec": {"url": format!("file://{}", repo.display()), "interval": "1h",
+                     "ref": {"branch": "main"}},
+        }),
+    )
+    .await;
     eventually("the source's artifact", || async {
         repos.get("fleet").await.ok()?.status?.artifact
     })
@@ -489,14 +465,16 @@ async fn a_receiver_call_after_a_push_reapplies_at_once() {
     );
 
     let repos: Api<GitRepository> = Api::namespaced(client.clone(), "flux-system");
-    let gr = serde_json::from_value(json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-        "metadata": {"name": "fleet", "namespace": "flux-system"},
-        "spec": {"url": format!("file://{}", repo.display()), "interval": "1h",
-                 "ref": {"branch": "main"}},
-    }))
-    .unwrap();
-    repos.create(&PostParams::default(), &gr).await.unwrap();
+    create(
+        &client,
+        json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": "fleet", "namespace": "flux-system"},
+            "spec": {"url": format!("file://{}", repo.display()), "interval": "1h",
+                     "ref": {"branch": "main"}},
+        }),
+    )
+    .await;
     let kss: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
     let ks =
         crate::harness::kustomization("apps", "fleet", json!({"path": "./apps", "interval": "1h"}));
