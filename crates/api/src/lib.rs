@@ -5,12 +5,13 @@
 //! (`helm.toolkit.fluxcd.io/v2`), `ArtifactGenerator` (`source.extensions.fluxcd.io/v1beta1`),
 //! `ExternalArtifact` (`source.toolkit.fluxcd.io/v1`), `Provider` and `Alert`
 //! (`notification.toolkit.fluxcd.io/v1beta3`) and `Receiver` (`notification.toolkit.fluxcd.io/v1`)
-//! with their specs and statuses, the generated CRD manifests,
+//! with their specs and statuses, `Bucket` (`source.toolkit.fluxcd.io/v1`), the generated CRD manifests,
 //! the condition types and reasons tooling matches on (and the one setter that writes them),
 //! the [`FluxObject`] trait over every kind, inventory ids, revision strings and Go
 //! duration parsing. It holds no behaviour that talks to a cluster or to Git.
 
 pub mod artifactgenerator;
+pub mod bucket;
 pub mod common;
 pub mod conditions;
 mod crd;
@@ -30,6 +31,7 @@ pub use artifactgenerator::{
     ArtifactGenerator, ArtifactGeneratorSpec, ArtifactGeneratorStatus, ExternalArtifact,
     ExternalArtifactSpec, ExternalArtifactStatus,
 };
+pub use bucket::{Bucket, BucketProvider, BucketSpec, BucketStatus};
 pub use common::{Artifact, LocalObjectReference, SecretKeyReference, Selector};
 pub use gitrepository::{GitRepository, GitRepositoryRef, GitRepositorySpec, GitRepositoryStatus};
 pub use helmchart::{HelmChart, HelmChartSpec, HelmChartStatus};
@@ -66,6 +68,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         crd::flux_shaped(Provider::crd()),
         crd::flux_shaped(Alert::crd()),
         crd::flux_shaped(Receiver::crd()),
+        crd::flux_shaped(Bucket::crd()),
     ]
 }
 

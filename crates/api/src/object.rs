@@ -104,6 +104,7 @@ source_object!(GitRepository, "source git");
 source_object!(HelmRepository, "source helm");
 source_object!(HelmChart, "source chart");
 source_object!(OCIRepository, "source oci");
+source_object!(Bucket, "source bucket");
 
 impl FluxObject for crate::HelmRelease {
     const KIND: &'static str = "HelmRelease";

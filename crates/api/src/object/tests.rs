@@ -19,6 +19,7 @@ fn every_kind_names_itself_as_its_crd_does() {
     kind_matches_the_crd::<crate::Alert>();
     kind_matches_the_crd::<crate::Provider>();
     kind_matches_the_crd::<crate::Receiver>();
+    kind_matches_the_crd::<crate::Bucket>();
 }
 
 #[test]

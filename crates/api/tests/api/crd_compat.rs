@@ -445,3 +445,51 @@ fn receiver_webhook_path_is_sha256_of_token_name_namespace() {
         "/hook/0e2a325623ee27998ac472aeda9841a55e15e120d33c36efd5fa128e4a48cbf4"
     );
 }
+
+#[test]
+fn bucket_crd_matches_flux() {
+    assert_compatible("Bucket", "source.toolkit.fluxcd.io_buckets.yaml");
+}
+
+#[test]
+fn bucket_reads_fluxs_manifest() {
+    let bucket: ferroflux_api::Bucket = serde_saphyr::from_str(
+        r#"
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: Bucket
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  interval: 5m0s
+  provider: aws
+  bucketName: podinfo
+  endpoint: s3.amazonaws.com
+  region: us-east-1
+  prefix: manifests/
+  timeout: 30s
+  secretRef:
+    name: podinfo-creds
+"#,
+    )
+    .unwrap();
+    assert_eq!(
+        bucket.spec.provider,
+        Some(ferroflux_api::BucketProvider::Aws)
+    );
+    assert_eq!(bucket.spec.prefix.as_deref(), Some("manifests/"));
+    let back = serde_json::to_value(&bucket).unwrap();
+    assert_eq!(back["spec"]["secretRef"]["name"], "podinfo-creds");
+    assert_eq!(back["spec"]["bucketName"], "podinfo");
+    // A manifest without a provider gets Flux's default.
+    let plain: ferroflux_api::Bucket = serde_json::from_value(serde_json::json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "Bucket",
+        "metadata": {"name": "b"},
+        "spec": {"bucketName": "b", "endpoint": "minio:9000", "interval": "1m"}
+    }))
+    .unwrap();
+    assert_eq!(
+        plain.spec.provider,
+        Some(ferroflux_api::BucketProvider::Generic)
+    );
+}
