@@ -4,13 +4,13 @@
 //! commands print is compared with flux's goldens, and what the cluster holds shows whether a
 //! commit was applied.
 
+use crate::following::{controllers_following, kustomization};
 use crate::repo::Repo;
 use crate::run::{cells, ferroflux, runtime, stderr, stdout};
-use ferroflux_api::{GitRepository, Kustomization};
-use ferroflux_controller::manager::{Manager, ManagerConfig};
-use ferroflux_testkit::{flux_cluster, kubeconfig};
+use ferroflux_api::Kustomization;
+use ferroflux_testkit::kubeconfig;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use serde_json::json;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -96,32 +96,9 @@ fn suspend_resume_and_reconcile_with_the_real_controllers() {
     ]);
     let first = repo.head().unwrap();
     let (cl, c, manager) = rt.block_on(async {
-        let (cl, c) = flux_cluster("staging").await;
-        let config = cl.kube_config().await.unwrap();
-        let manager = Manager::start(c.clone(), config, ManagerConfig::local(storage.path()))
-            .await
-            .unwrap();
-        // Long intervals: nothing is fetched or applied unless a command asks for it.
-        let repos: Api<GitRepository> = Api::namespaced(c.clone(), "flux-system");
-        let obj = serde_json::from_value(json!({
-            "apiVersion": "source.toolkit.fluxcd.io/v1",
-            "kind": "GitRepository",
-            "metadata": {"name": NAME, "namespace": "flux-system"},
-            "spec": {"interval": "1h", "url": repo.url(), "ref": {"branch": "main"}},
-        }))
-        .unwrap();
-        repos.create(&PostParams::default(), &obj).await.unwrap();
-        let kss: Api<Kustomization> = Api::namespaced(c.clone(), "flux-system");
+        let (cl, c, manager) = controllers_following("staging", NAME, &repo, storage.path()).await;
         for (name, path) in [(NAME, "./apps"), (WITNESS, "./witness")] {
-            let obj = serde_json::from_value(json!({
-                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-                "kind": "Kustomization",
-                "metadata": {"name": name, "namespace": "flux-system"},
-                "spec": {"interval": "1h", "prune": true, "path": path,
-                         "sourceRef": {"kind": "GitRepository", "name": NAME}},
-            }))
-            .unwrap();
-            kss.create(&PostParams::default(), &obj).await.unwrap();
+            kustomization(&c, name, NAME, path, json!({})).await;
         }
         applied(&c, NAME, &revision(&first)).await;
         applied(&c, WITNESS, &revision(&first)).await;

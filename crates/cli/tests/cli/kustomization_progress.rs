@@ -6,13 +6,13 @@
 //! annotation holds the Deployment back for an hour; the test makes it ready by a new
 //! generation, so nothing here depends on timing.
 
+use crate::following::{controllers_following, kustomization};
 use crate::repo::Repo;
 use crate::run::{cells, ferroflux, runtime, stderr, stdout};
-use ferroflux_api::{GitRepository, Kustomization};
-use ferroflux_controller::manager::{Manager, ManagerConfig};
-use ferroflux_testkit::{flux_cluster, kubeconfig};
+use ferroflux_api::Kustomization;
+use ferroflux_testkit::kubeconfig;
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use std::time::Duration;
 
@@ -96,31 +96,9 @@ fn get_shows_the_pass_in_progress_while_health_checks_wait() {
     let repo = Repo::with_files(&[("apps/web.yaml", &deployment(1, false))]);
     let first = revision(&repo.head().unwrap());
     let (cl, c, manager) = rt.block_on(async {
-        let (cl, c) = flux_cluster("progress").await;
-        let config = cl.kube_config().await.unwrap();
-        let manager = Manager::start(c.clone(), config, ManagerConfig::local(storage.path()))
-            .await
-            .unwrap();
-        // Long intervals: nothing runs again unless a command asks for it.
-        let repos: Api<GitRepository> = Api::namespaced(c.clone(), "flux-system");
-        let obj = serde_json::from_value(json!({
-            "apiVersion": "source.toolkit.fluxcd.io/v1",
-            "kind": "GitRepository",
-            "metadata": {"name": NAME, "namespace": "flux-system"},
-            "spec": {"interval": "1h", "url": repo.url(), "ref": {"branch": "main"}},
-        }))
-        .unwrap();
-        repos.create(&PostParams::default(), &obj).await.unwrap();
-        let kss: Api<Kustomization> = Api::namespaced(c.clone(), "flux-system");
-        let obj = serde_json::from_value(json!({
-            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-            "kind": "Kustomization",
-            "metadata": {"name": NAME, "namespace": "flux-system"},
-            "spec": {"interval": "1h", "timeout": "1h", "prune": true, "wait": true,
-                     "path": "./apps", "sourceRef": {"kind": "GitRepository", "name": NAME}},
-        }))
-        .unwrap();
-        kss.create(&PostParams::default(), &obj).await.unwrap();
+        let (cl, c, manager) = controllers_following("progress", NAME, &repo, storage.path()).await;
+        let extra = json!({"timeout": "1h", "wait": true});
+        kustomization(&c, NAME, NAME, "./apps", extra).await;
         (cl, c, manager)
     });
     let kc = kubeconfig(dir.path(), &[&cl]);

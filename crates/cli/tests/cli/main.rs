@@ -1,8 +1,9 @@
 //! The `ferroflux` binary's integration tests, one test binary (a module per area): the binary
 //! run as a user runs it, against in-process devclusters, real Git servers and the real
-//! controllers. Helpers of this binary are `objects`, `repo` and `run`; what other crates'
+//! controllers. Helpers of this binary are `following`, `objects`, `repo` and `run`; what other crates'
 //! tests share too is in `ferroflux-testkit`.
 
+mod following;
 mod objects;
 mod repo;
 mod run;
