@@ -10,6 +10,8 @@ have() { command -v "$1" >/dev/null 2>&1; }
 have git || need_apt+=(git)
 # crates/source: the ssh tests run OpenSSH's sshd on a loopback port
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+# crates/gitsign, crates/bootstrap, bootstrap signing: gpg verifies our OpenPGP commit signatures
+have gpg || need_apt+=(gnupg)
 # crates/oci: a real registry (CNCF distribution), skopeo as the second client, htpasswd for basic auth
 have docker-registry || need_apt+=(docker-registry)
 have skopeo || need_apt+=(skopeo)

@@ -19,6 +19,8 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use ferroflux_gitsign::Signer;
+
 /// How the CLI authenticates to the remote.
 #[derive(Clone)]
 pub enum Auth {
@@ -88,6 +90,9 @@ pub enum GitError {
         /// The branches it has, comma-separated.
         existing: String,
     },
+    /// The commit could not be signed; nothing was pushed.
+    #[error("failed to sign the commit: {0}")]
+    Sign(ferroflux_gitsign::SignError),
     /// The remote moved on since the clone: fetch and try again.
     #[error("the push to {url} was rejected: {reason}")]
     NonFastForward {
@@ -154,6 +159,32 @@ impl Git {
             return Err(self.failure(op, &out.stderr));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Runs `git ARGS` in `cwd` with `input` on its stdin; its stdout as bytes.
+    async fn run_bytes(
+        &self,
+        cwd: &Path,
+        op: &str,
+        args: &[&str],
+        input: &[u8],
+    ) -> Result<Vec<u8>, GitError> {
+        use tokio::io::AsyncWriteExt as _;
+        let mut child = self
+            .command(cwd)
+            .args(args)
+            .stdin(Stdio::piped())
+            .spawn()
+            .map_err(GitError::Spawn)?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(input).await.map_err(GitError::Spawn)?;
+            // Dropping stdin closes it: git reads to the end.
+        }
+        let out = child.wait_with_output().await.map_err(GitError::Spawn)?;
+        if !out.status.success() {
+            return Err(self.failure(op, &out.stderr));
+        }
+        Ok(out.stdout)
     }
 
     fn failure(&self, op: &str, stderr: &[u8]) -> GitError {
@@ -334,12 +365,14 @@ impl Checkout {
     }
 
     /// Stages `paths` (relative to the work tree) and commits them when they differ from
-    /// HEAD. Returns the new commit, or `None` when nothing changed.
+    /// HEAD, signed by `signer` when there is one. Returns the new commit, or `None` when
+    /// nothing changed.
     pub async fn commit(
         &self,
         paths: &[String],
         message: &str,
         author: &Signature,
+        signer: Option<&Signer>,
     ) -> Result<Option<String>, GitError> {
         let mut add = vec!["add", "--"];
         add.extend(paths.iter().map(String::as_str));
@@ -373,7 +406,47 @@ impl Checkout {
         if !out.status.success() {
             return Err(self.git.failure("commit", &out.stderr));
         }
+        if let Some(signer) = signer {
+            self.sign_head(signer).await?;
+        }
         self.head().await
+    }
+
+    /// Replaces HEAD's commit by the same commit with a `gpgsig` header: git signs the object
+    /// it is about to write, and the unsigned object is exactly that, so the signature is made
+    /// over `git cat-file commit HEAD` and the signed object written with `hash-object`. The
+    /// unsigned commit stays in the temporary clone only.
+    async fn sign_head(&self, signer: &Signer) -> Result<(), GitError> {
+        let old = self
+            .git("rev-parse", &["rev-parse", "--verify", "HEAD^{commit}"])
+            .await?;
+        let old = old.trim();
+        let object = self
+            .git
+            .run_bytes(&self.path(), "cat-file", &["cat-file", "commit", old], b"")
+            .await?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX))
+            .unwrap_or(0);
+        let signed = signer.sign_commit(&object, now).map_err(GitError::Sign)?;
+        let id = self
+            .git
+            .run_bytes(
+                &self.path(),
+                "hash-object",
+                &["hash-object", "-t", "commit", "-w", "--stdin"],
+                &signed,
+            )
+            .await?;
+        let id = String::from_utf8_lossy(&id).trim().to_string();
+        // Compare-and-swap: HEAD must still be the unsigned commit.
+        self.git(
+            "update-ref",
+            &["update-ref", "-m", "sign", "HEAD", &id, old],
+        )
+        .await?;
+        Ok(())
     }
 
     /// Pushes the branch. A remote that moved on gives `NonFastForward`; a remote that refuses
@@ -480,14 +553,14 @@ pub(crate) mod tests {
         assert_eq!(a.head().await.unwrap(), None);
         std::fs::write(a.path().join("x.yaml"), "a: 1\n").unwrap();
         let first = a
-            .commit(&["x.yaml".into()], "first", &author())
+            .commit(&["x.yaml".into()], "first", &author(), None)
             .await
             .unwrap()
             .expect("a commit");
         a.push().await.unwrap();
         // Nothing changed: no commit.
         assert_eq!(
-            a.commit(&["x.yaml".into()], "again", &author())
+            a.commit(&["x.yaml".into()], "again", &author(), None)
                 .await
                 .unwrap(),
             None
@@ -499,11 +572,11 @@ pub(crate) mod tests {
             .unwrap();
         assert_eq!(b.head().await.unwrap(), Some(first.clone()));
         std::fs::write(a.path().join("x.yaml"), "a: 2\n").unwrap();
-        a.commit(&["x.yaml".into()], "ours", &author())
+        a.commit(&["x.yaml".into()], "ours", &author(), None)
             .await
             .unwrap();
         std::fs::write(b.path().join("y.yaml"), "b: 1\n").unwrap();
-        b.commit(&["y.yaml".into()], "theirs", &author())
+        b.commit(&["y.yaml".into()], "theirs", &author(), None)
             .await
             .unwrap();
         b.push().await.unwrap();
@@ -517,7 +590,7 @@ pub(crate) mod tests {
         a.fetch_and_reset().await.unwrap();
         assert!(a.path().join("y.yaml").exists());
         std::fs::write(a.path().join("x.yaml"), "a: 2\n").unwrap();
-        a.commit(&["x.yaml".into()], "ours", &author())
+        a.commit(&["x.yaml".into()], "ours", &author(), None)
             .await
             .unwrap();
         a.push().await.unwrap();
@@ -538,7 +611,7 @@ pub(crate) mod tests {
             .await
             .unwrap();
         std::fs::write(a.path().join("x"), "x").unwrap();
-        a.commit(&["x".into()], "x", &author()).await.unwrap();
+        a.commit(&["x".into()], "x", &author(), None).await.unwrap();
         a.push().await.unwrap();
         let err = match Checkout::clone(&url, "main", &Auth::None, None).await {
             Err(e) => e.to_string(),

@@ -3,10 +3,11 @@
 //!
 //! Owns: the manifests that install the engine and make a cluster follow a folder of a
 //! repository, byte for byte as a second run must see them ([`manifests`]); checking a run's URL,
-//! branch, path and credentials into a [`Plan`] before anything is touched ([`plan`]); writing
-//! the three files into a clone, committing them and pushing, fetching again when the remote
-//! moved on ([`repo`]); and the `git` program that clones, commits and pushes with credentials
-//! kept off command lines and out of messages ([`git`]).
+//! branch, path and credentials into a [`Plan`] before anything is touched ([`plan`]), and its
+//! commit-signing flags into the key that signs ([`signing`]); writing the three files into a
+//! clone, committing (and signing) them and pushing, fetching again when the remote moved on
+//! ([`repo`]); and the `git` program that clones, commits and pushes with credentials kept off
+//! command lines and out of messages ([`git`]).
 //!
 //! Must not touch: the Kubernetes API (the CLI applies the components, creates the Secret and
 //! waits for the controllers), the terminal (what happens comes back as [`repo::Step`] values and
@@ -22,8 +23,10 @@ pub mod git;
 pub mod manifests;
 pub mod plan;
 pub mod repo;
+pub mod signing;
 
 pub use git::{Auth, Checkout, Git, GitError, Signature};
 pub use manifests::{InstallOptions, ManifestError, SyncOptions};
 pub use plan::{Plan, PlanError, Request};
 pub use repo::{BootstrapError, CommitOptions, Pushed, Step, push_manifests};
+pub use signing::{SigningError, SigningRequest};

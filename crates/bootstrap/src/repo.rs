@@ -69,6 +69,8 @@ pub struct CommitOptions {
     pub author: Signature,
     /// Text added to the message after a blank line, e.g. `[ci skip]`.
     pub appendix: Option<String>,
+    /// The key the commit is signed with, if any (see [`crate::signing`]).
+    pub signer: Option<ferroflux_gitsign::Signer>,
 }
 
 impl CommitOptions {
@@ -169,7 +171,10 @@ pub async fn push_manifests(
     loop {
         attempts += 1;
         let written = write_files(&checkout.path(), &dir, &components, &sync)?;
-        match checkout.commit(&written, &message, &commit.author).await? {
+        match checkout
+            .commit(&written, &message, &commit.author, commit.signer.as_ref())
+            .await?
+        {
             None => {
                 on_step(Step::UpToDate);
                 break;

@@ -39,6 +39,7 @@ fn commit_options() -> CommitOptions {
             email: String::new(),
         },
         appendix: Some("[ci skip]".into()),
+        signer: None,
     }
 }
 
@@ -153,4 +154,146 @@ async fn a_folder_that_does_not_build_names_its_kustomization() {
         cause.as_deref().is_some_and(|c| c.contains("missing.yaml")),
         "{cause:?}"
     );
+}
+
+/// flux's key fixtures (cmd/flux/testdata/bootstrap), copied for the CLI's tests.
+fn key_fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../cli/tests/fixtures/goldens/bootstrap")
+        .join(name)
+}
+
+/// Runs the Git half with `signing` and returns a clone of the remote's branch.
+async fn signed_run(signing: crate::signing::SigningRequest) -> (tempfile::TempDir, String) {
+    let (root, url) = remote_with(&[("README.md", "fleet\n")]);
+    let plan = plan(&url);
+    let commit = CommitOptions {
+        signer: signing.signer(None, None).unwrap(),
+        ..commit_options()
+    };
+    let pushed = push_manifests(
+        &plan,
+        &url,
+        &InstallOptions::default(),
+        &commit,
+        &mut |_: Step<'_>| {},
+    )
+    .await
+    .unwrap();
+    git(root.path(), &["clone", "-q", &url, "check"]);
+    let head = pushed.revision.trim_start_matches("main@sha1:").to_string();
+    (root, head)
+}
+
+/// `git verify-commit` of `commit` in `work` with `config` and `env`: whether it passed, and
+/// what it printed.
+fn verify_commit(
+    work: &std::path::Path,
+    config: &[&str],
+    env: &[(&str, &std::path::Path)],
+    commit: &str,
+) -> (bool, String) {
+    let mut cmd = std::process::Command::new("git");
+    for c in config {
+        cmd.args(["-c", c]);
+    }
+    let out = cmd
+        .args(["verify-commit", "-v", commit])
+        .current_dir(work)
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// `commit` with one byte of its message changed, written next to it; the copy keeps the
+/// signature.
+fn tampered(work: &std::path::Path, commit: &str) -> String {
+    let object = git(work, &["cat-file", "commit", commit]);
+    assert!(object.contains("\ngpgsig "), "{object}");
+    let changed = object.replacen("Add Flux", "Add Flus", 1) + "\n";
+    let mut child = std::process::Command::new("git")
+        .args(["hash-object", "-t", "commit", "-w", "--stdin"])
+        .current_dir(work)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(changed.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[tokio::test]
+async fn ssh_signed_commits_verify_with_git_and_a_tampered_one_does_not() {
+    let (root, head) = signed_run(crate::signing::SigningRequest {
+        ssh_signing_key_file: Some(key_fixture("ed25519-encrypted.private")),
+        ssh_signing_passphrase: "abcde12345".into(),
+        ..Default::default()
+    })
+    .await;
+    let work = root.path().join("check");
+    let public = ferroflux_gitsign::SshSigner::from_openssh(
+        &std::fs::read(key_fixture("ed25519-encrypted.private")).unwrap(),
+        b"abcde12345",
+    )
+    .unwrap()
+    .public_key();
+    let allowed = root.path().join("allowed_signers");
+    std::fs::write(&allowed, format!("flux@example.com {public}\n")).unwrap();
+    let allowed_cfg = format!("gpg.ssh.allowedSignersFile={}", allowed.display());
+    let config = ["gpg.format=ssh", allowed_cfg.as_str()];
+    let (ok, text) = verify_commit(&work, &config, &[], &head);
+    assert!(ok, "{text}");
+    assert!(text.contains("Good \"git\" signature"), "{text}");
+    let bad = tampered(&work, &head);
+    assert_ne!(bad, head);
+    let (ok, text) = verify_commit(&work, &config, &[], &bad);
+    assert!(!ok, "{text}");
+}
+
+#[tokio::test]
+async fn gpg_signed_commits_verify_with_git_and_a_tampered_one_does_not() {
+    let (root, head) = signed_run(crate::signing::SigningRequest {
+        gpg_key_ring: Some(key_fixture("gpg-encrypted.pgp")),
+        gpg_passphrase: "right".into(),
+        gpg_key_id: "F4C0FFD118ADFA83".into(),
+        ..Default::default()
+    })
+    .await;
+    let work = root.path().join("check");
+    // The verifier's own GNUPGHOME, holding the key (gpg needs no passphrase to import it).
+    let home = root.path().join("gnupg");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let import = std::process::Command::new("gpg")
+        .env("GNUPGHOME", &home)
+        .args(["--batch", "--import"])
+        .arg(key_fixture("gpg-encrypted.pgp"))
+        .output()
+        .expect("gpg is installed (./test.sh installs gnupg)");
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    let env = [("GNUPGHOME", home.as_path())];
+    let (ok, text) = verify_commit(&work, &[], &env, &head);
+    assert!(ok, "{text}");
+    assert!(text.contains("Good signature from \"testenc"), "{text}");
+    let bad = tampered(&work, &head);
+    let (ok, text) = verify_commit(&work, &[], &env, &bad);
+    assert!(!ok, "{text}");
+    assert!(text.contains("BAD signature"), "{text}");
 }

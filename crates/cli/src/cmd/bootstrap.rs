@@ -6,7 +6,9 @@
 //! Steps, in Flux's order: refuse a cluster whose `flux-system` Kustomization follows another
 //! path; clone the branch; write `<path>/flux-system/{gotk-components.yaml, gotk-sync.yaml}` and
 //! `kustomization.yaml` (only when absent, so users' patches survive); commit and push what
-//! changed, re-fetching and trying again when the remote moved on; install the components unless
+//! changed (signed with `--gpg-key-ring` or `--ssh-signing-key-file` /
+//! `--ssh-signing-reuse-private-key` when given, flux's flags and checks, without a `gpg`
+//! program), re-fetching and trying again when the remote moved on; install the components unless
 //! the cluster's Kustomization already manages them; create the `flux-system` Secret from the
 //! credentials; apply the folder; wait until the GitRepository and the Kustomization report the
 //! pushed revision and the controller is ready.
@@ -30,7 +32,7 @@ use clap::{Args, Subcommand};
 use ferroflux_api::{GitRepository, Kustomization};
 use ferroflux_apply::applier::Applier;
 use ferroflux_bootstrap::manifests::{self, SyncOptions};
-use ferroflux_bootstrap::{CommitOptions, Plan, Pushed, Request, Signature, Step};
+use ferroflux_bootstrap::{CommitOptions, Plan, Pushed, Request, Signature, SigningRequest, Step};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -103,6 +105,27 @@ struct GitArgs {
     /// Name of the Secret the sync credentials are stored in (default: the namespace).
     #[arg(long)]
     secret_name: Option<String>,
+    /// Path to GPG key ring for signing commits.
+    #[arg(long)]
+    gpg_key_ring: Option<PathBuf>,
+    /// Passphrase for decrypting GPG private key.
+    #[arg(long)]
+    gpg_passphrase: Option<String>,
+    /// Key id for selecting a particular key.
+    #[arg(long)]
+    gpg_key_id: Option<String>,
+    /// Path to an SSH private key file used for signing commits.
+    #[arg(long)]
+    ssh_signing_key_file: Option<PathBuf>,
+    /// Passphrase for decrypting SSH signing key.
+    #[arg(long)]
+    ssh_signing_password: Option<String>,
+    /// Alias for --ssh-signing-password.
+    #[arg(long, hide = true)]
+    ssh_signing_passphrase: Option<String>,
+    /// Use the SSH transport key (--private-key-file) to sign commits.
+    #[arg(long)]
+    ssh_signing_reuse_private_key: bool,
     #[command(flatten)]
     engine: EngineArgs,
     #[command(flatten)]
@@ -153,6 +176,19 @@ fn request(args: &GitArgs) -> Request {
     }
 }
 
+/// The signing flags as ferroflux-bootstrap takes them.
+fn signing_request(args: &GitArgs) -> SigningRequest {
+    SigningRequest {
+        gpg_key_ring: args.gpg_key_ring.clone(),
+        gpg_passphrase: args.gpg_passphrase.clone().unwrap_or_default(),
+        gpg_key_id: args.gpg_key_id.clone().unwrap_or_default(),
+        ssh_signing_key_file: args.ssh_signing_key_file.clone(),
+        ssh_signing_password: args.ssh_signing_password.clone().unwrap_or_default(),
+        ssh_signing_passphrase: args.ssh_signing_passphrase.clone().unwrap_or_default(),
+        ssh_signing_reuse_private_key: args.ssh_signing_reuse_private_key,
+    }
+}
+
 /// Prints a step of the Git half as flux prints it.
 fn print_step(step: Step<'_>) {
     match step {
@@ -183,6 +219,12 @@ fn print_step(step: Step<'_>) {
 }
 
 async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
+    // The signing flags and key first, as flux's bootstrapValidate does: a key that cannot sign
+    // stops the run before anything is cloned or pushed.
+    let signer = signing_request(&args).signer(
+        args.private_key_file.as_deref(),
+        args.password.as_deref().filter(|p| !p.is_empty()),
+    )?;
     let plan = Plan::new(&request(&args))?;
     for warning in &plan.warnings {
         progress::warning(warning);
@@ -210,6 +252,7 @@ async fn bootstrap_git(args: Box<GitArgs>) -> Result<()> {
             email: args.author_email.clone(),
         },
         appendix: args.commit_message_appendix.clone(),
+        signer,
     };
     let Pushed {
         revision,

@@ -12,6 +12,7 @@ mod artifact;
 mod artifact_generator;
 mod bootstrap;
 mod bootstrap_bad_input;
+mod bootstrap_signing;
 mod build_diff;
 mod build_substitute;
 mod controller;
