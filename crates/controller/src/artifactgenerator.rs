@@ -18,8 +18,7 @@
 //! (crates/artgen's `pattern`), each ExternalArtifact labelled with the captured values; a
 //! pattern that cannot be expanded stalls the generator (`BuildFailed`).
 //!
-//! `source.extensions.fluxcd.io/reconcile: Disabled` suspends a generator; Bucket sources are
-//! not supported yet (Stalled with that message).
+//! `source.extensions.fluxcd.io/reconcile: Disabled` suspends a generator.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -124,12 +123,6 @@ pub fn validate(obj: &ArtifactGenerator) -> Result<(), String> {
         if !aliases.insert(s.alias.as_str()) {
             return Err(format!("duplicate source alias '{}' found", s.alias));
         }
-        if s.kind == GeneratorSourceKind::Bucket {
-            return Err(format!(
-                "not supported yet: source '{}' of kind Bucket",
-                s.alias
-            ));
-        }
     }
     let mut names = BTreeSet::new();
     for a in &spec.output_artifacts {
@@ -227,10 +220,10 @@ async fn observe(
                 .await?
             }
             GeneratorSourceKind::Bucket => {
-                return Err(format!(
-                    "source `{}` kind 'Bucket' not supported yet",
-                    s.name
-                ));
+                artifact_of::<ferroflux_api::Bucket>(client, sns, &s.name, |o| {
+                    o.status.and_then(|s| s.artifact)
+                })
+                .await?
             }
         };
         let a = artifact
@@ -779,7 +772,13 @@ pub fn controller(
         shutdown,
         move |ctrl| {
             let store = ctrl.store();
-            let (s1, s2, s3, s4) = (store.clone(), store.clone(), store.clone(), store);
+            let (s1, s2, s3, s4, s5) = (
+                store.clone(),
+                store.clone(),
+                store.clone(),
+                store.clone(),
+                store,
+            );
             let cfg = watcher::Config::default;
             ctrl.watches(
                 Api::<GitRepository>::all(watch_client.clone()),
@@ -812,6 +811,18 @@ pub fn controller(
                     readers_of(
                         &s3,
                         GeneratorSourceKind::HelmChart,
+                        &o.namespace().unwrap_or_default(),
+                        &o.name_any(),
+                    )
+                },
+            )
+            .watches(
+                Api::<ferroflux_api::Bucket>::all(watch_client.clone()),
+                cfg(),
+                move |o| {
+                    readers_of(
+                        &s5,
+                        GeneratorSourceKind::Bucket,
                         &o.namespace().unwrap_or_default(),
                         &o.name_any(),
                     )

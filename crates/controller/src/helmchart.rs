@@ -1,5 +1,5 @@
 //! The `HelmChart` reconciler: one pass over one object. Finds the source (a HelmRepository's
-//! stored index, a `type: oci` HelmRepository's registry, or a GitRepository's artifact
+//! stored index, a `type: oci` HelmRepository's registry, or a GitRepository's or Bucket's artifact
 //! downloaded and unpacked once per artifact for all the charts built from it, see
 //! [`SourceTrees`]), builds the chart with
 //! `ferroflux-helmsource` on a blocking thread (a cached chart of the same name and version is
@@ -410,19 +410,29 @@ async fn build(
             let build = run_with_timeout(task, timeout, interval).await?;
             Ok((build, artifact.revision))
         }
-        HelmChartSourceKind::GitRepository => {
-            let api: Api<GitRepository> = Api::namespaced(client.clone(), ns);
-            let git = api.get(&source.name).await.map_err(|e| {
+        HelmChartSourceKind::GitRepository | HelmChartSourceKind::Bucket => {
+            let unavailable = |e: kube::Error| {
                 ChartFailure::fetch(Failure::retry(
                     SOURCE_UNAVAILABLE,
                     format!("failed to get source: {e}"),
                     interval,
                 ))
-            })?;
-            let Some(a) = git.status.as_ref().and_then(|s| s.artifact.clone()) else {
+            };
+            // A chart in a Git commit or in a bucket's objects: both are an artifact tree.
+            let artifact = if source.kind == HelmChartSourceKind::Bucket {
+                let api: Api<ferroflux_api::Bucket> = Api::namespaced(client.clone(), ns);
+                let bucket = api.get(&source.name).await.map_err(unavailable)?;
+                bucket.status.and_then(|s| s.artifact)
+            } else {
+                let api: Api<GitRepository> = Api::namespaced(client.clone(), ns);
+                let git = api.get(&source.name).await.map_err(unavailable)?;
+                git.status.and_then(|s| s.artifact)
+            };
+            let Some(a) = artifact else {
                 return Err(ChartFailure::waiting(
                     format!(
-                        "no artifact available for GitRepository source '{}'",
+                        "no artifact available for {} source '{}'",
+                        source.kind.as_str(),
                         source.name
                     ),
                     interval,
@@ -462,11 +472,6 @@ async fn build(
                 run_with_timeout(task, interval.max(Duration::from_secs(60)), interval).await?;
             Ok((build, a.revision))
         }
-        HelmChartSourceKind::Bucket => Err(ChartFailure::fetch(Failure::stalled(
-            SOURCE_UNAVAILABLE,
-            "failed to get source: unsupported source kind 'Bucket': ferroflux has no Bucket sources yet",
-            interval,
-        ))),
     }
 }
 
@@ -771,6 +776,9 @@ pub fn controller(
         let git_charts = charts.clone();
         let repo_changes = SourceChanges::default();
         let git_changes = SourceChanges::default();
+        let bucket_charts = charts.clone();
+        let bucket_changes = SourceChanges::default();
+        let bucket_sources = sources.clone();
         c.watches(
             Api::<HelmRepository>::all(sources.clone()),
             watcher::Config::default(),
@@ -791,6 +799,17 @@ pub fn controller(
                     return Vec::new();
                 }
                 charts_of(&git_charts, HelmChartSourceKind::GitRepository, &repo)
+            },
+        )
+        .watches(
+            Api::<ferroflux_api::Bucket>::all(bucket_sources),
+            watcher::Config::default(),
+            move |bucket| {
+                let artifact = bucket.status.as_ref().and_then(|s| s.artifact.as_ref());
+                if !bucket_changes.changed(&bucket, artifact) {
+                    return Vec::new();
+                }
+                charts_of(&bucket_charts, HelmChartSourceKind::Bucket, &bucket)
             },
         )
     };

@@ -1,6 +1,7 @@
 //! The reconcilers of ferroflux and what they share.
 //!
 //! Owns: the reconcile loops of `GitRepository`, `HelmRepository`, `HelmChart`, `OCIRepository`,
+//! `Bucket`,
 //! `ArtifactGenerator` (writing `ExternalArtifact`s) and `Kustomization` objects, their scheduling
 //! (interval, retry, `reconcile.fluxcd.io/requestedAt`, `dependsOn`), status conditions and
 //! events, and the steps of a Kustomization's pipeline that are Flux's own rather than
@@ -23,6 +24,7 @@
 
 pub mod artifact;
 pub mod artifactgenerator;
+pub mod bucket;
 pub mod dependencies;
 pub mod events;
 pub mod finalizer;

@@ -1,5 +1,5 @@
 //! The controller process for one cluster: the GitRepository, HelmRepository, HelmChart,
-//! OCIRepository, ArtifactGenerator, Kustomization and HelmRelease controllers, the
+//! OCIRepository, Bucket, ArtifactGenerator, Kustomization and HelmRelease controllers, the
 //! artifact file server between them, `/metrics`, `/healthz`, `/readyz`, and optional leader
 //! election. `ferroflux controller` runs one; `ferroflux dev up` runs one per local cluster.
 
@@ -478,6 +478,15 @@ async fn run_controllers(
         state.metrics.clone(),
         fired(stop_rx.clone()),
     );
+    let (_, bucket_task) = crate::bucket::controller(
+        client.clone(),
+        crate::bucket::Options {
+            storage: storage.clone(),
+        },
+        config.source_concurrency,
+        state.metrics.clone(),
+        fired(stop_rx.clone()),
+    );
     let (repo_store, git_task) = gitrepository::controller(
         client.clone(),
         gitrepository::Options {
@@ -497,7 +506,8 @@ async fn run_controllers(
             helmchart_task,
             oci_task,
             receiver_task,
-            generator_task
+            generator_task,
+            bucket_task
         );
     };
     state.metrics.watch_kustomizations(ks_store);

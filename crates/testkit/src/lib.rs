@@ -8,7 +8,7 @@
 //! ([`Kubectl`]). Feature `webhook`: a recording HTTP endpoint standing in for Slack, GitHub and
 //! the other services alerts go to ([`WebhookSink`]). Feature `oci-registry`: Debian's `docker-registry` on a loopback port and
 //! `skopeo` ([`Registry`]). Feature `cdp`: headless chromium over the DevTools protocol
-//! ([`cdp::Browser`]).
+//! ([`cdp::Browser`]). Feature `s3`: `s3s-fs`, a real S3 server over a folder ([`S3Server`]).
 //!
 //! Must not: be a dependency of anything but tests and benches, or mock a part that can run
 //! for real. The pure crates (kustomize, schema, sops, envsubst) do not use it, so their tests
@@ -37,6 +37,11 @@ pub use registry::{ClientCert, Registry, RegistryOptions, client_ca_and_cert};
 
 #[cfg(feature = "cdp")]
 pub mod cdp;
+
+#[cfg(feature = "s3")]
+mod s3;
+#[cfg(feature = "s3")]
+pub use s3::{S3Server, s3s_fs_binary};
 
 #[cfg(feature = "webhook")]
 mod webhook;

@@ -151,6 +151,9 @@ pub fn controller(
     let external_artifacts = Api::<ferroflux_api::ExternalArtifact>::all(client.clone());
     let by_ea_source = store.clone();
     let ea_revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
+    let buckets = Api::<ferroflux_api::Bucket>::all(client.clone());
+    let by_bucket_source = store.clone();
+    let bucket_revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
     let reporter = Reporter {
         controller: "kustomize-controller".into(),
         instance: None,
@@ -238,6 +241,35 @@ pub fn controller(
                 .filter(|k| {
                     let own = k.namespace().unwrap_or_default();
                     k.spec.source_ref.kind == SourceKind::ExternalArtifact
+                        && k.spec.source_ref.name == name
+                        && k.spec.source_ref.namespace.as_deref().unwrap_or(&own) == ns
+                })
+                .map(|k| ObjectRef::from_obj(k.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        // The same for Buckets.
+        .watches(buckets, watcher::Config::default(), move |bucket| {
+            let ns = bucket.namespace().unwrap_or_default();
+            let name = bucket.name_any();
+            let revision = bucket
+                .status
+                .as_ref()
+                .and_then(|s| s.artifact.as_ref())
+                .map(|a| a.revision.clone());
+            let seen_key = format!("Bucket/{}", key(&ns, &name));
+            let changed = match bucket_revisions.lock() {
+                Ok(mut seen) => seen.insert(seen_key, revision.clone()) != Some(revision),
+                Err(_) => true,
+            };
+            if !changed {
+                return Vec::new();
+            }
+            by_bucket_source
+                .state()
+                .iter()
+                .filter(|k| {
+                    let own = k.namespace().unwrap_or_default();
+                    k.spec.source_ref.kind == SourceKind::Bucket
                         && k.spec.source_ref.name == name
                         && k.spec.source_ref.namespace.as_deref().unwrap_or(&own) == ns
                 })
@@ -536,8 +568,8 @@ async fn steps(
     })
 }
 
-/// The source's artifact: `spec.sourceRef` must be a GitRepository, an OCIRepository or an
-/// ExternalArtifact with an artifact.
+/// The source's artifact: `spec.sourceRef` must be a GitRepository, an OCIRepository, a Bucket
+/// or an ExternalArtifact with an artifact.
 async fn source(ks: &Kustomization, ctx: &Context, retry: Duration) -> Result<Artifact, Failure> {
     let ns = ks.namespace().unwrap_or_else(|| "default".into());
     let source = &ks.spec.source_ref;
@@ -570,6 +602,21 @@ async fn source(ks: &Kustomization, ctx: &Context, retry: Duration) -> Result<Ar
             .ok_or_else(|| format!("Source '{source_id}' not found"))
             .or_fail(reason::ARTIFACT_FAILED, retry)?;
         return external
+            .status
+            .and_then(|s| s.artifact)
+            .ok_or("Source is not ready, artifact not found")
+            .or_fail(reason::ARTIFACT_FAILED, retry);
+    }
+    if source.kind == SourceKind::Bucket {
+        let buckets: Api<ferroflux_api::Bucket> = Api::namespaced(ctx.client.clone(), &source_ns);
+        let bucket = buckets
+            .get_opt(&source.name)
+            .await
+            .map_err(|e| format!("Source '{source_id}': {e}"))
+            .or_fail(reason::ARTIFACT_FAILED, retry)?
+            .ok_or_else(|| format!("Source '{source_id}' not found"))
+            .or_fail(reason::ARTIFACT_FAILED, retry)?;
+        return bucket
             .status
             .and_then(|s| s.artifact)
             .ok_or("Source is not ready, artifact not found")

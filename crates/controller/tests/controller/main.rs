@@ -6,6 +6,7 @@
 mod harness;
 
 mod artifactgenerator;
+mod bucket;
 mod event_revisions;
 mod events;
 mod gitrepository;
