@@ -6,13 +6,15 @@
 //! Must not touch: files (callers read the key files and hand over their bytes), the `git`
 //! program and repositories (the bootstrap crate writes the signed object), the terminal.
 //!
-//! Decision, SSH: the `ssh-key` crate (RustCrypto; features `ed25519` and `encryption`) parses
-//! OpenSSH keys, decrypts them (bcrypt-pbkdf, AES-CTR/CBC) and writes SSHSIG. Its dependencies
-//! are mostly built already (curve25519-dalek for age, blowfish for sprig's bcrypt, aes, sha2);
-//! it adds ssh-encoding, ssh-cipher, bcrypt-pbkdf and ed25519-dalek. Writing our own OpenSSH
-//! key reader, bcrypt-pbkdf and SSHSIG encoder on those crates would be several hundred lines of
-//! security-sensitive code to review for no fewer compiled crates in the end.
-//!
+//! Decision, SSH: the `ssh-key` crate (RustCrypto; features `ed25519`, `encryption`, `rsa`,
+//! `p256`, `p384`) parses OpenSSH keys, decrypts them (bcrypt-pbkdf, AES-CTR/CBC) and writes
+//! SSHSIG. Its dependencies are mostly built already (curve25519-dalek for age, blowfish for
+//! sprig's bcrypt, rsa, aes, sha2); it adds ssh-encoding, ssh-cipher, bcrypt-pbkdf,
+//! ed25519-dalek and the P-256/P-384 curves. Writing our own OpenSSH key reader, bcrypt-pbkdf
+//! and SSHSIG encoder on those crates would be several hundred lines of security-sensitive code
+//! to review for no fewer compiled crates in the end. Its RSA signing is broken in 0.6.7 (see
+//! [`ssh`]), so RSA keys sign through the `rsa` crate, into ssh-key's SSHSIG.
+
 //! Decision, OpenPGP: our own reader and signer (see [`pgp`]); the OpenPGP crates are large and
 //! bootstrap needs one packet type read and one written.
 

@@ -94,23 +94,79 @@ fn bad_ssh_keys_and_passphrases_are_named() {
         err("ed25519-encrypted.private", "wrong"),
         "could not parse SSH signing key: the passphrase does not decrypt it"
     );
-    // An ECDSA key (made here by ssh-keygen) is refused by name.
-    let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("ecdsa");
-    let ok = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ecdsa", "-N", "", "-C", "", "-f"])
+}
+
+/// A key made by ssh-keygen: `-t kind -b bits`, with `pass`.
+fn ssh_keygen(dir: &Path, kind: &str, bits: &str, pass: &str) -> Vec<u8> {
+    let key = dir.join(format!("{kind}-{bits}"));
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", kind, "-b", bits, "-N", pass, "-C", "", "-f"])
         .arg(&key)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    let e = SshSigner::from_openssh(&std::fs::read(&key).unwrap(), b"").unwrap_err();
-    assert!(matches!(e, SshKeyError::Algorithm(_)));
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read(&key).unwrap()
+}
+
+#[test]
+fn ecdsa_and_rsa_keys_sign_as_flux_allows_and_weak_ones_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (kind, bits) in [("ecdsa", "256"), ("ecdsa", "384"), ("rsa", "2048")] {
+        let pem = ssh_keygen(dir.path(), kind, bits, "pw");
+        let signer = match SshSigner::from_openssh(&pem, b"pw") {
+            Ok(signer) => signer,
+            Err(e) => panic!("{kind} {bits}: {e:?}"),
+        };
+        let sig = match signer.sign(PAYLOAD) {
+            Ok(sig) => sig,
+            Err(e) => panic!("{kind} {bits}: {e}"),
+        };
+        assert!(
+            ssh_verifies(dir.path(), &signer.public_key(), &sig, PAYLOAD),
+            "{kind} {bits}"
+        );
+        let mut tampered = PAYLOAD.to_vec();
+        tampered[1] ^= 1;
+        assert!(
+            !ssh_verifies(dir.path(), &signer.public_key(), &sig, &tampered),
+            "{kind} {bits}"
+        );
+    }
+    let small = ssh_keygen(dir.path(), "rsa", "1024", "");
+    let e = SshSigner::from_openssh(&small, b"").unwrap_err();
+    assert!(matches!(e, SshKeyError::RsaSize(1024)), "{e}");
     assert_eq!(
         e.to_string(),
-        "unsupported SSH signing key algorithm: ecdsa-sha2-nistp256 (ferroflux signs commits \
-         with ssh-ed25519 keys only)"
+        "RSA key size 1024 bits is below the minimum supported; must be at least 2048"
     );
+    // P-521 keys: refused (ssh-key 0.6.7 cannot read about half of them).
+    for _ in 0..4 {
+        let p521 = ssh_keygen(dir.path(), "ecdsa", "521", "");
+        let e = SshSigner::from_openssh(&p521, b"").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unsupported SSH signing key algorithm: ecdsa-sha2-nistp521"
+        );
+        std::fs::remove_file(dir.path().join("ecdsa-521")).unwrap();
+    }
+    // DSA: OpenSSH may no longer make such keys; when it does, they are refused by name.
+    let dsa = dir.path().join("dsa");
+    let made = Command::new("ssh-keygen")
+        .args(["-q", "-t", "dsa", "-N", "", "-C", "", "-f"])
+        .arg(&dsa)
+        .status()
+        .is_ok_and(|s| s.success());
+    if made {
+        let e = SshSigner::from_openssh(&std::fs::read(&dsa).unwrap(), b"").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "unsupported SSH signing key algorithm: ssh-dss"
+        );
+    }
 }
 
 /// A GNUPGHOME of its own, with `keys` (OpenPGP key files) imported.
