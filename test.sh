@@ -44,7 +44,7 @@ fi
 [ -x crates/devcluster/tests/py/venv/bin/python ] && crates/devcluster/tests/py/venv/bin/python -c 'import kubernetes' 2>/dev/null || { python3 -m venv crates/devcluster/tests/py/venv && crates/devcluster/tests/py/venv/bin/pip install -q kubernetes==33.1.0; }  # crates/devcluster
 have cargo || { echo "cargo is required: install Rust with rustup" >&2; exit 1; }
 # crates/bucket, crates/controller, crates/cli: a real S3 server over a folder (crates.io s3s-fs,
-# checks SigV4), built once into a project-local folder (about 4 CPU-minutes).
+# checks SigV4), built once into a project-local folder (9.5 min wall on the shared 2-core machine).
 [ -x crates/testkit/s3s/bin/s3s-fs ] || cargo install -q --locked --root crates/testkit/s3s s3s-fs@0.14.1 --features binary
 
 cargo test --workspace "$@"

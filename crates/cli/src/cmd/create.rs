@@ -405,6 +405,7 @@ mod kustomization;
 mod notification;
 pub(crate) mod secret;
 mod source;
+mod source_bucket;
 mod source_chart;
 mod source_git;
 mod source_oci;

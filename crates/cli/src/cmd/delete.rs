@@ -77,6 +77,8 @@ enum SourceKind {
     Chart(Name),
     /// Delete an OCIRepository.
     Oci(Name),
+    /// Delete a Bucket.
+    Bucket(Name),
     /// Delete an ExternalArtifact.
     #[command(name = "external-artifact", visible_alias = "external")]
     External(Name),
@@ -104,6 +106,7 @@ pub async fn run(args: DeleteArgs) -> anyhow::Result<ExitCode> {
         DeleteWhat::Source(SourceKind::Helm(n)) => ("HelmRepository", "source helm", n),
         DeleteWhat::Source(SourceKind::Chart(n)) => ("HelmChart", "source chart", n),
         DeleteWhat::Source(SourceKind::Oci(n)) => ("OCIRepository", "source oci", n),
+        DeleteWhat::Source(SourceKind::Bucket(n)) => ("Bucket", "source bucket", n),
         DeleteWhat::Source(SourceKind::External(n)) => {
             ("ExternalArtifact", "source external-artifact", n)
         }

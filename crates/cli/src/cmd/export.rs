@@ -98,6 +98,8 @@ enum SourceKind {
     Chart(Selection),
     /// Export OCIRepositories.
     Oci(SourceSelection),
+    /// Export Buckets.
+    Bucket(SourceSelection),
     /// Export ExternalArtifacts.
     External(Selection),
 }
@@ -156,6 +158,7 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         ExportWhat::Source(SourceKind::Oci(s)) => {
             ("OCIRepository", &s.selection, s.with_credentials)
         }
+        ExportWhat::Source(SourceKind::Bucket(s)) => ("Bucket", &s.selection, s.with_credentials),
         ExportWhat::Source(SourceKind::Chart(s)) => ("HelmChart", s, false),
         ExportWhat::Source(SourceKind::External(s)) => ("ExternalArtifact", s, false),
         ExportWhat::Image(ImageKind::Repository(s)) => ("ImageRepository", s, false),

@@ -88,6 +88,8 @@ enum SourceKind {
     Chart(ListArgs),
     /// OCIRepository sources and their status.
     Oci(ListArgs),
+    /// Bucket sources and their status.
+    Bucket(ListArgs),
     /// Sources of every kind, each name prefixed with its kind.
     All(AllArgs),
 }
@@ -193,6 +195,9 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
             GetWhat::Sources(SourceKind::Oci(list)) if list.watch => {
                 return watch::<OCIRepository>(&args.kube, list, oci_row).await;
             }
+            GetWhat::Sources(SourceKind::Bucket(list)) if list.watch => {
+                return watch::<ferroflux_api::Bucket>(&args.kube, list, bucket_row).await;
+            }
             GetWhat::Sources(SourceKind::All(all)) if all.watch => {
                 return Err(anyhow!("expected a single resource type, but found all"));
             }
@@ -248,6 +253,10 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
             GetWhat::Sources(SourceKind::Oci(list)) => {
                 let items: Vec<OCIRepository> = fetch(&client, &args.kube, list).await?;
                 render(&items, list, oci_row)?
+            }
+            GetWhat::Sources(SourceKind::Bucket(list)) => {
+                let items: Vec<ferroflux_api::Bucket> = fetch(&client, &args.kube, list).await?;
+                render(&items, list, bucket_row)?
             }
             GetWhat::Sources(SourceKind::All(all)) => {
                 let list = all.list_args();
@@ -349,6 +358,10 @@ async fn all_sources(
         .await
         .or_else(crd_missing_is_empty)?;
     out.push_str(&render_all(&oci, list, oci_row)?);
+    let buckets: Vec<ferroflux_api::Bucket> = fetch(client, kube, list)
+        .await
+        .or_else(crd_missing_is_empty)?;
+    out.push_str(&render_all(&buckets, list, bucket_row)?);
     Ok(out)
 }
 
@@ -460,6 +473,15 @@ fn oci_row(o: &OCIRepository) -> Row {
     Row {
         revision: status.artifact.map(|a| a.revision).unwrap_or_default(),
         suspended: o.spec.suspend.unwrap_or(false),
+        conditions: hex_truncated(status.conditions.unwrap_or_default()),
+    }
+}
+
+fn bucket_row(b: &ferroflux_api::Bucket) -> Row {
+    let status = b.status.clone().unwrap_or_default();
+    Row {
+        revision: status.artifact.map(|a| a.revision).unwrap_or_default(),
+        suspended: b.spec.suspend.unwrap_or(false),
         conditions: hex_truncated(status.conditions.unwrap_or_default()),
     }
 }

@@ -1,5 +1,5 @@
 //! `ferroflux reconcile kustomization NAME [--with-source]`, `reconcile helmrelease NAME
-//! [--with-source] [--force] [--reset]`, `reconcile source git|helm|chart|oci NAME` and
+//! [--with-source] [--force] [--reset]`, `reconcile source git|helm|chart|oci|bucket NAME` and
 //! `reconcile receiver NAME` (`alert` and `alert-provider` answer that they have no reconciler):
 //! ask the controller for an immediate reconciliation (`reconcile.fluxcd.io/requestedAt`), wait
 //! with a spinner until the controller has handled a request (`status.lastHandledReconcileAt`
@@ -87,6 +87,8 @@ enum SourceTarget {
     },
     /// Pull an OCIRepository now and wait for its artifact.
     Oci { name: String },
+    /// Fetch a Bucket now and wait for its artifact.
+    Bucket { name: String },
 }
 
 pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
@@ -139,6 +141,10 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
                 let repo: OCIRepository = fluxobj::get_object(&cluster, ns, name).await?;
                 reconcile_one(&cluster, ns, &repo, deadline).await
             }
+            Target::Source(SourceTarget::Bucket { name }) => {
+                let bucket: ferroflux_api::Bucket = fluxobj::get_object(&cluster, ns, name).await?;
+                reconcile_one(&cluster, ns, &bucket, deadline).await
+            }
             Target::Source(SourceTarget::Helm { name }) => {
                 let repo: HelmRepository = fluxobj::get_object(&cluster, ns, name).await?;
                 reconcile_one(&cluster, ns, &repo, deadline).await
@@ -164,6 +170,11 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
                             let repo: OCIRepository =
                                 fluxobj::get_object(&cluster, source_ns, &source.name).await?;
                             reconcile_one(&cluster, source_ns, &repo, deadline).await?;
+                        }
+                        SourceKind::Bucket => {
+                            let bucket: ferroflux_api::Bucket =
+                                fluxobj::get_object(&cluster, source_ns, &source.name).await?;
+                            reconcile_one(&cluster, source_ns, &bucket, deadline).await?;
                         }
                         other => bail!("cannot reconcile source of kind {}", other.as_str()),
                     }
@@ -204,7 +215,9 @@ async fn reconcile_chart(
                 reconcile_one(cluster, ns, &repo, deadline).await?;
             }
             HelmChartSourceKind::Bucket => {
-                bail!("cannot reconcile source of kind Bucket")
+                let bucket: ferroflux_api::Bucket =
+                    fluxobj::get_object(cluster, ns, &source.name).await?;
+                reconcile_one(cluster, ns, &bucket, deadline).await?;
             }
         }
     }

@@ -57,6 +57,8 @@ enum SourceTarget {
     Chart(Names),
     /// OCIRepository sources.
     Oci(Names),
+    /// Bucket sources.
+    Bucket(Names),
 }
 
 #[derive(Args, Debug)]
@@ -94,6 +96,9 @@ pub async fn run(args: SuspendArgs, mode: Mode) -> anyhow::Result<ExitCode> {
         }
         Target::Source(SourceTarget::Oci(names)) => {
             act::<OCIRepository>(&args.kube, names, mode).await
+        }
+        Target::Source(SourceTarget::Bucket(names)) => {
+            act::<ferroflux_api::Bucket>(&args.kube, names, mode).await
         }
         Target::Alert(names) => act::<Alert>(&args.kube, names, mode).await,
         Target::AlertProvider(names) => act::<Provider>(&args.kube, names, mode).await,

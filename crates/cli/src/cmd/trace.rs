@@ -266,6 +266,10 @@ impl Tracer<'_> {
             s(ks, &["status", "lastAppliedRevision"])
         );
         status_lines(&mut out, ks, W, false);
+        // flux's report has no section for a Bucket source: the Kustomization's ends it.
+        if s(ks, &["spec", "sourceRef", "kind"]) == "Bucket" {
+            return Ok(out);
+        }
         let (kind, source) = self.source_of(ks, &ks["spec"]["sourceRef"]).await?;
         source_block(&mut out, &kind, &source, W, true);
         Ok(out)

@@ -44,6 +44,7 @@ const CASES: &[(&[&str], &str)] = &[
     (&["image", "policy", "flux-system"], "image-policy.yaml"),
     (&["image", "repository", "flux-system"], "image-repo.yaml"),
     (&["image", "update", "flux-system"], "image-update.yaml"),
+    (&["source", "bucket", "flux-system"], "bucket.yaml"),
 ];
 
 #[test]
@@ -66,6 +67,7 @@ fn exports_match_flux_goldens() {
         "ImageRepository",
         "ImagePolicy",
         "ImageUpdateAutomation",
+        "Bucket",
     ];
     let kubectl = Kubectl::at(&kc);
     let crds = std::fs::read_to_string(

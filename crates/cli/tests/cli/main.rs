@@ -19,6 +19,7 @@ mod controller;
 mod create_hr;
 mod create_image;
 mod create_secret;
+mod create_source_bucket;
 mod create_source_chart;
 mod create_source_git;
 mod create_tenant;

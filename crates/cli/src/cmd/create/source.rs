@@ -31,6 +31,8 @@ pub enum SourceTarget {
     Oci(super::source_oci::OciArgs),
     /// A HelmChart source.
     Chart(super::source_chart::ChartArgs),
+    /// A Bucket source.
+    Bucket(super::source_bucket::BucketArgs),
 }
 
 /// `create source helm`'s flags.
@@ -107,6 +109,7 @@ pub async fn run(kube: &KubeArgs, what: &SourceTarget) -> anyhow::Result<ExitCod
         SourceTarget::Git(git) => return super::source_git::run(kube, git).await,
         SourceTarget::Oci(oci) => return super::source_oci::run(kube, oci).await,
         SourceTarget::Chart(chart) => return super::source_chart::run(kube, chart).await,
+        SourceTarget::Bucket(bucket) => return super::source_bucket::run(kube, bucket).await,
     };
     let repo = helm_repository(helm, &kube.namespace)?;
     if helm.export {
