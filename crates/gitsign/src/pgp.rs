@@ -7,14 +7,16 @@
 //! (legacy algorithm 22, curve Ed25519, what GnuPG 2.2–2.4 generate), Ed25519 (algorithm 27) and
 //! RSA (algorithm 1) keys; unprotected secret material or material protected by a simple, salted
 //! or iterated+salted S2K with AES-128/192/256 in CFB mode and a SHA-1 check (usage 254) or the
-//! old 16-bit checksum (usage 255). Public key packets, user ids, signatures and subkeys are
-//! skipped (a key ring's entity is its primary key, as in Flux's selection, and the primary key
-//! signs). Refused with a message: version 3 and 5/6 keys, DSA, ECDSA and ElGamal keys, other
-//! ciphers, GnuPG's stubs of keys kept on a card.
+//! old 16-bit checksum (usage 255). User ids and others' certifications are skipped; the key
+//! flags of self-signatures and subkey bindings are read. Refused with a message: version 3 and
+//! 5/6 keys, DSA, ECDSA and ElGamal keys, other ciphers, GnuPG's stubs of keys kept on a card.
 //!
 //! Picking the key (Flux's rules): with no key id the ring's first entity, which must hold a
 //! secret key; with a key id (16 hex digits, `0x` allowed, any case) the entity whose primary
-//! key has that id, which must hold a secret key.
+//! key has that id, which must hold a secret key. The key that signs is then, as in Flux's
+//! OpenPGP library, the entity's last signing subkey whose secret is in the ring (so keys
+//! exported with `gpg --export-secret-subkeys`, the primary key left offline, work), else the
+//! primary key unless its flags say it does not sign.
 //!
 //! Why our own code rather than a crate: the OpenPGP crates (`pgp`, `sequoia-openpgp`) bring
 //! dozens of crates for a format of which bootstrap needs a few packets; the maths comes from
@@ -111,7 +113,15 @@ struct Entity {
     secret: Option<Vec<u8>>,
     /// Where the packet starts, for messages.
     offset: usize,
+    /// The key flags (RFC 4880 5.2.3.21) of its latest self-signature or binding signature;
+    /// `None` when it has none.
+    flags: Option<u8>,
+    /// A primary key's subkeys, in the ring's order.
+    subkeys: Vec<Entity>,
 }
+
+/// The key-flags bit of keys that sign data.
+const SIGN_DATA: u8 = 0x02;
 
 /// A decrypted OpenPGP key that signs commits.
 #[derive(Clone)]
@@ -166,7 +176,76 @@ pub fn load_signer(ring: &[u8], passphrase: &str, key_id: &str) -> Result<PgpSig
         }
         entity
     };
-    decrypt(entity, passphrase.as_bytes())
+    decrypt(signing_key(entity)?, passphrase.as_bytes())
+}
+
+/// The key of `entity` that signs, as OpenPGP implementations pick it: the last signing subkey
+/// whose secret is in the ring, else the primary key unless its flags say it does not sign.
+fn signing_key(entity: &Entity) -> Result<&Entity, PgpKeyError> {
+    let subkey = entity.subkeys.iter().rev().find(|k| {
+        k.flags.is_some_and(|f| f & SIGN_DATA != 0)
+            && k.secret.as_deref().is_some_and(|s| !is_stub(s))
+    });
+    if let Some(subkey) = subkey {
+        return Ok(subkey);
+    }
+    if entity.flags.is_some_and(|f| f & SIGN_DATA == 0) {
+        return Err(PgpKeyError::Unsupported {
+            key_id: hex_upper(&entity.key_id),
+            what: "no key of it signs: the primary key is not for signing and no signing \
+                   subkey has its secret in the ring"
+                .into(),
+        });
+    }
+    Ok(entity)
+}
+
+/// GnuPG's stand-in for a secret key kept elsewhere (S2K specifier 101).
+fn is_stub(secret: &[u8]) -> bool {
+    matches!(secret, [254 | 255, _, 101, ..])
+}
+
+/// The type and key flags of a version 4 signature packet, when `issuer` (a key id) made it or
+/// it names no issuer.
+fn signature_flags(body: &[u8], issuer: &[u8; 8]) -> Option<(u8, Option<u8>)> {
+    if body.first() != Some(&4) {
+        return None;
+    }
+    let sig_type = *body.get(1)?;
+    let hashed_len = u16::from_be_bytes([*body.get(4)?, *body.get(5)?]) as usize;
+    let hashed = body.get(6..6 + hashed_len)?;
+    let at = 6 + hashed_len;
+    let unhashed_len = u16::from_be_bytes([*body.get(at)?, *body.get(at + 1)?]) as usize;
+    let unhashed = body.get(at + 2..at + 2 + unhashed_len)?;
+    let mut flags = None;
+    let mut from = None;
+    for (area, is_hashed) in [(hashed, true), (unhashed, false)] {
+        let mut rest = area;
+        while !rest.is_empty() {
+            let (len, header) = match rest[0] {
+                n @ 0..=191 => (n as usize, 1),
+                n @ 192..=254 => (((n as usize - 192) << 8) + *rest.get(1)? as usize + 192, 2),
+                255 => (
+                    u32::from_be_bytes(rest.get(1..5)?.try_into().ok()?) as usize,
+                    5,
+                ),
+            };
+            let sub = rest.get(header..header + len)?;
+            rest = &rest[header + len..];
+            let (&kind, data) = sub.split_first()?;
+            match kind & 0x7f {
+                // Key flags count only where the signature covers them.
+                27 if is_hashed => flags = data.first().copied(),
+                16 if data.len() == 8 => from = Some(data.to_vec()),
+                33 if data.len() == 21 => from = Some(data[13..].to_vec()),
+                _ => {}
+            }
+        }
+    }
+    if from.as_deref().is_some_and(|f| f != issuer) {
+        return None;
+    }
+    Some((sig_type, flags))
 }
 
 /// Reads a key ring's primary keys. Armor is removed first when the data starts with it.
@@ -186,8 +265,30 @@ fn read_ring(data: &[u8]) -> Result<Vec<Entity>, PgpKeyError> {
         pos = next;
         match tag {
             5 | 6 => entities.push(parse_key(body, tag == 5, start)?),
-            // Subkeys, user ids, user attributes, signatures, trust and marker packets.
-            2 | 7 | 12 | 13 | 14 | 17 | 10 => {}
+            7 | 14 => {
+                let subkey = parse_key(body, tag == 7, start)?;
+                let Some(primary) = entities.last_mut() else {
+                    return Err(read_err("a subkey before any primary key", start));
+                };
+                primary.subkeys.push(subkey);
+            }
+            2 => {
+                // Self-signatures (on a user id or the key) and subkey bindings carry the key
+                // flags; others' certifications are skipped.
+                let Some(primary) = entities.last_mut() else {
+                    continue;
+                };
+                let Some((sig_type, flags)) = signature_flags(body, &primary.key_id) else {
+                    continue;
+                };
+                match (sig_type, primary.subkeys.last_mut()) {
+                    (0x10..=0x13 | 0x1f, None) if flags.is_some() => primary.flags = flags,
+                    (0x18, Some(subkey)) => subkey.flags = flags,
+                    _ => {}
+                }
+            }
+            // User ids, user attributes, trust and marker packets.
+            12 | 13 | 17 | 10 => {}
             _ => return Err(read_err(format!("unexpected packet (tag {tag})"), start)),
         }
     }
@@ -402,6 +503,8 @@ fn parse_key(body: &[u8], secret: bool, offset: usize) -> Result<Entity, PgpKeyE
         material,
         secret: secret.then(|| r.rest().to_vec()),
         offset,
+        flags: None,
+        subkeys: Vec::new(),
     })
 }
 

@@ -366,3 +366,98 @@ fn key_ids_pick_the_key_with_flux_rules() {
         "keyring does not contain private key for key id 'F3F59DE0B9162F04'"
     );
 }
+
+/// `gpg` in `home` with a loopback passphrase; its stdout.
+fn gpg(home: &Path, pass: &str, args: &[&str]) -> Vec<u8> {
+    let out = Command::new("gpg")
+        .env("GNUPGHOME", home)
+        .args([
+            "--batch",
+            "--pinentry-mode",
+            "loopback",
+            "--passphrase",
+            pass,
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "gpg {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The fingerprint of `uid`'s primary key.
+fn fingerprint(home: &Path, uid: &str) -> String {
+    let listing = String::from_utf8(gpg(home, "", &["--with-colons", "--list-keys", uid])).unwrap();
+    listing
+        .lines()
+        .find_map(|l| l.strip_prefix("fpr:"))
+        .map(|l| l.trim_matches(':').to_string())
+        .unwrap()
+}
+
+#[test]
+fn a_signing_subkey_signs_for_a_certify_only_primary_key() {
+    let home = gnupg_home(&[]);
+    let h = home.path();
+    gpg(
+        h,
+        "pw",
+        &[
+            "--quick-gen-key",
+            "offline <offline@example.com>",
+            "ed25519",
+            "cert",
+            "never",
+        ],
+    );
+    let fpr = fingerprint(h, "offline@example.com");
+    gpg(
+        h,
+        "pw",
+        &["--quick-add-key", &fpr, "ed25519", "sign", "never"],
+    );
+    let primary_id = &fpr[24..];
+    for export in ["--export-secret-keys", "--export-secret-subkeys"] {
+        let ring = gpg(h, "pw", &[export, "offline@example.com"]);
+        let signer = load_signer(&ring, "pw", primary_id).unwrap();
+        assert_ne!(signer.key_id(), primary_id, "{export}: the subkey signs");
+        let sig = signer.sign(PAYLOAD, now()).unwrap();
+        assert!(gpg_verifies(h, &sig, PAYLOAD), "{export}");
+        let mut tampered = PAYLOAD.to_vec();
+        tampered[5] ^= 1;
+        assert!(!gpg_verifies(h, &sig, &tampered), "{export}");
+    }
+
+    // A primary key only for certifying, with only an encryption subkey: nothing signs.
+    gpg(
+        h,
+        "",
+        &[
+            "--quick-gen-key",
+            "nosign <nosign@example.com>",
+            "ed25519",
+            "cert",
+            "never",
+        ],
+    );
+    let fpr = fingerprint(h, "nosign@example.com");
+    gpg(
+        h,
+        "",
+        &["--quick-add-key", &fpr, "cv25519", "encr", "never"],
+    );
+    let ring = gpg(h, "", &["--export-secret-keys", "nosign@example.com"]);
+    let e = load_signer(&ring, "", "").unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!(
+            "unsupported GPG signing key {}: no key of it signs: the primary key is not for \
+             signing and no signing subkey has its secret in the ring",
+            &fpr[24..]
+        )
+    );
+}
