@@ -26,7 +26,8 @@
 //! `serve`: `ferroflux fleet serve` over the status benchmark's clusters, warm (every cluster
 //! listed). Timed: `GET /` on a new connection (first byte and whole page); the page in
 //! Debian's headless chromium driven over the DevTools protocol (`--remote-debugging-pipe`),
-//! navigation start to `first-contentful-paint` as the page's Performance API reports it; and
+//! navigation start to `first-contentful-paint` as the page's Performance API reports it (and,
+//! first, the same of a tiny static page served by the bench: the floor of this harness); and
 //! a change — a Kustomization's status written on a cluster — until its text arrives in an
 //! event of `/events` (Server-Sent Events) and until it is in the DOM of the page loaded once
 //! in chromium (a MutationObserver's promise, awaited over the protocol). No peer: Flux has no
@@ -35,7 +36,8 @@
 //! Run (numbers go to BENCHMARKS.md):
 //! `cargo build --release -p ferroflux && cargo bench -p ferroflux --bench fleetcmds`
 //! Flags: `--only status,diff,serve` (default: every benchmark), `--clusters N`, `--per-cluster K`,
-//! `--runs R` (timed runs of our command, after one warm-up; default 5), `--no-peer`.
+//! `--runs R` (timed runs of our command, after one warm-up; default 5), `--no-peer`, `--page
+//! FILE` (only the first paint of that file, served as it is: to try a page's shape).
 
 mod common;
 use common::{ferroflux_bin, load_average, write};
@@ -59,6 +61,7 @@ struct Options {
     per_cluster: Option<usize>,
     runs: usize,
     peer: bool,
+    page: Option<PathBuf>,
 }
 
 fn options() -> Options {
@@ -68,6 +71,7 @@ fn options() -> Options {
         per_cluster: None,
         runs: 5,
         peer: true,
+        page: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -81,6 +85,7 @@ fn options() -> Options {
             "--per-cluster" => o.per_cluster = Some(number("--per-cluster")),
             "--runs" => o.runs = number("--runs").max(1),
             "--no-peer" => o.peer = false,
+            "--page" => o.page = Some(PathBuf::from(args.next().expect("--page needs a file"))),
             "--only" => {
                 let v = args.next().expect("--only needs status, diff or serve");
                 o.only = v.split(',').map(str::to_string).collect();
@@ -736,6 +741,90 @@ async fn break_kustomization(client: &kube::Client, name: &str, message: &str) {
         .unwrap_or_else(|e| panic!("Kustomization {name} status: {e}"));
 }
 
+/// A page with a heading and a line of text: what a first paint costs in this harness when
+/// the page costs nothing.
+const TINY_PAGE: &str = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>floor</title></head><body><h1>Fleet</h1><p>a tiny page</p></body></html>";
+
+/// A page served as it is to every request (HTTP/1.1, one answer per connection), on a free
+/// port, by a thread that ends with the process.
+struct StaticPage {
+    addr: String,
+}
+
+impl StaticPage {
+    fn serve(body: Vec<u8>) -> StaticPage {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let addr = listener.local_addr().expect("its address").to_string();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                // The request's head, then the page (whatever was asked).
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match conn.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => break,
+                    }
+                }
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = conn.write_all(&body);
+            }
+        });
+        StaticPage { addr }
+    }
+}
+
+/// `runs` navigations of `page` to `url`: for each, navigation start to the page received and
+/// to its first contentful paint, as the page's Performance API reports them.
+fn first_paints(
+    browser: &mut Browser,
+    page: &ferroflux_testkit::cdp::Page,
+    url: &str,
+    runs: usize,
+) -> (Vec<Duration>, Vec<Duration>) {
+    let (mut response, mut fcp) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        browser.navigate(page, url);
+        let v = browser.eval(
+            page,
+            "new Promise(r => { const f = () => { const p = performance.getEntriesByName('first-contentful-paint')[0]; if (p) { r([p.startTime, performance.getEntriesByType('navigation')[0].responseEnd]); } else { requestAnimationFrame(f); } }; f(); })",
+        );
+        let ms = |i: usize| {
+            v[i].as_f64()
+                .unwrap_or_else(|| panic!("paint entries: {v}"))
+        };
+        fcp.push(Duration::from_secs_f64(ms(0) / 1000.0));
+        response.push(Duration::from_secs_f64(ms(1) / 1000.0));
+    }
+    (response, fcp)
+}
+
+/// `--page FILE`: the first paint of that file served as it is (to try a page's shape
+/// without a server build).
+fn bench_page(file: &Path, runs: usize) {
+    let body = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let size = body.len();
+    let served = StaticPage::serve(body);
+    let url = format!("http://{}/", served.addr);
+    let mut browser = Browser::launch();
+    let page = browser.open(&url, 1280, 900);
+    let (response, fcp) = first_paints(&mut browser, &page, &url, runs);
+    println!(
+        "page {} ({} KiB): navigation start to the page received {}; to first-contentful-paint {} (load {})",
+        file.display(),
+        size / 1024,
+        spread(&response),
+        spread(&fcp),
+        load_average()
+    );
+}
+
 /// Issue 18's third and fourth targets: the page's first paint under 100 ms from a warm
 /// server, and a change on a cluster visible on the page under 1 s.
 fn bench_serve(
@@ -799,23 +888,21 @@ fn bench_serve(
 
     // The page in chromium: its first contentful paint, then changes seen in its DOM.
     let mut browser = Browser::launch();
+    // The floor: a tiny static page in the same browser and harness.
+    let tiny = StaticPage::serve(TINY_PAGE.as_bytes().to_vec());
+    let tiny_url = format!("http://{}/", tiny.addr);
+    let tiny_page = browser.open(&tiny_url, 1280, 900);
+    let (response, fcp) = first_paints(&mut browser, &tiny_page, &tiny_url, runs);
+    println!(
+        "serve: chromium, a tiny static page ({} bytes, the floor): navigation start to the page received {}; to first-contentful-paint {} (load {})",
+        TINY_PAGE.len(),
+        spread(&response),
+        spread(&fcp),
+        load_average()
+    );
     let url = format!("http://{}/", server.addr);
     let page = browser.open(&url, 1280, 900);
-    let mut fcp = Vec::new();
-    let mut response = Vec::new();
-    for _ in 0..runs {
-        browser.navigate(&page, &url);
-        let v = browser.eval(
-            &page,
-            "new Promise(r => { const f = () => { const p = performance.getEntriesByName('first-contentful-paint')[0]; if (p) { r([p.startTime, performance.getEntriesByType('navigation')[0].responseEnd]); } else { requestAnimationFrame(f); } }; f(); })",
-        );
-        let ms = |i: usize| {
-            v[i].as_f64()
-                .unwrap_or_else(|| panic!("paint entries: {v}"))
-        };
-        fcp.push(Duration::from_secs_f64(ms(0) / 1000.0));
-        response.push(Duration::from_secs_f64(ms(1) / 1000.0));
-    }
+    let (response, fcp) = first_paints(&mut browser, &page, &url, runs);
     println!(
         "serve: chromium, navigation start to the page received {}; to first-contentful-paint {} (load {})",
         spread(&response),
@@ -900,6 +987,10 @@ fn bench_serve(
 
 fn main() {
     let o = options();
+    if let Some(file) = &o.page {
+        bench_page(file, (o.runs * 4).max(10));
+        return;
+    }
     let bin = ferroflux_bin();
     if !bin.is_file() {
         eprintln!(

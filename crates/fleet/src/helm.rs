@@ -7,13 +7,15 @@
 //! `flux-system` GitRepository, `chart.spec.chart` a folder of the tree); a chart of a
 //! HelmRepository, HTTP(S) or `type: oci` (the HelmRepository taken from the build, else from
 //! the live cluster), pulled as the source controller pulls it (`chart.spec.version` range,
-//! `valuesFiles` merged); or the artifact of an OCIRepository `chartRef` (its `ref` resolved as
-//! the source controller resolves it — digest, semver range, tag — its layer selected by
-//! `layerSelector`), with helm-controller's version rule (`<version>+<digest's first 12 hex>`).
-//! A repository needing credentials (`secretRef`, `certSecretRef`) is pulled with the cluster's
-//! Secrets when diffing against the live cluster; against another revision there is no cluster
-//! to read them from. What is not rendered — such a repository offline, an unreachable
-//! registry or repository, a HelmChart `chartRef`, a chart of another GitRepository — is
+//! `valuesFiles` merged); the chart a HelmChart `chartRef` describes (the HelmChart taken from
+//! the build, else from the live cluster; its `spec` then read as a `chart.spec` is); or the
+//! artifact of an OCIRepository `chartRef` (its `ref` resolved as the source controller
+//! resolves it — digest, semver range, tag — its layer selected by `layerSelector`), with
+//! helm-controller's version rule (`<version>+<digest's first 12 hex>`). A repository needing
+//! credentials (`secretRef`, `certSecretRef`) is pulled with the cluster's Secrets ([`Secrets`]:
+//! the live cluster's, or against another revision those of the cluster's kubeconfig context
+//! when there is one). What is not rendered — such a repository whose Secrets cannot be read,
+//! an unreachable registry or repository, a chart of another GitRepository or of a Bucket — is
 //! compared as the HelmRelease object alone, and a note says why its chart was not rendered.
 //!
 //! The values: `valuesFrom` ConfigMaps and Secrets are taken from the cluster's build first
@@ -26,22 +28,35 @@ use ferroflux_api::helmrelease::ChartRefKind;
 use ferroflux_api::helmrelease::{ValuesKind, ValuesReference};
 use ferroflux_api::helmrepository::HelmRepositoryType;
 use ferroflux_api::ocirepository::{OCILayerOperation, OCILayerSelector, OCIRepositoryRef};
-use ferroflux_api::{HelmRelease, HelmRepository, OCIRepository};
+use ferroflux_api::{HelmChart, HelmRelease, HelmRepository, OCIRepository};
 use ferroflux_controller::helmrelease::template::{Against, template};
 use ferroflux_controller::helmrelease::values::{self, Fetched};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
 
+/// Where the Secrets of chart sources that need credentials (`secretRef`, `certSecretRef`) are
+/// read from.
+#[derive(Clone, Copy)]
+pub enum Secrets<'a> {
+    /// The cluster's API server (the same cluster the diff compares against, or, against
+    /// another revision, the cluster's kubeconfig context reached for its Secrets alone).
+    Cluster(&'a kube::Client),
+    /// Nowhere: why (e.g. no kubeconfig context of the cluster's name).
+    Unavailable(&'a str),
+}
+
 /// Renders every HelmRelease of `build` (cluster `cluster` of `tree`) and adds its objects.
 /// `client`: the live cluster (Capabilities, `lookup`, the stored release, values not in the
-/// build); `None` renders offline, as `helm template` does. A chart that fails to render fails
-/// the cluster's build, as a failing kustomize build does.
+/// build); `None` renders offline, as `helm template` does. `secrets`: where the credentials
+/// of chart sources needing them are read. A chart that fails to render fails the cluster's
+/// build, as a failing kustomize build does.
 pub async fn render_releases(
     build: &mut ClusterBuild,
     tree: &Tree,
     cluster: &str,
     client: Option<&kube::Client>,
+    secrets: Secrets<'_>,
 ) -> Result<(), RepoError> {
     let releases: Vec<(String, Value)> = build
         .objects
@@ -63,7 +78,7 @@ pub async fn render_releases(
         let hr: HelmRelease = serde_json::from_value(object)
             .map_err(|e| failed(format!("not a HelmRelease: {e}")))?;
         let ns = hr.metadata.namespace.clone().unwrap_or_default();
-        let chart = match locate(&hr, &ns, build, cluster, client).await {
+        let chart = match locate(&hr, &ns, build, cluster, client, secrets).await {
             Ok(Located::Repository(chart_dir)) => {
                 let path = tree.path().join(&chart_dir);
                 ferroflux_helm::load(&path)
@@ -213,11 +228,49 @@ where
     }
 }
 
-/// Why a source needing credentials is not pulled offline.
-fn needs_credentials(source: &str) -> String {
-    format!(
-        "it comes from {source}, which needs credentials: compared against another revision there is no cluster to read its Secret from (against live, the cluster's Secret is used)"
-    )
+/// The Secrets a source's `secretRef` and `certSecretRef` name, as `Secret ns/name`.
+fn secret_names(ns: &str, names: [Option<&str>; 2]) -> String {
+    let names: Vec<String> = names
+        .into_iter()
+        .flatten()
+        .map(|n| format!("Secret {ns}/{n}"))
+        .collect();
+    names.join(" and ")
+}
+
+/// Why a source needing credentials is not pulled: its Secrets cannot be read.
+fn needs_credentials(source: &str, secrets: &str, why: &str) -> String {
+    format!("it comes from {source}, which needs credentials ({secrets}): {why}")
+}
+
+/// The client to read `source`'s Secrets with, or why there is none.
+fn secrets_client<'a>(
+    source: &str,
+    names: &str,
+    secrets: Secrets<'a>,
+) -> Result<&'a kube::Client, String> {
+    match secrets {
+        Secrets::Cluster(client) => Ok(client),
+        Secrets::Unavailable(why) => Err(needs_credentials(source, names, why)),
+    }
+}
+
+/// A failure to read `source`'s Secrets from the cluster, or to use them.
+fn unreadable(source: &str, names: &str, cluster: &str, e: impl std::fmt::Display) -> String {
+    format!("{source}: its credentials ({names}) from cluster {cluster}: {e}")
+}
+
+/// A chart of a source: a `spec.chart` template, or the spec of the HelmChart a `chartRef`
+/// names.
+struct ChartOfSource {
+    chart: String,
+    version: Option<String>,
+    kind: String,
+    name: String,
+    /// The source's namespace.
+    namespace: String,
+    values_files: Vec<String>,
+    ignore_missing_values_files: bool,
 }
 
 /// Where `hr`'s chart is, or why fleet diff does not render it.
@@ -227,98 +280,102 @@ async fn locate(
     build: &ClusterBuild,
     cluster: &str,
     client: Option<&kube::Client>,
+    secrets: Secrets<'_>,
 ) -> Result<Located, String> {
     let secrets_of = |source: &str| format!("{source}'s Secrets on cluster {cluster}");
-    if let Some(r) = &hr.spec.chart_ref {
-        if r.kind != ChartRefKind::OCIRepository {
-            return Err(format!(
-                "it comes from chartRef {}/{}, which fleet diff does not fetch (OCIRepository chartRefs are rendered)",
-                r.kind.as_str(),
-                r.name
-            ));
-        }
+    let of_source = if let Some(r) = &hr.spec.chart_ref {
         let src_ns = r
             .namespace
             .clone()
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| ns.to_string());
-        let source = format!("OCIRepository/{src_ns}/{}", r.name);
-        let repository: OCIRepository = source_object(build, &src_ns, &r.name, client).await?;
-        let parsed = ferroflux_controller::ocirepository::validate(&repository)
-            .map_err(|e| format!("{source}: {}", e.message))?;
-        let timeout = repository
-            .spec
-            .timeout
-            .as_deref()
-            .and_then(|t| ferroflux_api::duration::parse_duration(t).ok())
-            .unwrap_or(OCI_TIMEOUT);
-        let secured =
-            repository.spec.secret_ref.is_some() || repository.spec.cert_secret_ref.is_some();
-        let (options, credentials) = match (secured, client) {
-            (false, _) => (
-                ferroflux_oci::ClientOptions {
-                    insecure: repository.spec.insecure.unwrap_or(false),
-                    timeout,
-                    ..Default::default()
-                },
-                None,
-            ),
-            (true, Some(client)) => (
-                ferroflux_controller::ocirepository::client_options(
-                    client,
-                    &repository,
-                    &src_ns,
-                    &parsed.registry,
-                    timeout,
-                )
-                .await
-                .map_err(|e| format!("{source}: {}", e.message))?,
-                Some(secrets_of(&source)),
-            ),
-            (true, None) => return Err(needs_credentials(&source)),
-        };
-        return Ok(Located::Oci(Oci {
-            options,
-            credentials,
-            what: OciChart::Artifact {
-                url: repository.spec.url.clone(),
-                reference: serde_json::to_string(&repository.spec.r#ref).unwrap_or_default(),
-                layer: serde_json::to_string(&repository.spec.layer_selector).unwrap_or_default(),
-            },
-        }));
-    }
-    let Some(template) = &hr.spec.chart else {
-        return Err("the HelmRelease names no chart".into());
-    };
-    let spec = &template.spec;
-    let src = &spec.source_ref;
-    let src_ns = src.namespace.clone().unwrap_or_else(|| ns.to_string());
-    let source = format!("{}/{src_ns}/{}", src.kind.as_str(), src.name);
-    if src.kind.as_str() == "HelmRepository" {
-        let repository: HelmRepository = source_object(build, &src_ns, &src.name, client).await?;
-        let spec_repo = &repository.spec;
-        let secured = spec_repo.secret_ref.is_some() || spec_repo.cert_secret_ref.is_some();
-        if secured && client.is_none() {
-            return Err(needs_credentials(&source));
+        match r.kind {
+            ChartRefKind::OCIRepository => {
+                return locate_oci_repository(build, &src_ns, &r.name, cluster, client, secrets)
+                    .await;
+            }
+            ChartRefKind::HelmChart => {
+                // helm-controller reads the HelmChart's artifact; here the HelmChart's spec is
+                // built as the source controller would build it.
+                let source = format!("HelmChart/{src_ns}/{}", r.name);
+                let chart: HelmChart = source_object(build, &src_ns, &r.name, client).await?;
+                let spec = chart.spec;
+                ChartOfSource {
+                    chart: spec.chart,
+                    version: spec.version,
+                    kind: spec.source_ref.kind.as_str().to_string(),
+                    name: spec.source_ref.name,
+                    // A HelmChart's source is in its own namespace.
+                    namespace: src_ns,
+                    values_files: spec.values_files.unwrap_or_default(),
+                    ignore_missing_values_files: spec.ignore_missing_values_files.unwrap_or(false),
+                }
+                .with_origin(&source)
+            }
+            _ => {
+                return Err(format!(
+                    "it comes from chartRef {}/{src_ns}/{}, which fleet diff does not fetch (HelmChart and OCIRepository chartRefs are rendered)",
+                    r.kind.as_str(),
+                    r.name
+                ));
+            }
         }
+    } else {
+        let Some(template) = &hr.spec.chart else {
+            return Err("the HelmRelease names no chart".into());
+        };
+        let spec = &template.spec;
+        let src = &spec.source_ref;
+        (
+            ChartOfSource {
+                chart: spec.chart.clone(),
+                version: spec.version.clone(),
+                kind: src.kind.as_str().to_string(),
+                name: src.name.clone(),
+                namespace: src.namespace.clone().unwrap_or_else(|| ns.to_string()),
+                values_files: spec.values_files.clone().unwrap_or_default(),
+                ignore_missing_values_files: spec.ignore_missing_values_files.unwrap_or(false),
+            },
+            String::new(),
+        )
+    };
+    let (spec, via) = of_source;
+    let src_ns = spec.namespace.clone();
+    let source = format!("{}/{src_ns}/{}", spec.kind, spec.name);
+    if spec.kind == "HelmRepository" {
+        let repository: HelmRepository = source_object(build, &src_ns, &spec.name, client)
+            .await
+            .map_err(|e| format!("{via}{e}"))?;
+        let spec_repo = &repository.spec;
+        let names = secret_names(
+            &src_ns,
+            [
+                spec_repo.secret_ref.as_ref().map(|r| r.name.as_str()),
+                spec_repo.cert_secret_ref.as_ref().map(|r| r.name.as_str()),
+            ],
+        );
+        let secured = !names.is_empty();
+        let reader = if secured {
+            Some(secrets_client(&source, &names, secrets).map_err(|e| format!("{via}{e}"))?)
+        } else {
+            None
+        };
         let version = spec
             .version
             .clone()
             .filter(|v| !v.is_empty())
             .unwrap_or_else(|| "*".into());
-        let values_files = spec.values_files.clone().unwrap_or_default();
-        let ignore_missing_values_files = spec.ignore_missing_values_files.unwrap_or(false);
         let credentials = secured.then(|| secrets_of(&source));
         if spec_repo.r#type == Some(HelmRepositoryType::Oci) {
-            let options = match client {
-                Some(client) if secured => ferroflux_controller::helmchart::oci_client_options(
-                    client,
+            let options = match reader {
+                Some(reader) => ferroflux_controller::helmchart::oci_client_options(
+                    reader,
                     &repository,
                     &src_ns,
                 )
                 .await
-                .map_err(|e| format!("{source}: {e}"))?,
-                _ => ferroflux_oci::ClientOptions {
+                .map_err(|e| format!("{via}{}", unreadable(&source, &names, cluster, e)))?,
+                None => ferroflux_oci::ClientOptions {
                     insecure: spec_repo.insecure.unwrap_or(false),
                     timeout: ferroflux_controller::helmrepository::timeout_of(&repository),
                     ..Default::default()
@@ -331,36 +388,37 @@ async fn locate(
                     url: spec_repo.url.clone(),
                     chart: spec.chart.clone(),
                     version,
-                    values_files,
-                    ignore_missing_values_files,
+                    values_files: spec.values_files,
+                    ignore_missing_values_files: spec.ignore_missing_values_files,
                 },
             }));
         }
-        let access = match client {
-            Some(client) if secured => {
-                ferroflux_controller::helmrepository::access_for(client, &repository, &src_ns)
+        let access = match reader {
+            Some(reader) => {
+                ferroflux_controller::helmrepository::access_for(reader, &repository, &src_ns)
                     .await
-                    .map_err(|e| format!("{source}: {e}"))?
+                    .map_err(|e| format!("{via}{}", unreadable(&source, &names, cluster, e)))?
             }
-            _ => ferroflux_helmsource::RepositoryAccess::anonymous(&spec_repo.url),
+            None => ferroflux_helmsource::RepositoryAccess::anonymous(&spec_repo.url),
         };
         return Ok(Located::Remote(Remote {
             access,
             credentials,
             chart: spec.chart.clone(),
             version,
-            values_files,
-            ignore_missing_values_files,
+            values_files: spec.values_files,
+            ignore_missing_values_files: spec.ignore_missing_values_files,
         }));
     }
-    if src.kind.as_str() != "GitRepository" || src.name != "flux-system" || src_ns != "flux-system"
-    {
+    if spec.kind != "GitRepository" || spec.name != "flux-system" || src_ns != "flux-system" {
         return Err(format!(
-            "it comes from {source}, which fleet diff does not fetch (charts kept in this repository, HelmRepository charts and OCIRepository chartRefs are rendered)"
+            "{via}it comes from {source}, which fleet diff does not fetch (charts kept in this repository, HelmRepository charts, and HelmChart and OCIRepository chartRefs are rendered)"
         ));
     }
-    if spec.values_files.as_ref().is_some_and(|f| !f.is_empty()) {
-        return Err("its chart.spec.valuesFiles are not merged by fleet diff yet".into());
+    if !spec.values_files.is_empty() {
+        return Err(format!(
+            "{via}its chart's valuesFiles are not merged by fleet diff yet"
+        ));
     }
     let mut parts = Vec::new();
     for c in Path::new(&spec.chart).components() {
@@ -368,13 +426,91 @@ async fn locate(
             Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
             Component::CurDir => {}
             // The chart must stay inside the repository, as the source controller requires.
-            _ => return Err(format!("chart path {:?} leaves the repository", spec.chart)),
+            _ => {
+                return Err(format!(
+                    "{via}chart path {:?} leaves the repository",
+                    spec.chart
+                ));
+            }
         }
     }
     if parts.is_empty() {
-        return Err("the chart path is empty".into());
+        return Err(format!("{via}the chart path is empty"));
     }
     Ok(Located::Repository(parts.join("/")))
+}
+
+impl ChartOfSource {
+    /// The spec with what it was read from, as a note's prefix (`HelmChart/ns/name: `).
+    fn with_origin(self, origin: &str) -> (ChartOfSource, String) {
+        (self, format!("{origin}: "))
+    }
+}
+
+/// An OCIRepository `chartRef`: the artifact its `ref` resolves to, pulled with its Secrets
+/// when it needs credentials.
+async fn locate_oci_repository(
+    build: &ClusterBuild,
+    src_ns: &str,
+    name: &str,
+    cluster: &str,
+    client: Option<&kube::Client>,
+    secrets: Secrets<'_>,
+) -> Result<Located, String> {
+    let source = format!("OCIRepository/{src_ns}/{name}");
+    let repository: OCIRepository = source_object(build, src_ns, name, client).await?;
+    let parsed = ferroflux_controller::ocirepository::validate(&repository)
+        .map_err(|e| format!("{source}: {}", e.message))?;
+    let timeout = repository
+        .spec
+        .timeout
+        .as_deref()
+        .and_then(|t| ferroflux_api::duration::parse_duration(t).ok())
+        .unwrap_or(OCI_TIMEOUT);
+    let names = secret_names(
+        src_ns,
+        [
+            repository.spec.secret_ref.as_ref().map(|r| r.name.as_str()),
+            repository
+                .spec
+                .cert_secret_ref
+                .as_ref()
+                .map(|r| r.name.as_str()),
+        ],
+    );
+    let (options, credentials) = if names.is_empty() {
+        (
+            ferroflux_oci::ClientOptions {
+                insecure: repository.spec.insecure.unwrap_or(false),
+                timeout,
+                ..Default::default()
+            },
+            None,
+        )
+    } else {
+        let reader = secrets_client(&source, &names, secrets)?;
+        (
+            ferroflux_controller::ocirepository::client_options(
+                reader,
+                &repository,
+                src_ns,
+                &parsed.registry,
+                timeout,
+            )
+            .await
+            .map_err(|e| unreadable(&source, &names, cluster, e.message))?,
+            Some(format!("{source}'s Secrets on cluster {cluster}")),
+        )
+    };
+    Ok(Located::Oci(Oci {
+        options,
+        credentials,
+        what: OciChart::Artifact {
+            url: repository.spec.url.clone(),
+            reference: serde_json::to_string(&repository.spec.r#ref).unwrap_or_default(),
+            layer: serde_json::to_string(&repository.spec.layer_selector).unwrap_or_default(),
+        },
+    }))
 }
 
 /// Pulls `remote` as the source controller does (index, version range, `valuesFiles`), once
@@ -648,11 +784,13 @@ fn from_build(
 }
 
 /// [`crate::repo::build_cluster`] of cluster `name`, then its HelmReleases rendered
-/// ([`render_releases`]): against `client` when given, offline otherwise.
+/// ([`render_releases`]): against `client` when given, offline otherwise; credentials read as
+/// `secrets` says.
 pub async fn build_cluster_with_releases(
     tree: &Tree,
     name: &str,
     client: Option<&kube::Client>,
+    secrets: Secrets<'_>,
 ) -> Result<ClusterBuild, RepoError> {
     use ferroflux_controller::kustomization::build::Cluster;
     let on = match client {
@@ -660,6 +798,6 @@ pub async fn build_cluster_with_releases(
         None => Cluster::Offline,
     };
     let mut build = crate::repo::build_cluster(tree, name, on).await?;
-    render_releases(&mut build, tree, name, client).await?;
+    render_releases(&mut build, tree, name, client, secrets).await?;
     Ok(build)
 }

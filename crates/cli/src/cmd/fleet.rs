@@ -483,7 +483,7 @@ pub fn render(reports: &[ClusterReport]) -> String {
 /// change or a cluster could not be compared (a folder without a context is named and skipped).
 async fn diff(kube: &KubeArgs, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     use ferroflux_fleet::diff::{ClusterDiff, against_live, between};
-    use ferroflux_fleet::helm::build_cluster_with_releases;
+    use ferroflux_fleet::helm::{Secrets, build_cluster_with_releases};
     use ferroflux_fleet::repo::{Tree, git};
 
     let top = git(&args.repo, &["rev-parse", "--show-toplevel"])
@@ -513,11 +513,19 @@ async fn diff(kube: &KubeArgs, args: &DiffArgs) -> anyhow::Result<ExitCode> {
         Some(Tree::at(&top, &args.against)?)
     };
     let kubeconfig = if live { Some(kube.kubeconfig()?) } else { None };
+    // Against another revision, the kubeconfig only serves to read the Secrets of chart
+    // sources needing credentials: without one, those charts get a note.
+    let secrets_kubeconfig = if live {
+        Err(String::new())
+    } else {
+        kube.kubeconfig().map_err(|e| format!("{e:#}"))
+    };
     let against_label = old
         .as_ref()
         .map_or("the live cluster".to_string(), |t| t.label.clone());
     let work = clusters.iter().map(|name| {
         let (tree, old, kubeconfig, label) = (&tree, &old, &kubeconfig, &against_label);
+        let secrets_kubeconfig = &secrets_kubeconfig;
         async move {
             let mut d = ClusterDiff {
                 cluster: name.clone(),
@@ -526,9 +534,26 @@ async fn diff(kube: &KubeArgs, args: &DiffArgs) -> anyhow::Result<ExitCode> {
             };
             match (old, kubeconfig) {
                 (Some(old), _) => {
+                    // The cluster's context, if any, is reached for Secrets alone.
+                    let reader = match secrets_kubeconfig {
+                        Ok(kc) if kc.contexts.iter().any(|c| &c.name == name) => {
+                            Cluster::connect_to(kube, kc, Some(name))
+                                .await
+                                .map(|c| c.client)
+                                .map_err(|e| format!("{e:#}"))
+                        }
+                        Ok(_) => Err(format!(
+                            "there is no kubeconfig context \"{name}\" to read them from"
+                        )),
+                        Err(e) => Err(format!("there is no kubeconfig to read them from ({e})")),
+                    };
+                    let secrets = match &reader {
+                        Ok(client) => Secrets::Cluster(client),
+                        Err(why) => Secrets::Unavailable(why),
+                    };
                     let (built, before) = tokio::join!(
-                        build_cluster_with_releases(tree, name, None),
-                        build_cluster_with_releases(old, name, None)
+                        build_cluster_with_releases(tree, name, None, secrets),
+                        build_cluster_with_releases(old, name, None, secrets)
                     );
                     match (built, before) {
                         (Ok(new), Ok(before)) => {
@@ -552,8 +577,13 @@ async fn diff(kube: &KubeArgs, args: &DiffArgs) -> anyhow::Result<ExitCode> {
                             return d;
                         }
                     };
-                    let built =
-                        build_cluster_with_releases(tree, name, Some(&cluster.client)).await;
+                    let built = build_cluster_with_releases(
+                        tree,
+                        name,
+                        Some(&cluster.client),
+                        Secrets::Cluster(&cluster.client),
+                    )
+                    .await;
                     match built {
                         Ok(new) => {
                             let applier = ferroflux_apply::applier::Applier::new(

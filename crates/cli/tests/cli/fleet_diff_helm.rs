@@ -4,7 +4,9 @@
 //! rendered Deployment's change on staging only; a change of the values ConfigMap shows on both
 //! clusters' Deployments; a chart that does not render fails its cluster with the HelmRelease
 //! named; a chart of a HelmRepository served over HTTP is pulled and rendered, a chartRef is
-//! left unrendered with a note, as is a chart whose repository is down; against a live
+//! left unrendered with a note, as is a chart whose repository is down; a HelmChart `chartRef`
+//! (its source the fleet repository, then a HelmRepository) is rendered from the HelmChart's
+//! spec, and one naming no declared HelmChart, or a Bucket source, gets a note; against a live
 //! devcluster the rendered Deployment is dry-run against the one running.
 
 use crate::repo::Repo;
@@ -285,29 +287,7 @@ fn fleet_diff_renders_helm_releases_against_another_revision() {
     // the source controller pulls it: the version range picks 2.1.0, whose appVersion the
     // rendered Deployment shows. A chartRef to an OCIRepository neither the repository nor a
     // cluster holds is not rendered: a note says so.
-    let charts = tempfile::tempdir().unwrap();
-    let unpacked = charts.path().join("src");
-    for (path, text) in chart("2.1.0") {
-        let file = unpacked.join(path.replace("charts/web/2.1.0", "web"));
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, text).unwrap();
-    }
-    let packed = std::process::Command::new("tar")
-        .arg("-czf")
-        .arg(charts.path().join("web-2.1.0.tgz"))
-        .arg("-C")
-        .arg(&unpacked)
-        .arg("web")
-        .status()
-        .unwrap();
-    assert!(packed.success());
-    std::fs::write(
-        charts.path().join("index.yaml"),
-        "apiVersion: v1\nentries:\n  web:\n    - name: web\n      version: 2.1.0\n      urls: [web-2.1.0.tgz]\n      created: \"2025-01-01T00:00:00Z\"\n    - name: web\n      version: 3.0.0\n      urls: [web-3.0.0.tgz]\n      created: \"2025-01-01T00:00:00Z\"\ngenerated: \"2025-01-01T00:00:00Z\"\n",
-    )
-    .unwrap();
-    let mut server =
-        ferroflux_testkit::StaticServer::start(charts.path(), ferroflux_testkit::Auth::None, None);
+    let (_charts, mut server) = chart_repository();
     repo.write(
         "apps/base/release.yaml",
         &RELEASE.replace(
@@ -356,6 +336,185 @@ fn fleet_diff_renders_helm_releases_against_another_revision() {
     );
 
     // The repository down: the chart is not rendered, and the note says why.
+    server.stop();
+    let out = fleet_diff(&repo, None, &["--against", "HEAD", "--cluster", "staging"]);
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "HelmRelease/flux-system/web: chart not rendered: fetching the index of http://"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("► Deployment/flux-system/web deleted"),
+        "what HEAD rendered and the work tree cannot:\n{text}"
+    );
+}
+
+/// A HelmRelease of `chartRef` HelmChart `web`, and that HelmChart of `source` (its
+/// `chart`, `version` and `sourceRef` lines).
+fn chart_ref_release(source: &str) -> String {
+    format!(
+        "apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: web
+  namespace: flux-system
+spec:
+  interval: 10m
+  chartRef:
+    kind: HelmChart
+    name: web
+  valuesFrom:
+    - kind: ConfigMap
+      name: web-values
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmChart
+metadata:
+  name: web
+  namespace: flux-system
+spec:
+  interval: 10m
+{source}"
+    )
+}
+
+/// A chart repository served over HTTP holding `web` 2.1.0 (and an index naming 3.0.0, which
+/// a `2.x` range must not pick).
+fn chart_repository() -> (tempfile::TempDir, ferroflux_testkit::StaticServer) {
+    let charts = tempfile::tempdir().unwrap();
+    let unpacked = charts.path().join("src");
+    for (path, text) in chart("2.1.0") {
+        let file = unpacked.join(path.replace("charts/web/2.1.0", "web"));
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    let packed = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(charts.path().join("web-2.1.0.tgz"))
+        .arg("-C")
+        .arg(&unpacked)
+        .arg("web")
+        .status()
+        .unwrap();
+    assert!(packed.success());
+    std::fs::write(
+        charts.path().join("index.yaml"),
+        "apiVersion: v1\nentries:\n  web:\n    - name: web\n      version: 2.1.0\n      urls: [web-2.1.0.tgz]\n      created: \"2025-01-01T00:00:00Z\"\n    - name: web\n      version: 3.0.0\n      urls: [web-3.0.0.tgz]\n      created: \"2025-01-01T00:00:00Z\"\ngenerated: \"2025-01-01T00:00:00Z\"\n",
+    )
+    .unwrap();
+    let server =
+        ferroflux_testkit::StaticServer::start(charts.path(), ferroflux_testkit::Auth::None, None);
+    (charts, server)
+}
+
+#[test]
+fn fleet_diff_renders_helm_chart_chart_refs() {
+    // The HelmChart's source is the fleet repository: a chart folder of its own.
+    let repo = fleet_repo();
+    let in_repository = |version: &str| {
+        chart_ref_release(&format!(
+            "  chart: ./charts/web/{version}\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+        ))
+    };
+    repo.write("apps/base/release.yaml", &in_repository("1.0.0"));
+    for cluster in ["staging", "production"] {
+        repo.write(
+            &format!("apps/{cluster}/kustomization.yaml"),
+            "resources: [../base]\n",
+        );
+    }
+    repo.commit_and_push("web from a HelmChart");
+    repo.write("apps/base/release.yaml", &in_repository("2.0.0"));
+    let out = fleet_diff(&repo, None, &["--against", "HEAD", "--cluster", "staging"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("► Deployment/flux-system/web changed (by HelmRelease/flux-system/web)"),
+        "{text}"
+    );
+    assert!(text.contains("- nginx:1.0.0\n+ nginx:2.0.0"), "{text}");
+    assert!(
+        text.contains("► HelmChart/flux-system/web changed (by Kustomization/flux-system/apps)"),
+        "{text}"
+    );
+    assert!(!text.contains("chart not rendered"), "{text}");
+
+    // The HelmChart's source a HelmRepository: the chart is pulled, its version range applied.
+    let (_charts, mut server) = chart_repository();
+    repo.write(
+        "apps/base/release.yaml",
+        &chart_ref_release(
+            "  chart: web\n  version: 2.x\n  sourceRef:\n    kind: HelmRepository\n    name: charts\n",
+        ),
+    );
+    repo.write(
+        "apps/base/charts.yaml",
+        &format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\n  namespace: flux-system\nspec:\n  interval: 10m\n  url: {}\n",
+            server.url()
+        ),
+    );
+    // Bad input: a chartRef to a HelmChart nobody declares, and a HelmChart of a Bucket.
+    repo.write(
+        "apps/base/other.yaml",
+        "apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: other
+  namespace: flux-system
+spec:
+  interval: 10m
+  chartRef:
+    kind: HelmChart
+    name: missing
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: bucketed
+  namespace: flux-system
+spec:
+  interval: 10m
+  chartRef:
+    kind: HelmChart
+    name: bucketed
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmChart
+metadata:
+  name: bucketed
+  namespace: flux-system
+spec:
+  interval: 10m
+  chart: ./charts/web
+  sourceRef:
+    kind: Bucket
+    name: charts
+",
+    );
+    repo.write(
+        "apps/base/kustomization.yaml",
+        "resources: [release.yaml, values.yaml, charts.yaml, other.yaml]\n",
+    );
+    let out = fleet_diff(&repo, None, &["--against", "HEAD", "--cluster", "staging"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("- nginx:1.0.0\n+ nginx:2.1.0"),
+        "the pulled chart's appVersion:\n{text}"
+    );
+    assert!(
+        text.contains("HelmRelease/flux-system/other: chart not rendered: it comes from HelmChart/flux-system/missing, which the repository does not hold"),
+        "{text}"
+    );
+    assert!(
+        text.contains("HelmRelease/flux-system/bucketed: chart not rendered: HelmChart/flux-system/bucketed: it comes from Bucket/flux-system/charts, which fleet diff does not fetch"),
+        "{text}"
+    );
+
+    // The HelmChart's repository down: a note naming it, nothing rendered from it.
     server.stop();
     let out = fleet_diff(&repo, None, &["--against", "HEAD", "--cluster", "staging"]);
     let text = stdout(&out);
