@@ -1,7 +1,8 @@
 //! The Bucket reconciler against a real API server (the devcluster) and a real S3 server
 //! (s3s-fs, checking SigV4), then a Kustomization applying what it stored: the revision, the
 //! no-op poll, an object that changes, wrong keys (the last artifact kept, nothing applied or
-//! pruned), an unknown bucket, a cloud provider refused, suspend and deletion.
+//! pruned), an unknown bucket, an unreachable endpoint, a cloud provider refused, suspend and deletion; a HelmChart and an
+//! ArtifactGenerator whose source is a Bucket.
 
 use ferroflux_api::{Bucket, Kustomization};
 use ferroflux_controller::bucket::{Options, reconcile};
@@ -295,6 +296,34 @@ async fn fetches_follows_changes_refuses_bad_keys_and_feeds_a_kustomization() {
             "bucket 'nope' not found".into()
         )
     );
+    // An endpoint nothing listens on: the request's error, as Go words it.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    api.create(
+        &PostParams::default(),
+        &bucket(
+            "down",
+            json!({"bucketName": "fleet", "endpoint": format!("127.0.0.1:{port}"),
+                   "insecure": true, "interval": "5m", "timeout": "10s"}),
+        ),
+    )
+    .await
+    .unwrap();
+    reconcile(&client, &settings, "flux-system", "down")
+        .await
+        .unwrap();
+    let (st, reason, msg) = condition(&api.get("down").await.unwrap(), "Ready");
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("False", "BucketOperationFailed")
+    );
+    assert!(
+        msg.starts_with(&format!(
+            "failed to confirm existence of 'fleet' bucket: Head \"http://127.0.0.1:{port}/fleet/\": "
+        )),
+        "{msg}"
+    );
     api.create(
         &PostParams::default(),
         &bucket(
@@ -402,4 +431,97 @@ async fn a_helm_chart_from_a_bucket() {
         .unwrap();
     let loaded = ferroflux_helm::load_archive(&data).unwrap();
     assert_eq!(loaded.metadata.name, "app");
+}
+
+/// An ArtifactGenerator takes a Bucket as a source: the bucket's `apps/` objects become an
+/// ExternalArtifact, and a Kustomization built from it applies them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_artifact_generator_from_a_bucket() {
+    use ferroflux_api::{ArtifactGenerator, ExternalArtifact, FluxObject};
+    use ferroflux_controller::artifactgenerator;
+
+    let s3 = S3Server::start();
+    s3.create_bucket("mono");
+    s3.put("mono", "apps/app.yaml", config_map("gen"));
+    s3.put("mono", "infra/other.yaml", "kind: Namespace\n");
+    let env = harness::start("bucketgen").await;
+    let client = env.client.clone();
+    let store = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(ferroflux_source::serve(
+        store.path().to_path_buf(),
+        listener,
+    ));
+    let storage = Storage::new(store.path(), &base).unwrap();
+    let settings = Options {
+        storage: storage.clone(),
+    };
+    keys_secret(&client, "s3-keys", &s3.access_key, &s3.secret_key).await;
+    let api: Api<Bucket> = Api::namespaced(client.clone(), "flux-system");
+    api.create(
+        &PostParams::default(),
+        &bucket(
+            "mono",
+            json!({"bucketName": "mono", "endpoint": s3.endpoint(), "insecure": true,
+                   "interval": "1h", "secretRef": {"name": "s3-keys"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    reconcile(&client, &settings, "flux-system", "mono")
+        .await
+        .unwrap();
+    let gens: Api<ArtifactGenerator> = Api::namespaced(client.clone(), "flux-system");
+    let generator: ArtifactGenerator = serde_json::from_value(json!({
+        "apiVersion": "source.extensions.fluxcd.io/v1beta1",
+        "kind": "ArtifactGenerator",
+        "metadata": {"name": "mono", "namespace": "flux-system"},
+        "spec": {
+            "sources": [{"alias": "bucket", "kind": "Bucket", "name": "mono"}],
+            "artifacts": [{"name": "apps", "copy": [{"from": "@bucket/apps/**", "to": "@artifact/"}]}]
+        }
+    }))
+    .unwrap();
+    gens.create(&PostParams::default(), &generator)
+        .await
+        .unwrap();
+    artifactgenerator::reconcile(
+        &client,
+        &artifactgenerator::Options::new(storage),
+        "flux-system",
+        "mono",
+    )
+    .await
+    .unwrap();
+    let g = gens.get("mono").await.unwrap();
+    let ready = g
+        .conditions()
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (ready.status.as_str(), ready.message.as_str()),
+        ("True", "reconciliation succeeded, generated 1 artifact(s)")
+    );
+    let eas: Api<ExternalArtifact> = Api::namespaced(client.clone(), "flux-system");
+    let ea = eas.get("apps").await.unwrap();
+    assert!(ea.status.unwrap().artifact.is_some());
+    let kss: Api<Kustomization> = Api::namespaced(client.clone(), "flux-system");
+    let ks = harness::kustomization(
+        "apps",
+        "apps",
+        json!({"sourceRef": {"kind": "ExternalArtifact", "name": "apps"}}),
+    );
+    kss.create(&PostParams::default(), &ks).await.unwrap();
+    harness::ready_message(&kss, "apps", "applied from the bucket", |m| {
+        m.starts_with("Applied revision")
+    })
+    .await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    assert_eq!(
+        cms.get("bucket-config").await.unwrap().data.unwrap()["version"],
+        "gen"
+    );
 }
