@@ -837,7 +837,7 @@ impl PgpSigner {
                     prefix: Box::new(SHA256_PREFIX),
                 };
                 let sig = key
-                    .sign(scheme, &digest)
+                    .sign_with_rng(&mut rand_core::OsRng, scheme, &digest)
                     .map_err(|e| PgpKeyError::Decrypt(format!("RSA signing failed: {e}")))?;
                 push_mpi(&mut body, &sig);
             }

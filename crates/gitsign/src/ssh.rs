@@ -180,7 +180,7 @@ impl SshSigner {
                     prefix: Box::new(SHA512_PREFIX),
                 };
                 let raw = rsa
-                    .sign(scheme, &digest)
+                    .sign_with_rng(&mut rand_core::OsRng, scheme, &digest)
                     .map_err(|e| SshKeyError::Rsa(e.to_string()))?;
                 let algorithm = ssh_key::Algorithm::Rsa {
                     hash: Some(HashAlg::Sha512),
