@@ -18,8 +18,8 @@
 //!   with static keys in the same Secret. `aws` without keys (workload identity, instance
 //!   profiles), `gcp` and `azure` are not implemented; the reconciler says so in the status.
 //! - `sts`, `proxySecretRef` and `serviceAccountName` are not implemented (said in the status).
-//! - Without `spec.region` requests are signed for `us-east-1`; minio-go would first ask the
-//!   bucket's location. A bucket elsewhere on AWS answers with a redirect, reported as such.
+//! - Without `spec.region` the bucket's location is asked once per pass (`GetBucketLocation`),
+//!   as minio-go does once per client; `us-east-1` when that question is refused.
 //! - A server that lists objects without ETags (s3s-fs) gets one `HEAD` per such object so
 //!   that an unchanged bucket keeps its revision; source-controller would see a change on every
 //!   poll there. S3, MinIO and GCS list ETags, so this costs nothing with them.

@@ -62,7 +62,8 @@ pub struct Options {
     pub endpoint: String,
     /// Plain HTTP instead of HTTPS.
     pub insecure: bool,
-    /// The region requests are signed for; `us-east-1` when empty, as minio-go's default.
+    /// The region requests are signed for; when empty, the bucket's location is asked once
+    /// (`us-east-1` if the answer is refused), as minio-go does.
     pub region: String,
     /// Static keys; anonymous requests without.
     pub credentials: Option<Credentials>,
@@ -76,6 +77,31 @@ pub struct Options {
 pub struct Client {
     opts: Options,
     agent: ureq::Agent,
+    /// The bucket's region found by `GetBucketLocation` when `opts.region` is empty.
+    location: std::sync::OnceLock<String>,
+}
+
+/// The region a `GetBucketLocation` answer names: S3 answers an empty constraint for
+/// `us-east-1` and `EU` for the old name of `eu-west-1`, as minio-go maps them.
+pub fn location_region(doc: &str) -> String {
+    let text = doc
+        .find("<LocationConstraint")
+        .map(|start| &doc[start..])
+        .and_then(|rest| {
+            let open_end = rest.find('>')?;
+            if rest[..open_end].ends_with('/') {
+                return Some(String::new());
+            }
+            let body = &rest[open_end + 1..];
+            let close = body.find("</LocationConstraint>")?;
+            Some(xml::unescape(body[..close].trim()))
+        })
+        .unwrap_or_default();
+    match text.as_str() {
+        "" => "us-east-1".to_string(),
+        "EU" => "eu-west-1".to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// Checks `host[:port]`: no scheme, no path, a port that is a number.
@@ -128,15 +154,38 @@ impl Client {
             .max_redirects(0)
             .build()
             .new_agent();
-        Ok(Client { opts, agent })
+        Ok(Client {
+            opts,
+            agent,
+            location: std::sync::OnceLock::new(),
+        })
     }
 
-    fn region(&self) -> &str {
-        if self.opts.region.is_empty() {
-            "us-east-1"
-        } else {
-            &self.opts.region
+    /// The region requests are signed for: `spec.region`, else the bucket's location asked
+    /// once (`GET /bucket?location`, signed for `us-east-1` as S3 accepts it from anywhere), as
+    /// minio-go does; `us-east-1` when the question itself is refused (S3 lets a policy deny
+    /// `GetBucketLocation`), and the requests that follow then report the real refusal.
+    fn region(&self, bucket: &str) -> &str {
+        if !self.opts.region.is_empty() {
+            return &self.opts.region;
         }
+        self.location.get_or_init(|| {
+            match self.send_signed("GET", bucket, "", &[("location", "")], "us-east-1") {
+                Ok((_, resp)) if resp.status().is_success() => {
+                    let mut body = String::new();
+                    let read = resp
+                        .into_body()
+                        .into_reader()
+                        .take(64 * 1024)
+                        .read_to_string(&mut body);
+                    match read {
+                        Ok(_) => location_region(&body),
+                        Err(_) => "us-east-1".to_string(),
+                    }
+                }
+                _ => "us-east-1".to_string(),
+            }
+        })
     }
 
     /// `(host, path)` of `bucket`/`key`, path-style or virtual-hosted.
@@ -162,6 +211,23 @@ impl Client {
         key: &str,
         query: &[(&str, &str)],
     ) -> Result<(String, http_response::Response), S3Error> {
+        let region = if self.opts.credentials.is_some() {
+            self.region(bucket).to_string()
+        } else {
+            String::new()
+        };
+        self.send_signed(method, bucket, key, query, &region)
+    }
+
+    /// [`Client::send`] signed for `region` (unsigned without credentials).
+    fn send_signed(
+        &self,
+        method: &'static str,
+        bucket: &str,
+        key: &str,
+        query: &[(&str, &str)],
+        region: &str,
+    ) -> Result<(String, http_response::Response), S3Error> {
         let (host, path) = self.address(bucket, key);
         let scheme = if self.opts.insecure { "http" } else { "https" };
         let query_string = sigv4::canonical_query(query);
@@ -183,7 +249,7 @@ impl Client {
                 headers: &[],
                 payload_sha256: EMPTY_PAYLOAD_SHA256,
             };
-            headers = sigv4::sign(&req, creds, self.region(), &amz_date);
+            headers = sigv4::sign(&req, creds, region, &amz_date);
         }
         let result = match method {
             "HEAD" => {
@@ -230,7 +296,7 @@ impl Client {
                 "AccessDenied" => "Access Denied.".to_string(),
                 "SignatureDoesNotMatch" => "The request signature we calculated does not match the signature you provided. Check your key and signing method.".to_string(),
                 "InvalidAccessKeyId" => "The Access Key Id you provided does not exist in our records.".to_string(),
-                "PermanentRedirect" => "The bucket is in another region than the one requests are signed for: set spec.region.".to_string(),
+                "PermanentRedirect" => "The bucket is in another region than the one requests are signed for: check spec.region.".to_string(),
                 "" => format!("HTTP {status}"),
                 other => format!("Error response code {other}."),
             });
@@ -348,4 +414,48 @@ impl Client {
 mod http_response {
     /// A response with its streaming body.
     pub type Response = ureq::http::Response<ureq::Body>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_bucket_location_as_minio_go_maps_it() {
+        let ns = r#"xmlns="http://s3.amazonaws.com/doc/2006-03-01/""#;
+        assert_eq!(
+            location_region(&format!(
+                "<?xml version=\"1.0\"?>\n<LocationConstraint {ns}>eu-central-1</LocationConstraint>"
+            )),
+            "eu-central-1"
+        );
+        assert_eq!(
+            location_region(&format!("<LocationConstraint {ns}></LocationConstraint>")),
+            "us-east-1"
+        );
+        assert_eq!(
+            location_region(&format!("<LocationConstraint {ns}/>")),
+            "us-east-1"
+        );
+        assert_eq!(
+            location_region("<LocationConstraint>EU</LocationConstraint>"),
+            "eu-west-1"
+        );
+        assert_eq!(location_region("not xml"), "us-east-1");
+    }
+
+    #[test]
+    fn endpoints_are_host_and_port_only() {
+        assert!(validate_endpoint("minio.minio.svc:9000").is_ok());
+        assert!(validate_endpoint("s3.amazonaws.com").is_ok());
+        assert!(validate_endpoint("[::1]:9000").is_ok());
+        for bad in [
+            "",
+            "https://s3.amazonaws.com",
+            "minio:9000/path",
+            "minio:port",
+        ] {
+            assert!(validate_endpoint(bad).is_err(), "{bad}");
+        }
+    }
 }
