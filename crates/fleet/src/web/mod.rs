@@ -1,6 +1,8 @@
 //! `fleet serve`: the fleet as a web page. One HTML page (every asset embedded in the binary,
 //! no CDN), readable on a phone: the rollup, then one table of every cluster's Kustomizations,
-//! HelmReleases and sources (revision, readiness, suspended, behind, message), and a page per
+//! HelmReleases and sources (revision, readiness, suspended, behind, message) — one section per
+//! cluster, which the browser lays out only as it nears the screen, so that the first paint
+//! costs a screenful of rows whatever the fleet's size ([`cluster_section`]) — and a page per
 //! cluster with its dependency graph, and the last Kubernetes Events of each cluster's Flux
 //! objects (reason, message, age). The page is complete without JavaScript; with it, a few
 //! lines subscribe to `/events`, where the server pushes what changed (Server-Sent Events)
@@ -119,7 +121,7 @@ pub struct Rendered {
     /// What `#fleet` holds: the rollup, the table, the events.
     pub fragment: String,
     /// The parts of the fragment by element id, in page order: `summary`, then `k<i>` (cluster
-    /// i's rows), then `e<i>` (cluster i's events) when the events table is shown.
+    /// i's section of rows), then `e<i>` (cluster i's events) when the events table is shown.
     pub parts: Vec<(String, String)>,
 }
 
@@ -160,8 +162,8 @@ pub fn render(reports: &[ClusterReport], token: Option<&str>, now: i64, version:
     ));
     for (i, r) in reports.iter().enumerate() {
         let id = format!("k{i}");
-        let rows = cluster_rows(r, token);
-        parts.push((id.clone(), format!("<tbody id=\"{id}\">{rows}</tbody>")));
+        let (rows, count) = cluster_rows(r, token);
+        parts.push((id.clone(), cluster_section(&id, &rows, count)));
     }
     let with_events = reports.iter().any(|r| !r.events.is_empty());
     if with_events {
@@ -176,17 +178,17 @@ pub fn render(reports: &[ClusterReport], token: Option<&str>, now: i64, version:
     if let Some((_, summary)) = parts_in_order.next() {
         fragment.push_str(summary);
     }
-    fragment.push_str("<div class=\"wrap\"><table><thead><tr><th>CLUSTER</th><th>KIND</th><th>NAME</th><th>REVISION</th><th>READY</th><th>SUSPENDED</th><th>LAG</th><th class=\"src\">SOURCE</th><th class=\"msg\">MESSAGE</th></tr></thead>");
-    for (_, rows) in parts_in_order.by_ref().take(reports.len()) {
-        fragment.push_str(rows);
+    fragment.push_str("<div class=\"wrap\"><div class=\"fleet\"><table class=\"head\"><thead><tr><th>CLUSTER</th><th>KIND</th><th>NAME</th><th>REVISION</th><th>READY</th><th>SUSPENDED</th><th>LAG</th><th class=\"src\">SOURCE</th><th class=\"msg\">MESSAGE</th></tr></thead></table>");
+    for (_, section) in parts_in_order.by_ref().take(reports.len()) {
+        fragment.push_str(section);
     }
-    fragment.push_str("</table></div>");
+    fragment.push_str("</div></div>");
     if with_events {
-        fragment.push_str("<h2>Last events</h2><div class=\"wrap\"><table class=\"events\"><thead><tr><th>CLUSTER</th><th>AGE</th><th>TYPE</th><th>OBJECT</th><th>REASON</th><th class=\"msg\">MESSAGE</th></tr></thead>");
+        fragment.push_str("<section class=\"later\"><h2>Last events</h2><div class=\"wrap\"><table class=\"events\"><thead><tr><th>CLUSTER</th><th>AGE</th><th>TYPE</th><th>OBJECT</th><th>REASON</th><th class=\"msg\">MESSAGE</th></tr></thead>");
         for (_, rows) in parts_in_order {
             fragment.push_str(rows);
         }
-        fragment.push_str("</table></div>");
+        fragment.push_str("</table></div></section>");
     }
     let body = format!(
         "<h1>Fleet: {} clusters</h1><div id=\"fleet\" data-version=\"{version}\">{fragment}</div>",
@@ -238,9 +240,25 @@ fn spawn_renderer(live: Arc<Live>, token: Option<String>) -> watch::Receiver<Arc
     rx
 }
 
+/// A row's height in CSS pixels as the page's style lays out one line of text (14 px at 1.4,
+/// padding and border): what a section off screen is assumed to measure.
+const ROW_HEIGHT: usize = 27;
+
+/// One cluster's rows as a section of their own: a table with the page's column widths
+/// (`table-layout: fixed`, so it is laid out without measuring its cells) in a box that the
+/// browser does not lay out or paint until it nears the screen (`content-visibility: auto`),
+/// assumed `rows` rows high until then. So the first paint costs the first screen's clusters,
+/// not the fleet's; the text is in the document all along (find in page, no JavaScript).
+fn cluster_section(id: &str, rows: &str, count: usize) -> String {
+    format!(
+        "<section id=\"{id}\" style=\"contain-intrinsic-size:auto {}px\"><table><tbody>{rows}</tbody></table></section>",
+        count.max(1) * ROW_HEIGHT
+    )
+}
+
 /// The rows of one cluster: its Kustomizations, HelmReleases and sources, or one row saying
-/// why it is not known.
-fn cluster_rows(r: &ClusterReport, token: Option<&str>) -> String {
+/// why it is not known; and how many rows.
+fn cluster_rows(r: &ClusterReport, token: Option<&str>) -> (String, usize) {
     let mut out = String::new();
     let c = {
         let q = token.map_or(String::new(), |t| format!("?token={}", escape(t)));
@@ -277,7 +295,7 @@ fn cluster_rows(r: &ClusterReport, token: Option<&str>) -> String {
             ],
             &c,
         );
-        return out;
+        return (out, 1);
     }
     for k in &r.kustomizations {
         let lag = if k.behind {
@@ -338,7 +356,10 @@ fn cluster_rows(r: &ClusterReport, token: Option<&str>) -> String {
             &c,
         );
     }
-    out
+    (
+        out,
+        r.kustomizations.len() + r.helm_releases.len() + r.sources.len(),
+    )
 }
 
 /// The last Events of one cluster (newest first). Each age is also a `<time datetime>` the
