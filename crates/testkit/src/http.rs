@@ -63,6 +63,14 @@ pub fn make_tls() -> Tls {
     }
 }
 
+impl Tls {
+    /// The server side, for other servers of this crate (the S3 server's TLS front).
+    #[cfg_attr(not(feature = "s3"), allow(dead_code))]
+    pub(crate) fn server_config(&self) -> Arc<rustls::ServerConfig> {
+        self.server_config.clone()
+    }
+}
+
 #[derive(Clone)]
 struct CgiState {
     project_root: PathBuf,

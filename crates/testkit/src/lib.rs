@@ -40,6 +40,8 @@ pub mod cdp;
 
 #[cfg(feature = "s3")]
 mod s3;
+#[cfg(all(feature = "s3", feature = "git-server"))]
+pub use s3::TlsFront;
 #[cfg(feature = "s3")]
 pub use s3::{S3Server, s3s_fs_binary};
 

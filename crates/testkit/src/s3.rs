@@ -2,6 +2,8 @@
 //! SigV4 signatures) on a free loopback port, with fresh keys and a temporary folder. A bucket
 //! is a directory of that folder and an object a file below it, so tests write objects with
 //! plain file writes. `./test.sh` installs the binary into `crates/testkit/s3s` when missing.
+//! With feature `git-server` too, [`S3Server::tls_front`] puts HTTPS (a certificate of
+//! [`crate::make_tls`]'s CA) in front of it.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -138,6 +140,74 @@ impl S3Server {
     /// Removes object `key` of `bucket`.
     pub fn delete(&self, bucket: &str, key: &str) {
         std::fs::remove_file(self.root.path().join(bucket).join(key)).expect("remove the object");
+    }
+}
+
+/// HTTPS in front of an [`S3Server`]: TLS ends here and the bytes go on to the server
+/// unchanged (so signatures made for this address verify there). Stopped on drop.
+#[cfg(feature = "git-server")]
+pub struct TlsFront {
+    port: u16,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+#[cfg(feature = "git-server")]
+impl TlsFront {
+    /// `127.0.0.1:PORT`: a Bucket's `spec.endpoint` for HTTPS (no `insecure`).
+    pub fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+#[cfg(feature = "git-server")]
+impl S3Server {
+    /// Serves this server over HTTPS with `tls`'s certificate on a port of its own; the port is
+    /// bound before this returns, so it accepts connections at once.
+    pub fn tls_front(&self, tls: &crate::Tls) -> TlsFront {
+        let config = tls.server_config();
+        let backend = self.endpoint();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the TLS front");
+        listener
+            .set_nonblocking(true)
+            .expect("a non-blocking listener");
+        let port = listener.local_addr().expect("the front's address").port();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the TLS front");
+            rt.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                    return;
+                };
+                let acceptor = tokio_rustls::TlsAcceptor::from(config);
+                let serve = async {
+                    loop {
+                        let Ok((socket, _)) = listener.accept().await else {
+                            continue;
+                        };
+                        let acceptor = acceptor.clone();
+                        let backend = backend.clone();
+                        tokio::spawn(async move {
+                            let Ok(mut tls) = acceptor.accept(socket).await else {
+                                return;
+                            };
+                            let Ok(mut upstream) = tokio::net::TcpStream::connect(&backend).await
+                            else {
+                                return;
+                            };
+                            let _ = tokio::io::copy_bidirectional(&mut tls, &mut upstream).await;
+                        });
+                    }
+                };
+                tokio::select! {
+                    _ = serve => {}
+                    _ = stopped => {}
+                }
+            });
+        });
+        TlsFront { port, _stop: stop }
     }
 }
 

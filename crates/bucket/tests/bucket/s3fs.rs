@@ -1,6 +1,7 @@
 //! The client and the fetch against a real S3 server (`s3s-fs`, which checks SigV4): listing
 //! across pages, Flux's revision, `.sourceignore` and `spec.ignore`, the prefix, the no-op poll,
-//! and the failures a user meets (wrong keys, unknown bucket, unreachable endpoint).
+//! and the failures a user meets (wrong keys, unknown bucket, unreachable endpoint); HTTPS with
+//! a private CA.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -229,4 +230,48 @@ fn refusals_say_what_flux_says() {
             .starts_with("invalid endpoint 'http://minio:9000'"),
         "{err}"
     );
+}
+
+#[test]
+fn https_with_a_private_ca() {
+    let server = S3Server::start();
+    server.create_bucket("secure");
+    server.put("secure", "a.yaml", "a: 1\n");
+    let tls = ferroflux_testkit::make_tls();
+    let front = server.tls_front(&tls);
+    let storage_dir = tempfile::tempdir().unwrap();
+    let storage = Storage::new(storage_dir.path(), "http://localhost:9090").unwrap();
+    let options = |ca: Option<Vec<u8>>| Options {
+        endpoint: front.endpoint(),
+        insecure: false,
+        region: "us-east-1".into(),
+        credentials: Some(Credentials {
+            access_key: server.access_key.clone(),
+            secret_key: server.secret_key.clone(),
+        }),
+        ca_pem: ca,
+        timeout: Duration::from_secs(30),
+    };
+    let trusted = Client::new(options(Some(tls.ca_pem.clone().into_bytes()))).unwrap();
+    let Fetched::Stored { artifact, files } =
+        fetch(&trusted, &request("secure", "", None, None), &storage).unwrap()
+    else {
+        panic!("expected a new artifact over HTTPS");
+    };
+    assert_eq!(files, 1);
+    assert_eq!(artifact_files(&storage, &artifact.path)["a.yaml"], "a: 1\n");
+    // Without the CA the certificate is refused, and the message says so.
+    let untrusted = Client::new(options(None)).unwrap();
+    let err = fetch(&untrusted, &request("secure", "", None, None), &storage)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "failed to confirm existence of 'secure' bucket: Head \"https://{}/secure/\": ",
+            front.endpoint()
+        )) && err.to_lowercase().contains("certificate"),
+        "{err}"
+    );
+    // A bundle without a certificate is refused when the client is made.
+    assert!(Client::new(options(Some(b"not a pem".to_vec()))).is_err());
 }

@@ -1,7 +1,8 @@
 //! The Bucket reconciler against a real API server (the devcluster) and a real S3 server
 //! (s3s-fs, checking SigV4), then a Kustomization applying what it stored: the revision, the
 //! no-op poll, an object that changes, wrong keys (the last artifact kept, nothing applied or
-//! pruned), an unknown bucket, an unreachable endpoint, a cloud provider refused, suspend and deletion; a HelmChart and an
+//! pruned), an unknown bucket, an unreachable endpoint, HTTPS with a CA from
+//! `certSecretRef`, a cloud provider refused, suspend and deletion; a HelmChart and an
 //! ArtifactGenerator whose source is a Bucket.
 
 use ferroflux_api::{Bucket, Kustomization};
@@ -348,6 +349,39 @@ async fn fetches_follows_changes_refuses_bad_keys_and_feeds_a_kustomization() {
         "{msg}"
     );
     assert_eq!(condition(&gcs, "Stalled").0, "True");
+
+    // HTTPS with a private CA from certSecretRef (`ca.crt`).
+    let tls = ferroflux_testkit::make_tls();
+    let front = s3.tls_front(&tls);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "flux-system");
+    secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "s3-ca", "namespace": "flux-system"},
+                "stringData": {"ca.crt": tls.ca_pem}
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    api.create(
+        &PostParams::default(),
+        &bucket(
+            "secure",
+            json!({"bucketName": "fleet", "endpoint": front.endpoint(), "interval": "5m",
+                   "prefix": "apps/", "secretRef": {"name": "s3-keys"},
+                   "certSecretRef": {"name": "s3-ca"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    reconcile(&client, &settings, "flux-system", "secure")
+        .await
+        .unwrap();
+    let secure = api.get("secure").await.unwrap();
+    assert_eq!(condition(&secure, "Ready").0, "True", "{:?}", secure.status);
 
     // Deletion removes the stored artifacts and the finalizer.
     api.delete("fleet", &DeleteParams::default()).await.unwrap();
