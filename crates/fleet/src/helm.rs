@@ -7,16 +7,18 @@
 //! `flux-system` GitRepository, `chart.spec.chart` a folder of the tree); a chart of a
 //! HelmRepository, HTTP(S) or `type: oci` (the HelmRepository taken from the build, else from
 //! the live cluster), pulled as the source controller pulls it (`chart.spec.version` range,
-//! `valuesFiles` merged); the chart a HelmChart `chartRef` describes (the HelmChart taken from
-//! the build, else from the live cluster; its `spec` then read as a `chart.spec` is); or the
-//! artifact of an OCIRepository `chartRef` (its `ref` resolved as the source controller
-//! resolves it — digest, semver range, tag — its layer selected by `layerSelector`), with
-//! helm-controller's version rule (`<version>+<digest's first 12 hex>`). A repository needing
-//! credentials (`secretRef`, `certSecretRef`) is pulled with the cluster's Secrets ([`Secrets`]:
-//! the live cluster's, or against another revision those of the cluster's kubeconfig context
-//! when there is one). What is not rendered — such a repository whose Secrets cannot be read,
-//! an unreachable registry or repository, a chart of another GitRepository or of a Bucket — is
-//! compared as the HelmRelease object alone, and a note says why its chart was not rendered.
+//! `valuesFiles` merged); a chart folder among a Bucket's objects (fetched as the source
+//! controller fetches them: prefix, `.sourceignore`, `spec.ignore`); the chart a HelmChart
+//! `chartRef` describes (the HelmChart taken from the build, else from the live cluster; its
+//! `spec` then read as a `chart.spec` is); or the artifact of an OCIRepository `chartRef` (its
+//! `ref` resolved as the source controller resolves it — digest, semver range, tag — its layer
+//! selected by `layerSelector`), with helm-controller's version rule (`<version>+<digest's
+//! first 12 hex>`). A repository or bucket needing credentials (`secretRef`, `certSecretRef`)
+//! is pulled with the cluster's Secrets ([`Secrets`]: the live cluster's, or against another
+//! revision those of the cluster's kubeconfig context when there is one). What is not
+//! rendered — a source whose Secrets cannot be read, an unreachable registry, repository or
+//! object store, a chart of another GitRepository — is compared as the HelmRelease object
+//! alone, and a note says why its chart was not rendered.
 //!
 //! The values: `valuesFrom` ConfigMaps and Secrets are taken from the cluster's build first
 //! (what the cluster will hold once the Kustomizations apply), then, against a live cluster,
@@ -98,6 +100,13 @@ pub async fn render_releases(
                     continue;
                 }
             },
+            Ok(Located::Bucket(bucket)) => match pull_bucket(bucket).await {
+                Ok(chart) => chart,
+                Err(why) => {
+                    build.notes.push(format!("{id}: chart not rendered: {why}"));
+                    continue;
+                }
+            },
             Err(why) => {
                 build.notes.push(format!("{id}: chart not rendered: {why}"));
                 continue;
@@ -153,6 +162,22 @@ enum Located {
     /// A chart in an OCI registry: a `type: oci` HelmRepository's, or an OCIRepository's
     /// artifact.
     Oci(Oci),
+    /// A chart folder among a Bucket's objects.
+    Bucket(InBucket),
+}
+
+/// A chart folder to take from a Bucket's objects.
+struct InBucket {
+    /// The S3 client's settings (endpoint, credentials, TLS, timeout).
+    options: ferroflux_bucket::Options,
+    /// Whose credentials `options` carry, when any.
+    credentials: Option<String>,
+    /// `spec.bucketName`, `spec.prefix`, `spec.ignore`.
+    bucket: String,
+    prefix: String,
+    ignore: Option<String>,
+    /// The chart's folder in the bucket (relative, normalised).
+    chart: String,
 }
 
 /// A chart to pull from a chart repository.
@@ -410,9 +435,14 @@ async fn locate(
             ignore_missing_values_files: spec.ignore_missing_values_files,
         }));
     }
+    if spec.kind == "Bucket" {
+        return locate_bucket(&spec, &source, cluster, build, client, secrets)
+            .await
+            .map_err(|e| format!("{via}{e}"));
+    }
     if spec.kind != "GitRepository" || spec.name != "flux-system" || src_ns != "flux-system" {
         return Err(format!(
-            "{via}it comes from {source}, which fleet diff does not fetch (charts kept in this repository, HelmRepository charts, and HelmChart and OCIRepository chartRefs are rendered)"
+            "{via}it comes from {source}, which fleet diff does not fetch (charts kept in this repository, HelmRepository and Bucket charts, and HelmChart and OCIRepository chartRefs are rendered)"
         ));
     }
     if !spec.values_files.is_empty() {
@@ -438,6 +468,163 @@ async fn locate(
         return Err(format!("{via}the chart path is empty"));
     }
     Ok(Located::Repository(parts.join("/")))
+}
+
+/// `path` as a relative path that stays inside its root (`./a/../b` is refused, as the
+/// source controller refuses a chart path leaving its artifact).
+fn inside(path: &str) -> Result<String, String> {
+    let mut parts = Vec::new();
+    for c in Path::new(path).components() {
+        match c {
+            Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            Component::CurDir => {}
+            _ => return Err(format!("chart path {path:?} leaves its source")),
+        }
+    }
+    if parts.is_empty() {
+        return Err("the chart path is empty".into());
+    }
+    Ok(parts.join("/"))
+}
+
+/// A chart of a Bucket: the Bucket from the build (else the live cluster), its client settings
+/// (with its Secrets when it has a `secretRef` or `certSecretRef`).
+async fn locate_bucket(
+    spec: &ChartOfSource,
+    source: &str,
+    cluster: &str,
+    build: &ClusterBuild,
+    client: Option<&kube::Client>,
+    secrets: Secrets<'_>,
+) -> Result<Located, String> {
+    let bucket: ferroflux_api::Bucket =
+        source_object(build, &spec.namespace, &spec.name, client).await?;
+    ferroflux_controller::bucket::validate(&bucket)
+        .map_err(|e| format!("{source}: {}", e.message))?;
+    if !spec.values_files.is_empty() {
+        return Err("its chart's valuesFiles are not merged by fleet diff yet".into());
+    }
+    let timeout = bucket
+        .spec
+        .timeout
+        .as_deref()
+        .and_then(|t| ferroflux_api::duration::parse_duration(t).ok())
+        .unwrap_or(OCI_TIMEOUT);
+    let names = secret_names(
+        &spec.namespace,
+        [
+            bucket.spec.secret_ref.as_ref().map(|r| r.name.as_str()),
+            bucket
+                .spec
+                .cert_secret_ref
+                .as_ref()
+                .map(|r| r.name.as_str()),
+        ],
+    );
+    let (options, credentials) = if names.is_empty() {
+        (
+            ferroflux_bucket::Options {
+                endpoint: bucket.spec.endpoint.clone(),
+                insecure: bucket.spec.insecure.unwrap_or(false),
+                region: bucket.spec.region.clone().unwrap_or_default(),
+                credentials: None,
+                ca_pem: None,
+                timeout,
+            },
+            None,
+        )
+    } else {
+        let reader = secrets_client(source, &names, secrets)?;
+        (
+            ferroflux_controller::bucket::client_options(reader, &bucket, &spec.namespace, timeout)
+                .await
+                .map_err(|e| unreadable(source, &names, cluster, e.message))?,
+            Some(format!("{source}'s Secrets on cluster {cluster}")),
+        )
+    };
+    Ok(Located::Bucket(InBucket {
+        options,
+        credentials,
+        bucket: bucket.spec.bucket_name.clone(),
+        prefix: bucket.spec.prefix.clone().unwrap_or_default(),
+        ignore: bucket.spec.ignore.clone(),
+        chart: inside(&spec.chart)?,
+    }))
+}
+
+/// The chart of a Bucket: its objects fetched as the source controller fetches them (prefix,
+/// `.sourceignore` and `spec.ignore`), then the chart folder loaded from them; once per process
+/// for the same bucket, folder and credentials.
+async fn pull_bucket(b: InBucket) -> Result<ferroflux_helm::Chart, String> {
+    type Key = (
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+    );
+    static PULLED: std::sync::Mutex<BTreeMap<Key, std::sync::Arc<ferroflux_helm::Chart>>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let key: Key = (
+        b.options.endpoint.clone(),
+        b.bucket.clone(),
+        b.prefix.clone(),
+        b.chart.clone(),
+        b.ignore.clone(),
+        b.credentials.clone(),
+    );
+    if let Some(chart) = PULLED.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return Ok((*chart).clone());
+    }
+    // The S3 client blocks (ureq).
+    let chart = tokio::task::spawn_blocking(move || {
+        let shown = format!("bucket {} at {}", b.bucket, b.options.endpoint);
+        let client = ferroflux_bucket::Client::new(b.options.clone())
+            .map_err(|e| format!("{shown}: {e}"))?;
+        let dir = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
+        let storage =
+            ferroflux_source::Storage::new(dir.path().join("storage"), "http://fleet-diff")
+                .map_err(|e| format!("a temporary storage: {e}"))?;
+        let request = ferroflux_bucket::Request {
+            bucket: b.bucket.clone(),
+            prefix: b.prefix.clone(),
+            ignore: b.ignore.clone(),
+            key: ferroflux_source::ObjectKey::of_kind("bucket", "fleet-diff", "chart"),
+            previous_revision: None,
+        };
+        let artifact = match ferroflux_bucket::fetch(&client, &request, &storage)
+            .map_err(|e| format!("{shown}: {e}"))?
+        {
+            ferroflux_bucket::Fetched::Stored { artifact, .. } => artifact,
+            ferroflux_bucket::Fetched::Unchanged { .. } => {
+                return Err(format!("{shown}: nothing fetched"));
+            }
+        };
+        let files = dir.path().join("files");
+        let archive = std::fs::File::open(storage.local_path(&artifact.path))
+            .map_err(|e| format!("reading the fetched objects: {e}"))?;
+        ferroflux_oci::extract::extract_tar_gz(
+            archive,
+            &files,
+            ferroflux_oci::extract::DEFAULT_MAX_EXTRACT_SIZE,
+        )
+        .map_err(|e| format!("unpacking the fetched objects: {e}"))?;
+        let folder = files.join(&b.chart);
+        if !folder.join("Chart.yaml").is_file() {
+            return Err(format!(
+                "{shown} holds no chart at {} (no Chart.yaml)",
+                b.chart
+            ));
+        }
+        ferroflux_helm::load(&folder).map_err(|e| format!("loading the chart {}: {e}", b.chart))
+    })
+    .await
+    .map_err(|e| format!("pulling the chart stopped: {e}"))??;
+    if let Ok(mut m) = PULLED.lock() {
+        m.insert(key, std::sync::Arc::new(chart.clone()));
+    }
+    Ok(chart)
 }
 
 impl ChartOfSource {

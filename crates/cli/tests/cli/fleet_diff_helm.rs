@@ -6,7 +6,9 @@
 //! named; a chart of a HelmRepository served over HTTP is pulled and rendered, a chartRef is
 //! left unrendered with a note, as is a chart whose repository is down; a HelmChart `chartRef`
 //! (its source the fleet repository, then a HelmRepository) is rendered from the HelmChart's
-//! spec, and one naming no declared HelmChart, or a Bucket source, gets a note; against a live
+//! spec, and one naming no declared HelmChart gets a note; a HelmChart of a Bucket (s3s-fs,
+//! keys in the cluster's Secret) is fetched and rendered, with a note when the keys cannot be
+//! read, the folder is not in the bucket or the store is down; against a live
 //! devcluster the rendered Deployment is dry-run against the one running.
 
 use crate::repo::Repo;
@@ -456,7 +458,8 @@ fn fleet_diff_renders_helm_chart_chart_refs() {
             server.url()
         ),
     );
-    // Bad input: a chartRef to a HelmChart nobody declares, and a HelmChart of a Bucket.
+    // Bad input: a chartRef to a HelmChart nobody declares, and a HelmChart of a Bucket nobody
+    // declares.
     repo.write(
         "apps/base/other.yaml",
         "apiVersion: helm.toolkit.fluxcd.io/v2
@@ -510,7 +513,7 @@ spec:
         "{text}"
     );
     assert!(
-        text.contains("HelmRelease/flux-system/bucketed: chart not rendered: HelmChart/flux-system/bucketed: it comes from Bucket/flux-system/charts, which fleet diff does not fetch"),
+        text.contains("HelmRelease/flux-system/bucketed: chart not rendered: HelmChart/flux-system/bucketed: it comes from Bucket/flux-system/charts, which the repository does not hold"),
         "{text}"
     );
 
@@ -528,6 +531,129 @@ spec:
         text.contains("► Deployment/flux-system/web deleted"),
         "what HEAD rendered and the work tree cannot:\n{text}"
     );
+}
+
+#[test]
+fn fleet_diff_renders_helm_charts_of_buckets() {
+    // A bucket of s3s-fs holding two chart versions, behind the server's keys.
+    let s3 = ferroflux_testkit::S3Server::start();
+    s3.create_bucket("charts");
+    for version in ["1.0.0", "2.0.0"] {
+        for (path, text) in chart(version) {
+            s3.put("charts", &path, text);
+        }
+    }
+    let bucket = format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1
+kind: Bucket
+metadata:
+  name: charts
+  namespace: flux-system
+spec:
+  interval: 10m
+  provider: generic
+  bucketName: charts
+  endpoint: {}
+  insecure: true
+  secretRef:
+    name: s3-keys
+",
+        s3.endpoint()
+    );
+    let of_bucket = |version: &str| {
+        chart_ref_release(&format!(
+            "  chart: ./charts/web/{version}\n  sourceRef:\n    kind: Bucket\n    name: charts\n"
+        ))
+    };
+    let repo = fleet_repo();
+    repo.write("apps/base/release.yaml", &of_bucket("1.0.0"));
+    repo.write("apps/base/bucket.yaml", &bucket);
+    repo.write(
+        "apps/base/kustomization.yaml",
+        "resources: [release.yaml, values.yaml, bucket.yaml]\n",
+    );
+    repo.write("apps/staging/kustomization.yaml", "resources: [../base]\n");
+    repo.commit_and_push("web from a bucket");
+    repo.write("apps/base/release.yaml", &of_bucket("2.0.0"));
+
+    // No cluster to read the keys from: a note naming the Secret.
+    let args = [
+        "--against",
+        "HEAD",
+        "--cluster",
+        "staging",
+        "--timeout",
+        "30s",
+    ];
+    let no_kubeconfig = repo.work().join("no-such-kubeconfig");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args(["fleet", "diff"])
+        .args(args)
+        .current_dir(repo.work())
+        .env("KUBECONFIG", &no_kubeconfig)
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("HelmRelease/flux-system/web: chart not rendered: HelmChart/flux-system/web: it comes from Bucket/flux-system/charts, which needs credentials (Secret flux-system/s3-keys): there is no kubeconfig to read them from"),
+        "{text}{}",
+        stderr(&out)
+    );
+
+    // The keys in the cluster's Secret: the bucket's objects are fetched, the chart folder the
+    // HelmChart names rendered at each revision.
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let staging = rt.block_on(async {
+        let (staging, client) = flux_cluster("staging").await;
+        ferroflux_testkit::create(
+            &client,
+            json!({"apiVersion": "v1", "kind": "Secret",
+                   "metadata": {"name": "s3-keys", "namespace": "flux-system"},
+                   "stringData": {"accesskey": s3.access_key.clone(), "secretkey": s3.secret_key.clone()}}),
+        )
+        .await;
+        staging
+    });
+    let kc = kubeconfig(dir.path(), &[&staging]);
+    let out = fleet_diff(&repo, Some(&kc), &args);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(!text.contains("chart not rendered"), "{text}");
+    assert!(
+        text.contains("► Deployment/flux-system/web changed (by HelmRelease/flux-system/web)"),
+        "{text}"
+    );
+    assert!(text.contains("- nginx:1.0.0\n+ nginx:2.0.0"), "{text}");
+    assert!(!text.contains(&s3.secret_key), "{text}");
+
+    // A folder the bucket does not hold: the note says so.
+    repo.write("apps/base/release.yaml", &of_bucket("9.9.9"));
+    let out = fleet_diff(&repo, Some(&kc), &args);
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "HelmRelease/flux-system/web: chart not rendered: bucket charts at 127.0.0.1:"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("holds no chart at charts/web/9.9.9"),
+        "{text}"
+    );
+
+    // The object store down: the note names the bucket and the failure.
+    drop(s3);
+    repo.write("apps/base/release.yaml", &of_bucket("2.0.0"));
+    let out = fleet_diff(&repo, Some(&kc), &args);
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "HelmRelease/flux-system/web: chart not rendered: bucket charts at 127.0.0.1:"
+        ),
+        "{text}"
+    );
+    rt.block_on(staging.shutdown());
 }
 
 #[test]
