@@ -240,9 +240,13 @@ fn spawn_renderer(live: Arc<Live>, token: Option<String>) -> watch::Receiver<Arc
     rx
 }
 
-/// A row's height in CSS pixels as the page's style lays out one line of text (14 px at 1.4,
-/// padding and border): what a section off screen is assumed to measure.
-const ROW_HEIGHT: usize = 27;
+/// What a row off screen is assumed to measure, in CSS pixels: three lines of 14 px text at
+/// 1.4 with padding and border, as rows lay out at a desktop's width (a Flux message, a source
+/// or a name of the shared columns wraps to two or three lines). Too small an assumption
+/// makes the browser lay out the sections that would then seem to fit the first screen, all
+/// before its first paint; too large a one only lengthens the scroll bar until they are seen
+/// (a section measured once keeps its real height: `auto`).
+const ROW_HEIGHT: usize = 60;
 
 /// One cluster's rows as a section of their own: a table with the page's column widths
 /// (`table-layout: fixed`, so it is laid out without measuring its cells) in a box that the
