@@ -20,9 +20,9 @@
 //! - `sts`, `proxySecretRef` and `serviceAccountName` are not implemented (said in the status).
 //! - Without `spec.region` the bucket's location is asked once per pass (`GetBucketLocation`),
 //!   as minio-go does once per client; `us-east-1` when that question is refused.
-//! - A server that lists objects without ETags (s3s-fs) gets one `HEAD` per such object so
-//!   that an unchanged bucket keeps its revision; source-controller would see a change on every
-//!   poll there. S3, MinIO and GCS list ETags, so this costs nothing with them.
+//! - A server that lists objects without ETags (s3s-fs) gets one `HEAD` per such object (four at
+//!   a time) so that an unchanged bucket keeps its revision; source-controller would see a
+//!   change on every poll there. S3, MinIO and GCS list ETags, so this costs nothing with them.
 //! - Objects are downloaded four at a time (source-controller: up to 20), with one `GET` each
 //!   (source-controller: a `HEAD` then a `GET` bound to the ETag).
 //!
@@ -260,39 +260,38 @@ pub fn index(
         .filter(|(_, etag)| etag.is_empty())
         .map(|(k, _)| k.clone())
         .collect();
-    for key in missing {
-        match client.head_object(bucket, &key) {
-            Ok(Some(etag)) => {
+    let heads = each_key(missing, |key| {
+        client
+            .head_object(bucket, key)
+            .map_err(|source| Error::List {
+                bucket: bucket.to_string(),
+                source,
+            })
+    });
+    for (key, result) in heads {
+        match result? {
+            Some(etag) => {
                 index.insert(key, etag);
             }
-            Ok(None) => {
+            None => {
                 index.remove(&key);
-            }
-            Err(source) => {
-                return Err(Error::List {
-                    bucket: bucket.to_string(),
-                    source,
-                });
             }
         }
     }
     Ok(index)
 }
 
-/// One object's download: its key, and its ETag (`None`: it disappeared meanwhile).
-type Downloaded = (String, Result<Option<String>, Error>);
+/// One object's request: its key, and its ETag (`None`: it disappeared meanwhile).
+type PerKey = (String, Result<Option<String>, Error>);
 
-/// Downloads every object of `index` below `dir`, updating ETags that changed meanwhile and
-/// dropping objects that disappeared.
-fn download(
-    client: &Client,
-    bucket: &str,
-    index: &mut BTreeMap<String, String>,
-    dir: &Path,
-) -> Result<(), Error> {
-    let keys: Vec<String> = index.keys().cloned().collect();
+/// Runs `work` for every key, [`PARALLEL_DOWNLOADS`] at a time; a worker stops at its first
+/// error (the caller reports the first it finds).
+fn each_key(
+    keys: Vec<String>,
+    work: impl Fn(&str) -> Result<Option<String>, Error> + Sync,
+) -> Vec<PerKey> {
     let next = Mutex::new(keys.into_iter());
-    let results: Mutex<Vec<Downloaded>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<PerKey>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..PARALLEL_DOWNLOADS {
             scope.spawn(|| {
@@ -302,7 +301,7 @@ fn download(
                         Err(_) => None,
                     };
                     let Some(key) = key else { break };
-                    let result = fetch_one(client, bucket, &key, dir);
+                    let result = work(&key);
                     let failed = result.is_err();
                     if let Ok(mut r) = results.lock() {
                         r.push((key, result));
@@ -314,7 +313,19 @@ fn download(
             });
         }
     });
-    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Downloads every object of `index` below `dir`, updating ETags that changed meanwhile and
+/// dropping objects that disappeared.
+fn download(
+    client: &Client,
+    bucket: &str,
+    index: &mut BTreeMap<String, String>,
+    dir: &Path,
+) -> Result<(), Error> {
+    let keys: Vec<String> = index.keys().cloned().collect();
+    let results = each_key(keys, |key| fetch_one(client, bucket, key, dir));
     for (key, result) in results {
         match result? {
             Some(etag) => {
