@@ -5,7 +5,9 @@
 //! (`helm.toolkit.fluxcd.io/v2`), `ArtifactGenerator` (`source.extensions.fluxcd.io/v1beta1`),
 //! `ExternalArtifact` (`source.toolkit.fluxcd.io/v1`), `Provider` and `Alert`
 //! (`notification.toolkit.fluxcd.io/v1beta3`) and `Receiver` (`notification.toolkit.fluxcd.io/v1`)
-//! with their specs and statuses, `Bucket` (`source.toolkit.fluxcd.io/v1`), the generated CRD manifests,
+//! with their specs and statuses, `Bucket` (`source.toolkit.fluxcd.io/v1`), `ImageRepository`,
+//! `ImagePolicy` and `ImageUpdateAutomation` (`image.toolkit.fluxcd.io/v1`), the generated CRD
+//! manifests,
 //! the condition types and reasons tooling matches on (and the one setter that writes them),
 //! the [`FluxObject`] trait over every kind, inventory ids, revision strings and Go
 //! duration parsing. It holds no behaviour that talks to a cluster or to Git.
@@ -20,6 +22,7 @@ pub mod gitrepository;
 pub mod helmchart;
 pub mod helmrelease;
 pub mod helmrepository;
+pub mod image;
 pub mod inventory;
 pub mod kustomization;
 pub mod notification;
@@ -37,6 +40,10 @@ pub use gitrepository::{GitRepository, GitRepositoryRef, GitRepositorySpec, GitR
 pub use helmchart::{HelmChart, HelmChartSpec, HelmChartStatus};
 pub use helmrelease::{HelmRelease, HelmReleaseSpec, HelmReleaseStatus};
 pub use helmrepository::{HelmRepository, HelmRepositorySpec, HelmRepositoryStatus};
+pub use image::{
+    ImagePolicy, ImagePolicySpec, ImagePolicyStatus, ImageRepository, ImageRepositorySpec,
+    ImageRepositoryStatus, ImageUpdateAutomation, ImageUpdateAutomationSpec,
+};
 pub use inventory::{ObjectId, ObjectIdError};
 pub use kustomization::{Kustomization, KustomizationSpec, KustomizationStatus};
 pub use notification::{
@@ -69,6 +76,9 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         crd::flux_shaped(Alert::crd()),
         crd::flux_shaped(Receiver::crd()),
         crd::flux_shaped(Bucket::crd()),
+        crd::flux_shaped(ImageRepository::crd()),
+        crd::flux_shaped(ImagePolicy::crd()),
+        crd::flux_shaped(ImageUpdateAutomation::crd()),
     ]
 }
 

@@ -223,6 +223,59 @@ macro_rules! static_object {
     };
 }
 
+impl FluxObject for crate::ImageRepository {
+    const KIND: &'static str = "ImageRepository";
+    const HUMAN_KIND: &'static str = "image repository";
+    status_accessors!();
+    fn success_message(&self) -> String {
+        let tags = self
+            .status
+            .as_ref()
+            .and_then(|s| s.last_scan_result.as_ref())
+            .map_or(0, |r| r.tag_count);
+        format!("scan fetched {tags} tags")
+    }
+}
+
+impl FluxObject for crate::ImagePolicy {
+    const KIND: &'static str = "ImagePolicy";
+    const HUMAN_KIND: &'static str = "image policy";
+    status_accessors!();
+    fn success_message(&self) -> String {
+        let latest = self
+            .status
+            .as_ref()
+            .and_then(|s| s.latest_ref.as_ref())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        format!("selected ref {latest}")
+    }
+}
+
+impl FluxObject for crate::ImageUpdateAutomation {
+    const KIND: &'static str = "ImageUpdateAutomation";
+    const HUMAN_KIND: &'static str = "image update automation";
+    status_accessors!();
+    /// flux prints the Ready message, else when the automation last ran.
+    fn success_message(&self) -> String {
+        if let Some(ready) = self
+            .conditions()
+            .iter()
+            .find(|c| c.type_ == crate::conditions::READY)
+        {
+            return ready.message.clone();
+        }
+        match self
+            .status
+            .as_ref()
+            .and_then(|s| s.last_automation_run_time.as_deref())
+        {
+            Some(time) => format!("last run {time}"),
+            None => "automation not yet run".into(),
+        }
+    }
+}
+
 static_object!(Alert, "alert");
 static_object!(Provider, "alert provider");
 

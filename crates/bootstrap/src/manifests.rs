@@ -258,6 +258,7 @@ pub fn components(opts: &InstallOptions) -> Result<Vec<Value>, ManifestError> {
             {"apiGroups": ["kustomize.toolkit.fluxcd.io"], "resources": ["*"], "verbs": ["*"]},
             {"apiGroups": ["source.extensions.fluxcd.io"], "resources": ["*"], "verbs": ["*"]},
             {"apiGroups": ["notification.toolkit.fluxcd.io"], "resources": ["*"], "verbs": ["*"]},
+            {"apiGroups": ["image.toolkit.fluxcd.io"], "resources": ["*"], "verbs": ["*"]},
             {"apiGroups": [""], "resources": ["namespaces", "secrets", "configmaps", "serviceaccounts"],
              "verbs": ["get", "list", "watch"]},
             {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},

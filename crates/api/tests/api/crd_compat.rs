@@ -493,3 +493,120 @@ spec:
         Some(ferroflux_api::BucketProvider::Generic)
     );
 }
+
+/// Flux's image CRDs come from the image controllers' own repositories, read in place (not
+/// copied here): `FERROFLUX_FLUX_MIRROR` names a directory holding `<owner>+<repo>/repo` bare
+/// git mirrors (default `/work/.mirror`, where `fetch github:fluxcd/image-reflector-controller`
+/// and `…/image-automation-controller` put them).
+fn image_crd(repo: &str, file: &str) -> Value {
+    let root = std::env::var("FERROFLUX_FLUX_MIRROR").unwrap_or_else(|_| "/work/.mirror".into());
+    let git_dir = format!("{root}/fluxcd+{repo}/repo");
+    let out = std::process::Command::new("git")
+        .args([
+            "--git-dir",
+            &git_dir,
+            "show",
+            &format!("HEAD:config/crd/bases/{file}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "Flux's {file} is read from the mirror of fluxcd/{repo} at {git_dir}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_saphyr::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap()
+}
+
+fn assert_image_compatible(kind: &str, repo: &str, file: &str) {
+    let flux = image_crd(repo, file);
+    let ours = ours(kind);
+    for key in ["group", "scope"] {
+        assert_eq!(flux["spec"][key], ours["spec"][key], "{kind} spec.{key}");
+    }
+    for key in [
+        "kind",
+        "listKind",
+        "plural",
+        "singular",
+        "shortNames",
+        "categories",
+    ] {
+        assert_eq!(
+            flux["spec"]["names"][key], ours["spec"]["names"][key],
+            "{kind} names.{key}"
+        );
+    }
+    let version = |v: &Value| {
+        let v = &v["spec"]["versions"][0];
+        (
+            v["name"].clone(),
+            v["served"].clone(),
+            v["storage"].clone(),
+            v["subresources"].clone(),
+            v["additionalPrinterColumns"].clone(),
+        )
+    };
+    assert_eq!(version(&flux), version(&ours), "{kind} version");
+    let mut diffs = Vec::new();
+    compare("", schema_of(&flux), schema_of(&ours), &mut diffs);
+    assert!(
+        diffs.is_empty(),
+        "{kind} schema differs from Flux's:\n{}",
+        diffs.join("\n")
+    );
+    assert_eq!(
+        schema_of(&flux)["properties"]["spec"]["x-kubernetes-validations"],
+        schema_of(&ours)["properties"]["spec"]["x-kubernetes-validations"],
+        "{kind} CEL rules"
+    );
+}
+
+#[test]
+fn image_crds_match_flux() {
+    assert_image_compatible(
+        "ImageRepository",
+        "image-reflector-controller",
+        "image.toolkit.fluxcd.io_imagerepositories.yaml",
+    );
+    assert_image_compatible(
+        "ImagePolicy",
+        "image-reflector-controller",
+        "image.toolkit.fluxcd.io_imagepolicies.yaml",
+    );
+    assert_image_compatible(
+        "ImageUpdateAutomation",
+        "image-automation-controller",
+        "image.toolkit.fluxcd.io_imageupdateautomations.yaml",
+    );
+}
+
+#[test]
+fn image_objects_take_fluxs_defaults() {
+    let repo: ferroflux_api::ImageRepository = serde_saphyr::from_str(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata:\n  name: podinfo\n\
+         spec:\n  image: ghcr.io/stefanprodan/podinfo\n  interval: 1m\n",
+    )
+    .unwrap();
+    assert_eq!(repo.exclusion_list(), vec![r"^.*\.sig$".to_string()]);
+    assert_eq!(repo.provider().as_str(), "generic");
+    let policy: ferroflux_api::ImagePolicy = serde_saphyr::from_str(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata:\n  name: p\n  namespace: apps\n\
+         spec:\n  imageRepositoryRef:\n    name: podinfo\n  policy:\n    semver:\n      range: 5.0.x\n",
+    )
+    .unwrap();
+    assert_eq!(
+        policy.reflection(),
+        ferroflux_api::image::ReflectionPolicy::Never
+    );
+    assert_eq!(policy.repository_namespace().as_deref(), Some("apps"));
+    let latest = ferroflux_api::image::ImageRef {
+        name: "ghcr.io/stefanprodan/podinfo".into(),
+        tag: "5.0.3".into(),
+        digest: Some("sha256:abc".into()),
+    };
+    assert_eq!(
+        latest.to_string(),
+        "ghcr.io/stefanprodan/podinfo:5.0.3@sha256:abc"
+    );
+}

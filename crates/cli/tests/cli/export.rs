@@ -26,8 +26,7 @@ fn fixture(file: &str) -> String {
 
 /// The kinds flux's test exports that ferroflux serves, with flux's command line and golden.
 /// The goldens hold the defaults Flux's CRDs declare, which the devcluster fills in as
-/// kube-apiserver does; the image kinds' come from the stand-in CRDs of
-/// `fixtures/image-automation-crds.yaml` (no image controller runs here).
+/// kube-apiserver does; the image kinds' come from ferroflux's image CRDs (Flux's schema).
 const CASES: &[(&[&str], &str)] = &[
     (&["alert-provider", "slack"], "provider.yaml"),
     (&["alert", "flux-system"], "alert.yaml"),
@@ -70,19 +69,6 @@ fn exports_match_flux_goldens() {
         "Bucket",
     ];
     let kubectl = Kubectl::at(&kc);
-    let crds = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/image-automation-crds.yaml"),
-    )
-    .unwrap();
-    kubectl.ok(&["apply", "-f", "-"], &crds);
-    for crd in [
-        "imagerepositories",
-        "imagepolicies",
-        "imageupdateautomations",
-    ] {
-        let crd = format!("crd/{crd}.image.toolkit.fluxcd.io");
-        kubectl.ok(&["wait", "--for=condition=Established", &crd], "");
-    }
     let objects: Vec<String> = fixture("objects.yaml")
         .split("\n---\n")
         .map(|d| d.trim_start_matches("---\n").to_string())
