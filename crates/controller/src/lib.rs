@@ -1,8 +1,8 @@
 //! The reconcilers of ferroflux and what they share.
 //!
 //! Owns: the reconcile loops of `GitRepository`, `HelmRepository`, `HelmChart`, `OCIRepository`,
-//! `Bucket`,
-//! `ArtifactGenerator` (writing `ExternalArtifact`s) and `Kustomization` objects, their scheduling
+//! `Bucket`, `ArtifactGenerator` (writing `ExternalArtifact`s), `ImageRepository` and `ImagePolicy`
+//! (the image reflector's tag scans and tag selection) and `Kustomization` objects, their scheduling
 //! (interval, retry, `reconcile.fluxcd.io/requestedAt`, `dependsOn`), status conditions and
 //! events, and the steps of a Kustomization's pipeline that are Flux's own rather than
 //! kustomize's or the API server's: fetching and unpacking artifacts, generating a
@@ -32,6 +32,8 @@ pub mod gitrepository;
 pub mod helmchart;
 pub mod helmrelease;
 pub mod helmrepository;
+pub mod imagepolicy;
+pub mod imagerepository;
 pub mod kustomization;
 pub mod leader;
 pub mod manager;

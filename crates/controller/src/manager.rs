@@ -1,5 +1,6 @@
 //! The controller process for one cluster: the GitRepository, HelmRepository, HelmChart,
-//! OCIRepository, Bucket, ArtifactGenerator, Kustomization and HelmRelease controllers, the
+//! OCIRepository, Bucket, ArtifactGenerator, ImageRepository, ImagePolicy, Kustomization and
+//! HelmRelease controllers, the
 //! artifact file server between them, `/metrics`, `/healthz`, `/readyz`, and optional leader
 //! election. `ferroflux controller` runs one; `ferroflux dev up` runs one per local cluster.
 
@@ -471,6 +472,22 @@ async fn run_controllers(
     );
     let receiver_task =
         crate::notification::receiver::controller(client.clone(), fired(stop_rx.clone()));
+    // The image reflector: ImageRepository scans fill the tag store ImagePolicies select from.
+    let images = crate::imagerepository::Options::default();
+    let (_, image_repo_task) = crate::imagerepository::controller(
+        client.clone(),
+        images.clone(),
+        config.source_concurrency,
+        state.metrics.clone(),
+        fired(stop_rx.clone()),
+    );
+    let (_, image_policy_task) = crate::imagepolicy::controller(
+        client.clone(),
+        images,
+        config.source_concurrency,
+        state.metrics.clone(),
+        fired(stop_rx.clone()),
+    );
     let (_, generator_task) = crate::artifactgenerator::controller(
         client.clone(),
         crate::artifactgenerator::Options::new(storage.clone()),
@@ -497,8 +514,8 @@ async fn run_controllers(
         state.metrics.clone(),
         fired(stop_rx),
     );
-    // The source controllers (Git, Helm, OCI and ArtifactGenerator) and the Receivers' status
-    // loop run and stop together.
+    // The source controllers (Git, Helm, OCI and ArtifactGenerator), the Receivers' status
+    // loop and the image reflector run and stop together.
     let repo_task = async move {
         futures::join!(
             git_task,
@@ -507,7 +524,9 @@ async fn run_controllers(
             oci_task,
             receiver_task,
             generator_task,
-            bucket_task
+            bucket_task,
+            image_repo_task,
+            image_policy_task
         );
     };
     state.metrics.watch_kustomizations(ks_store);

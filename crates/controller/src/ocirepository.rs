@@ -495,12 +495,36 @@ pub async fn client_options(
     registry: &str,
     timeout: Duration,
 ) -> Result<ClientOptions, FetchError> {
+    registry_options(
+        client,
+        ns,
+        obj.spec.secret_ref.as_ref(),
+        obj.spec.cert_secret_ref.as_ref(),
+        obj.spec.insecure.unwrap_or(false),
+        registry,
+        timeout,
+    )
+    .await
+}
+
+/// The registry client settings of any kind that names a `kubernetes.io/dockerconfigjson`
+/// Secret (`secretRef`) and a TLS Secret (`certSecretRef`) in namespace `ns`: OCIRepository,
+/// ImageRepository.
+pub async fn registry_options(
+    client: &kube::Client,
+    ns: &str,
+    secret_ref: Option<&ferroflux_api::LocalObjectReference>,
+    cert_secret_ref: Option<&ferroflux_api::LocalObjectReference>,
+    insecure: bool,
+    registry: &str,
+    timeout: Duration,
+) -> Result<ClientOptions, FetchError> {
     let mut opts = ClientOptions {
-        insecure: obj.spec.insecure.unwrap_or(false),
+        insecure,
         timeout,
         ..Default::default()
     };
-    if let Some(r) = &obj.spec.secret_ref {
+    if let Some(r) = secret_ref {
         let data = read_secret(client, ns, &r.name).await?;
         let json = data
             .get(".dockerconfigjson")
@@ -523,7 +547,7 @@ pub async fn client_options(
     } else {
         opts.auth = Auth::Anonymous;
     }
-    if let Some(r) = &obj.spec.cert_secret_ref {
+    if let Some(r) = cert_secret_ref {
         let data = read_secret(client, ns, &r.name).await?;
         opts.ca_pem = data.get("ca.crt").or_else(|| data.get("caFile")).cloned();
         let cert = data.get("tls.crt").or_else(|| data.get("certFile"));
