@@ -53,6 +53,22 @@ enum GetWhat {
     /// Receivers and their status.
     #[command(alias = "receiver")]
     Receivers(ListArgs),
+    /// Image automation objects and their status.
+    #[command(subcommand, alias = "images")]
+    Image(ImageKind),
+}
+
+#[derive(Subcommand, Debug)]
+enum ImageKind {
+    /// ImageRepositories: their last scan.
+    #[command(alias = "repositories")]
+    Repository(ListArgs),
+    /// ImagePolicies: the image and tag each selected.
+    #[command(alias = "policies")]
+    Policy(ListArgs),
+    /// ImageUpdateAutomations: their last run.
+    #[command(alias = "updates")]
+    Update(ListArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -280,6 +296,7 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
                 let items: Vec<Receiver> = fetch(&client, &args.kube, list).await?;
                 notifications(&items, list, &args.kube, false, &Problems::new())?
             }
+            GetWhat::Image(kind) => images(&client, &args.kube, kind).await?,
             GetWhat::All(all) => {
                 let list = all.list_args();
                 let mut out = all_sources(&client, &args.kube, &list).await?;
@@ -933,6 +950,95 @@ async fn alert_problems(client: &kube::Client, items: &[Alert]) -> Problems {
         }
     }
     problems
+}
+
+/// `get image repository|policy|update` with flux's columns: the ImageRepository's last scan
+/// and suspension, the ImagePolicy's selected image and tag, the automation's last run and
+/// suspension; Ready and its message uncut (flux shows digests whole there).
+async fn images(
+    client: &kube::Client,
+    kube: &KubeArgs,
+    kind: &ImageKind,
+) -> anyhow::Result<String> {
+    use ferroflux_api::{ImagePolicy, ImageRepository, ImageUpdateAutomation};
+    let title = |b: bool| if b { "True" } else { "False" }.to_string();
+    match kind {
+        ImageKind::Repository(list) => {
+            let items: Vec<ImageRepository> = fetch(client, kube, list).await?;
+            image_table(&items, list, &["LAST SCAN", "SUSPENDED"], |r| {
+                let scan = r.status.as_ref().and_then(|s| s.last_scan_result.as_ref());
+                vec![
+                    scan.and_then(|s| s.scan_time.clone()).unwrap_or_default(),
+                    title(r.suspended()),
+                ]
+            })
+        }
+        ImageKind::Policy(list) => {
+            let items: Vec<ImagePolicy> = fetch(client, kube, list).await?;
+            image_table(&items, list, &["IMAGE", "TAG"], |p| {
+                let latest = p.status.as_ref().and_then(|s| s.latest_ref.as_ref());
+                vec![
+                    latest.map(|l| l.name.clone()).unwrap_or_default(),
+                    latest.map(|l| l.tag.clone()).unwrap_or_default(),
+                ]
+            })
+        }
+        ImageKind::Update(list) => {
+            let items: Vec<ImageUpdateAutomation> = fetch(client, kube, list).await?;
+            image_table(&items, list, &["LAST RUN", "SUSPENDED"], |u| {
+                vec![
+                    u.status
+                        .as_ref()
+                        .and_then(|s| s.last_automation_run_time.clone())
+                        .unwrap_or_default(),
+                    title(u.suspended()),
+                ]
+            })
+        }
+    }
+}
+
+fn image_table<K: FluxObject>(
+    items: &[K],
+    list: &ListArgs,
+    columns: &[&'static str],
+    extra: impl Fn(&K) -> Vec<String>,
+) -> anyhow::Result<String> {
+    let row = |o: &K| Row {
+        revision: String::new(),
+        suspended: o.suspended(),
+        conditions: o.conditions().to_vec(),
+    };
+    if !matches!(list.output, Output::Table) {
+        return render(items, list, row);
+    }
+    let mut kept = Vec::new();
+    for o in items {
+        let r = row(o);
+        if list.keeps(&r)? {
+            kept.push((o, r));
+        }
+    }
+    kept.sort_by_key(|(o, _)| (o.namespace(), o.name_any()));
+    let rows: Vec<Vec<String>> = kept
+        .iter()
+        .map(|(o, r)| {
+            // NAME (after NAMESPACE with -A), then the kind's columns, then READY and MESSAGE.
+            let base = cells(*o, r, list.all_namespaces);
+            let name_end = 1 + usize::from(list.all_namespaces);
+            let mut c = base[..name_end].to_vec();
+            c.extend(extra(o));
+            c.extend(base[base.len() - 2..].iter().cloned());
+            c
+        })
+        .collect();
+    let mut headers = vec!["NAME"];
+    if list.all_namespaces {
+        headers.insert(0, "NAMESPACE");
+    }
+    headers.extend_from_slice(columns);
+    headers.extend(["READY", "MESSAGE"]);
+    Ok(flux_table(&headers, &rows))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! `ferroflux reconcile kustomization NAME [--with-source]`, `reconcile helmrelease NAME
-//! [--with-source] [--force] [--reset]`, `reconcile source git|helm|chart|oci|bucket NAME` and
-//! `reconcile receiver NAME` (`alert` and `alert-provider` answer that they have no reconciler):
+//! [--with-source] [--force] [--reset]`, `reconcile source git|helm|chart|oci|bucket NAME`,
+//! `reconcile receiver NAME` and `reconcile image repository|policy NAME` (`alert` and
+//! `alert-provider` answer that they have no reconciler):
 //! ask the controller for an immediate reconciliation (`reconcile.fluxcd.io/requestedAt`), wait
 //! with a spinner until the controller has handled a request (`status.lastHandledReconcileAt`
 //! changed from its value before ours, as flux decides it) and the object is ready, then print
@@ -22,8 +23,8 @@ use clap::{Args, Subcommand};
 use ferroflux_api::helmrelease::{FORCE_REQUESTED_AT, RESET_REQUESTED_AT};
 use ferroflux_api::kustomization::SourceKind;
 use ferroflux_api::{
-    Alert, GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, OCIRepository,
-    Provider, Receiver,
+    Alert, GitRepository, HelmChart, HelmRelease, HelmRepository, ImagePolicy, ImageRepository,
+    Kustomization, OCIRepository, Provider, Receiver,
 };
 use std::process::ExitCode;
 
@@ -70,6 +71,17 @@ enum Target {
     /// Providers have no reconciler either.
     #[command(name = "alert-provider")]
     AlertProvider { name: String },
+    /// Reconcile an image automation object.
+    #[command(subcommand)]
+    Image(ImageTarget),
+}
+
+#[derive(Subcommand, Debug)]
+enum ImageTarget {
+    /// Scan an ImageRepository now and wait for it.
+    Repository { name: String },
+    /// Select an ImagePolicy's latest image now and wait for it.
+    Policy { name: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -136,6 +148,14 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
                 fluxobj::get_object::<Provider>(&cluster, ns, name).await?;
                 progress::success("reconciliation not supported by the object");
                 Ok(())
+            }
+            Target::Image(ImageTarget::Repository { name }) => {
+                let repo: ImageRepository = fluxobj::get_object(&cluster, ns, name).await?;
+                reconcile_one(&cluster, ns, &repo, deadline).await
+            }
+            Target::Image(ImageTarget::Policy { name }) => {
+                let policy: ImagePolicy = fluxobj::get_object(&cluster, ns, name).await?;
+                reconcile_one(&cluster, ns, &policy, deadline).await
             }
             Target::Source(SourceTarget::Oci { name }) => {
                 let repo: OCIRepository = fluxobj::get_object(&cluster, ns, name).await?;

@@ -1,5 +1,5 @@
 //! `ferroflux suspend` and `ferroflux resume`: set or clear `spec.suspend` on Kustomizations,
-//! HelmReleases, sources, Alerts, Providers and Receivers with flux's messages; resume then waits for the controller to report the
+//! HelmReleases, sources, Alerts, Providers, Receivers and the image kinds with flux's messages; resume then waits for the controller to report the
 //! object ready, as flux does.
 //!
 //! One deliberate difference: flux prints `✗ ... not found` and still exits 0; ferroflux prints
@@ -12,8 +12,8 @@ use crate::output::progress;
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use ferroflux_api::{
-    Alert, GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization, OCIRepository,
-    Provider, Receiver,
+    Alert, GitRepository, HelmChart, HelmRelease, HelmRepository, ImagePolicy, ImageRepository,
+    ImageUpdateAutomation, Kustomization, OCIRepository, Provider, Receiver,
 };
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
@@ -45,6 +45,19 @@ enum Target {
     AlertProvider(Names),
     /// Receivers.
     Receiver(Names),
+    /// Image automation objects.
+    #[command(subcommand)]
+    Image(ImageTarget),
+}
+
+#[derive(Subcommand, Debug)]
+enum ImageTarget {
+    /// ImageRepositories.
+    Repository(Names),
+    /// ImagePolicies.
+    Policy(Names),
+    /// ImageUpdateAutomations (suspend only: no controller here reconciles them).
+    Update(Names),
 }
 
 #[derive(Subcommand, Debug)]
@@ -103,6 +116,19 @@ pub async fn run(args: SuspendArgs, mode: Mode) -> anyhow::Result<ExitCode> {
         Target::Alert(names) => act::<Alert>(&args.kube, names, mode).await,
         Target::AlertProvider(names) => act::<Provider>(&args.kube, names, mode).await,
         Target::Receiver(names) => act::<Receiver>(&args.kube, names, mode).await,
+        Target::Image(ImageTarget::Repository(names)) => {
+            act::<ImageRepository>(&args.kube, names, mode).await
+        }
+        Target::Image(ImageTarget::Policy(names)) => {
+            act::<ImagePolicy>(&args.kube, names, mode).await
+        }
+        // Resuming waits for a reconcile that no controller here would make.
+        Target::Image(ImageTarget::Update(_)) if mode == Mode::Resume => Err(anyhow!(
+            "ferroflux runs no image automation controller: an ImageUpdateAutomation cannot be resumed here"
+        )),
+        Target::Image(ImageTarget::Update(names)) => {
+            act::<ImageUpdateAutomation>(&args.kube, names, mode).await
+        }
     };
     fluxobj::exit_code(result, "the objects stay resumed")
 }

@@ -1,18 +1,19 @@
 //! `ferroflux create image repository|policy|update` and `delete image ...` against a
-//! devcluster: without the image automation CRDs, a clear refusal and nothing written; with
-//! them (stand-ins of our own, `fixtures/image-automation-crds.yaml`), the objects are created
-//! with flux's lines, updated in place, said plainly not to be reconciled by anything here (no
-//! wait), read back with kubectl, and deleted with flux's lines. flux's `--export` goldens are
-//! run by the unit tests of `create/image.rs`.
+//! devcluster without the image reflector: without the image CRDs (a cluster installed before
+//! ferroflux shipped them), a clear refusal and nothing written; with ferroflux's image CRDs, an
+//! ImageUpdateAutomation is created with flux's lines and said plainly not to be acted on (no
+//! controller here writes to Git), the repository and policy written from their `--export`
+//! (their create-and-wait flow is image_reflector.rs's), read back with kubectl, and all three
+//! deleted with flux's lines. flux's `--export` goldens are run by the unit tests of
+//! `create/image.rs`.
 
 use crate::run::{ferroflux, runtime, stderr};
 use ferroflux_testkit::{Kubectl, flux_cluster, kubeconfig};
-use std::path::Path;
 
 const NS: &str = "flux-system";
 
 #[test]
-fn image_objects_are_stored_and_deleted_without_a_controller() {
+fn image_objects_are_stored_and_deleted() {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let (cl, _c) = rt.block_on(flux_cluster("images"));
@@ -33,13 +34,21 @@ fn image_objects_are_stored_and_deleted_without_a_controller() {
     ];
 
     // No CRD: refused, before anything is printed as applied.
+    let image_crds: Vec<_> = ferroflux_api::crds()
+        .into_iter()
+        .filter(|c| c.spec.group == "image.toolkit.fluxcd.io")
+        .collect();
+    assert_eq!(image_crds.len(), 3);
+    for crd in &image_crds {
+        let name = crd.metadata.name.as_deref().unwrap();
+        kubectl.ok(&["delete", "crd", name, "--wait"], "");
+    }
     let out = run(&repository);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stderr(&out),
         "✗ the cluster does not serve ImageRepository (image.toolkit.fluxcd.io/v1): the image \
-         automation CRDs are not installed (ferroflux runs no image automation controller and \
-         installs none)\n"
+         CRDs are not installed (`ferroflux install` installs them)\n"
     );
     let out = run(&["delete", "image", "policy", "p", "--silent"]);
     assert_eq!(out.status.code(), Some(1));
@@ -49,11 +58,9 @@ fn image_objects_are_stored_and_deleted_without_a_controller() {
         stderr(&out)
     );
 
-    let crds = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/image-automation-crds.yaml"),
-    )
-    .unwrap();
-    kubectl.ok(&["apply", "-f", "-"], &crds);
+    for crd in &image_crds {
+        kubectl.ok(&["create", "-f", "-"], &serde_json::to_string(crd).unwrap());
+    }
     for crd in [
         "imagerepositories",
         "imagepolicies",
@@ -69,54 +76,37 @@ fn image_objects_are_stored_and_deleted_without_a_controller() {
         );
     }
 
-    let unreconciled = |kind: &str, name: &str| {
-        format!(
-            "⚠\u{fe0f} {kind} {NS}/{name} is stored, but ferroflux runs no image automation controller: \
-             nothing will reconcile it\n"
-        )
-    };
-    let out = run(&repository);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(
-        stderr(&out),
-        format!(
-            "✚ generating ImageRepository\n► applying ImageRepository\n✔ ImageRepository created\n{}",
-            unreconciled("ImageRepository", "podinfo")
-        )
-    );
+    // Without a controller (the image reflector is tested in image_reflector.rs), the
+    // repository and the policy are written from their `--export`, then deleted below.
+    for args in [
+        &repository[..],
+        &[
+            "create",
+            "image",
+            "policy",
+            "podinfo-semver",
+            "--image-ref=podinfo",
+            "--interval=10m",
+            "--reflect-digest=Always",
+            "--select-semver=5.0.x",
+        ][..],
+    ] {
+        let mut export = args.to_vec();
+        export.push("--export");
+        let out = run(&export);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        kubectl.ok(&["apply", "-f", "-"], &crate::run::stdout(&out));
+    }
     let spec = kubectl.json(&["get", "imagerepository", "podinfo", "-n", NS]);
     assert_eq!(spec["spec"]["image"], "ghcr.io/stefanprodan/podinfo");
     assert_eq!(spec["spec"]["interval"], "10m0s");
-
-    // flux's test's policy, then the same name again: updated in place.
-    let policy = [
-        "create",
-        "image",
-        "policy",
-        "podinfo-semver",
-        "--image-ref=podinfo",
-        "--interval=10m",
-        "--reflect-digest=Always",
-        "--select-semver=5.0.x",
-    ];
-    let out = run(&policy);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("✔ ImagePolicy created\n"));
-    let mut again = policy.to_vec();
-    again[7] = "--select-semver=5.1.x";
-    let out = run(&again);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(
-        stderr(&out),
-        format!(
-            "✚ generating ImagePolicy\n► applying ImagePolicy\n✔ ImagePolicy updated\n{}",
-            unreconciled("ImagePolicy", "podinfo-semver")
-        )
-    );
+    // The CRD's defaults, as Flux's.
+    assert_eq!(spec["spec"]["provider"], "generic");
     let got = kubectl.json(&["get", "imagepolicy", "podinfo-semver", "-n", NS]);
-    assert_eq!(got["spec"]["policy"]["semver"]["range"], "5.1.x");
+    assert_eq!(got["spec"]["policy"]["semver"]["range"], "5.0.x");
     assert_eq!(got["spec"]["digestReflectionPolicy"], "Always");
 
+    // ImageUpdateAutomation: stored, and said plainly not to be acted on here.
     let out = run(&[
         "create",
         "image",
@@ -128,6 +118,15 @@ fn image_objects_are_stored_and_deleted_without_a_controller() {
         "--author-email=flux@example.com",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "✚ generating ImageUpdateAutomation\n► applying ImageUpdateAutomation\n\
+             ✔ ImageUpdateAutomation created\n⚠\u{fe0f} ImageUpdateAutomation {NS}/flux-system is \
+             stored, but ferroflux runs no image automation controller: nothing will write \
+             updates back to Git\n"
+        )
+    );
     let got = kubectl.json(&["get", "imageupdateautomation", "flux-system", "-n", NS]);
     assert_eq!(got["spec"]["git"]["checkout"]["ref"]["branch"], "main");
 

@@ -1,19 +1,23 @@
 //! `ferroflux create image repository|policy|update NAME [...]`: the image automation objects
 //! (ImageRepository, ImagePolicy, ImageUpdateAutomation of `image.toolkit.fluxcd.io/v1`) as
 //! `flux create image ...` writes them, with flux's flags and messages. `--export` prints them.
-//! Otherwise each is created (or its labels and spec replaced) when the cluster serves its CRD,
-//! and the command says plainly that nothing will reconcile it: ferroflux runs no image
-//! reflector or automation controller, so it does not wait for a Ready that would never come.
-//! The kinds are found by discovery (ferroflux ships no CRD for them); `delete image` shares
-//! [`image_resource`].
+//! Otherwise each is created (or its labels and spec replaced) when the cluster serves its CRD;
+//! an ImageRepository or ImagePolicy is then waited on until ferroflux's image reflector reports
+//! it ready, as flux waits. ferroflux runs no image automation controller, so for an
+//! ImageUpdateAutomation the command says plainly that nothing will write updates back to Git
+//! instead of waiting for a Ready that would never come.
+//! The kinds are found by discovery, so that a cluster installed before ferroflux shipped their
+//! CRDs gets a clear error; `delete image` shares [`image_resource`].
 
 use super::secret::parse_labels;
 use crate::cluster::{Cluster, KubeArgs};
+use crate::fluxobj::{self, FluxObject};
 use crate::output::document::{document, sorted};
 use crate::output::progress;
 use anyhow::{anyhow, bail};
 use clap::{Args, Subcommand};
 use ferroflux_api::duration::format_duration;
+use ferroflux_api::{ImagePolicy, ImageRepository};
 use kube::api::ApiResource;
 use kube::core::GroupVersionKind;
 use serde_json::{Map, Value, json};
@@ -367,7 +371,7 @@ pub(crate) async fn image_resource(cluster: &Cluster, kind: &str) -> anyhow::Res
     match kube::discovery::pinned_kind(&cluster.client, &gvk).await {
         Ok((resource, _)) => Ok(resource),
         Err(kube::Error::Api(status)) if status.code == 404 => bail!(
-            "the cluster does not serve {kind} ({GROUP}/{VERSION}): the image automation CRDs are not installed (ferroflux runs no image automation controller and installs none)"
+            "the cluster does not serve {kind} ({GROUP}/{VERSION}): the image CRDs are not installed (`ferroflux install` installs them)"
         ),
         Err(e) => Err(anyhow!("discovering {kind} ({GROUP}/{VERSION}): {e}")),
     }
@@ -387,6 +391,7 @@ pub async fn run(kube: &KubeArgs, what: &ImageTarget) -> anyhow::Result<ExitCode
     }
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
     let cluster = Cluster::connect(kube).await?;
+    let deadline = tokio::time::Instant::now() + cluster.timeout;
     let resource = image_resource(&cluster, kind).await?;
     progress::generate(format!("generating {kind}"));
     progress::action(format!("applying {kind}"));
@@ -395,12 +400,31 @@ pub async fn run(kube: &KubeArgs, what: &ImageTarget) -> anyhow::Result<ExitCode
         "{kind} {}",
         if created { "created" } else { "updated" }
     ));
-    // flux would wait for the image controllers' Ready here; none runs beside ferroflux, so a
-    // wait could only time out.
-    progress::warning(format!(
-        "{kind} {ns}/{name} is stored, but ferroflux runs no image automation controller: nothing will reconcile it"
-    ));
+    match what {
+        ImageTarget::Repository(_) => wait::<ImageRepository>(&cluster, ns, name, deadline).await?,
+        ImageTarget::Policy(_) => wait::<ImagePolicy>(&cluster, ns, name, deadline).await?,
+        // flux would wait for the image automation controller here; none runs beside
+        // ferroflux, so a wait could only time out.
+        ImageTarget::Update(_) => progress::warning(format!(
+            "{kind} {ns}/{name} is stored, but ferroflux runs no image automation controller: nothing will write updates back to Git"
+        )),
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// flux's tail of `create image repository|policy`: wait for the image reflector's Ready.
+async fn wait<K: FluxObject>(
+    cluster: &Cluster,
+    ns: &str,
+    name: &str,
+    deadline: tokio::time::Instant,
+) -> anyhow::Result<()> {
+    progress::waiting(format!("waiting for {} reconciliation", K::KIND));
+    fluxobj::wait_ready::<K>(cluster, ns, name, deadline)
+        .await
+        .map_err(|e| anyhow!("{e}"))?;
+    progress::success(format!("{} reconciliation completed", K::KIND));
+    Ok(())
 }
 
 #[cfg(test)]
