@@ -495,9 +495,9 @@ spec:
 }
 
 /// Flux's image CRDs come from the image controllers' own repositories, read in place (not
-/// copied here): `FERROFLUX_FLUX_MIRROR` names a directory holding `<owner>+<repo>/repo` bare
-/// git mirrors (default `/work/.mirror`, where `fetch github:fluxcd/image-reflector-controller`
-/// and `…/image-automation-controller` put them).
+/// copied here): `FERROFLUX_FLUX_MIRROR` names a directory holding `fluxcd+<repo>/repo` bare
+/// git mirrors (default `/work/.mirror`; `./test.sh` clones them into a project-local folder
+/// when that has none).
 fn image_crd(repo: &str, file: &str) -> Value {
     let root = std::env::var("FERROFLUX_FLUX_MIRROR").unwrap_or_else(|_| "/work/.mirror".into());
     let git_dir = format!("{root}/fluxcd+{repo}/repo");
