@@ -46,14 +46,5 @@ have cargo || { echo "cargo is required: install Rust with rustup" >&2; exit 1; 
 # crates/bucket, crates/controller, crates/cli: a real S3 server over a folder (crates.io s3s-fs,
 # checks SigV4), built once into a project-local folder (9.5 min wall on the shared 2-core machine).
 [ -x crates/testkit/s3s/bin/s3s-fs ] || cargo install -q --locked --root crates/testkit/s3s s3s-fs@0.14.1 --features binary
-# crates/api: the image kinds' CRDs are compared with Flux's own, read from bare clones of the
-# image controllers' repositories (never committed), cloned into a project-local folder when no
-# mirror holds them.
-if [ -z "${FERROFLUX_FLUX_MIRROR:-}" ] && [ ! -d /work/.mirror/fluxcd+image-automation-controller/repo ]; then
-  export FERROFLUX_FLUX_MIRROR="$PWD/crates/api/tests/flux-mirror"
-  for r in image-reflector-controller image-automation-controller; do
-    [ -d "$FERROFLUX_FLUX_MIRROR/fluxcd+$r/repo" ] || git clone -q --bare --depth 1 "https://github.com/fluxcd/$r" "$FERROFLUX_FLUX_MIRROR/fluxcd+$r/repo"
-  done
-fi
 
 cargo test --workspace "$@"

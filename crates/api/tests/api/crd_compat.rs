@@ -1,6 +1,9 @@
 //! Our generated CRDs must accept every field Flux's CRDs accept, with the same names, types,
 //! enums, defaults and required lists, and carry the same names and printer columns.
-//! The fixtures are Flux v2.9's CRDs, copied from the project's shared reference data.
+//! The fixtures are Flux v2.9's CRDs, copied from the project's shared reference data, and the
+//! image kinds' CRDs, copied unchanged from `config/crd/bases/` of fluxcd/image-reflector-controller
+//! (commit debe2aaa3a98, 2026-06-23: imagerepositories, imagepolicies) and
+//! fluxcd/image-automation-controller (commit d36e2ea07a39, 2026-07-01: imageupdateautomations).
 
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -494,32 +497,8 @@ spec:
     );
 }
 
-/// Flux's image CRDs come from the image controllers' own repositories, read in place (not
-/// copied here): `FERROFLUX_FLUX_MIRROR` names a directory holding `fluxcd+<repo>/repo` bare
-/// git mirrors (default `/work/.mirror`; `./test.sh` clones them into a project-local folder
-/// when that has none).
-fn image_crd(repo: &str, file: &str) -> Value {
-    let root = std::env::var("FERROFLUX_FLUX_MIRROR").unwrap_or_else(|_| "/work/.mirror".into());
-    let git_dir = format!("{root}/fluxcd+{repo}/repo");
-    let out = std::process::Command::new("git")
-        .args([
-            "--git-dir",
-            &git_dir,
-            "show",
-            &format!("HEAD:config/crd/bases/{file}"),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "Flux's {file} is read from the mirror of fluxcd/{repo} at {git_dir}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_saphyr::from_str(&String::from_utf8(out.stdout).unwrap()).unwrap()
-}
-
-fn assert_image_compatible(kind: &str, repo: &str, file: &str) {
-    let flux = image_crd(repo, file);
+fn assert_image_compatible(kind: &str, file: &str) {
+    let flux = flux_crd(file);
     let ours = ours(kind);
     for key in ["group", "scope"] {
         assert_eq!(flux["spec"][key], ours["spec"][key], "{kind} spec.{key}");
@@ -566,17 +545,11 @@ fn assert_image_compatible(kind: &str, repo: &str, file: &str) {
 fn image_crds_match_flux() {
     assert_image_compatible(
         "ImageRepository",
-        "image-reflector-controller",
         "image.toolkit.fluxcd.io_imagerepositories.yaml",
     );
-    assert_image_compatible(
-        "ImagePolicy",
-        "image-reflector-controller",
-        "image.toolkit.fluxcd.io_imagepolicies.yaml",
-    );
+    assert_image_compatible("ImagePolicy", "image.toolkit.fluxcd.io_imagepolicies.yaml");
     assert_image_compatible(
         "ImageUpdateAutomation",
-        "image-automation-controller",
         "image.toolkit.fluxcd.io_imageupdateautomations.yaml",
     );
 }
