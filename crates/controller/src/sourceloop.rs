@@ -1,5 +1,5 @@
 //! The watch/queue loop every source reconciler shares (GitRepository, OCIRepository,
-//! HelmRepository, HelmChart): one reconcile per object on changes, on its interval and on
+//! HelmRepository, HelmChart, and the image reflector's ImageRepository and ImagePolicy): one reconcile per object on changes, on its interval and on
 //! `reconcile.fluxcd.io/requestedAt`; the pass's event published, its duration and outcome
 //! recorded in the metrics.
 
@@ -144,8 +144,14 @@ where
     let controller = controller
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency.max(1)));
     let store = controller.store();
+    // The controller Flux's events name: the image kinds are image-reflector-controller's.
+    let reporting = if K::group(&()) == "image.toolkit.fluxcd.io" {
+        "image-reflector-controller"
+    } else {
+        "source-controller"
+    };
     let reporter = Reporter {
-        controller: "source-controller".into(),
+        controller: reporting.into(),
         instance: None,
     };
     let context = Arc::new(LoopContext {

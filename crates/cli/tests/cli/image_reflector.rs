@@ -389,6 +389,23 @@ fn bad_image_input_gets_fluxs_messages() {
         "{}",
         ready.message
     );
+    // The Warning event names the image reflector, as Flux's does.
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(c.clone(), NS);
+    let event = rt.block_on(eventually("the scan failure's event", || {
+        let events = events.clone();
+        async move {
+            let list = events.list(&Default::default()).await.ok()?;
+            list.items.into_iter().find(|e| {
+                e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("down")
+                    && e.reason.as_deref() == Some("ReadOperationFailed")
+            })
+        }
+    }));
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        event.reporting_controller.as_deref(),
+        Some("image-reflector-controller")
+    );
 
     // Credentials refused, then accepted.
     let docker_secret = |name: &str, password: &str| {
