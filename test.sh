@@ -44,7 +44,9 @@ fi
 [ -x crates/devcluster/tests/py/venv/bin/python ] && crates/devcluster/tests/py/venv/bin/python -c 'import kubernetes' 2>/dev/null || { python3 -m venv crates/devcluster/tests/py/venv && crates/devcluster/tests/py/venv/bin/pip install -q kubernetes==33.1.0; }  # crates/devcluster
 have cargo || { echo "cargo is required: install Rust with rustup" >&2; exit 1; }
 # crates/bucket, crates/controller, crates/cli: a real S3 server over a folder (crates.io s3s-fs,
-# checks SigV4), built once into a project-local folder (9.5 min wall on the shared 2-core machine).
-[ -x crates/testkit/s3s/bin/s3s-fs ] || cargo install -q --locked --root crates/testkit/s3s s3s-fs@0.14.1 --features binary
+# checks SigV4), built once into a project-local folder. A debug build: 4.5 min wall on the shared
+# 2-core machine against 9.5 min for release, and fast enough for tests (the bucket bench's figures
+# in BENCHMARKS.md were taken with a release build; point S3S_FS at one to compare).
+[ -x crates/testkit/s3s/bin/s3s-fs ] || cargo install -q --debug --locked --root crates/testkit/s3s s3s-fs@0.14.1 --features binary
 
 cargo test --workspace "$@"
