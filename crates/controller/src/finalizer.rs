@@ -85,6 +85,32 @@ where
     }
 }
 
+/// How the source reconcilers start: the object as it is now, or `None` when there is nothing
+/// to fetch because it is gone, being deleted (`cleanup` runs, then the finalizer is released),
+/// or suspended. An object returned carries the finalizer, so that nothing the reconcile leaves
+/// outside the object (stored artifacts) can outlive it.
+pub async fn begin<K, E, Fut>(
+    api: &Api<K>,
+    name: &str,
+    cleanup: impl FnOnce(&K) -> Fut,
+) -> Result<Option<K>, E>
+where
+    K: ferroflux_api::FluxObject,
+    E: From<kube::Error>,
+    Fut: std::future::Future<Output = Result<(), E>>,
+{
+    let Some(obj) = api.get_opt(name).await? else {
+        return Ok(None);
+    };
+    if obj.meta().deletion_timestamp.is_some() {
+        cleanup(&obj).await?;
+        remove(api, &obj).await?;
+        return Ok(None);
+    }
+    ensure(api, &obj).await?;
+    Ok((!obj.suspended()).then_some(obj))
+}
+
 /// Removes Flux's finalizer from `obj`, letting the API server delete it.
 pub async fn remove<K>(api: &Api<K>, obj: &K) -> Result<(), kube::Error>
 where

@@ -645,29 +645,16 @@ pub async fn reconcile(
     name: &str,
 ) -> Result<Reconciled, kube::Error> {
     let api: Api<HelmChart> = Api::namespaced(client.clone(), ns);
-    let Some(obj) = api.get_opt(name).await? else {
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    };
-    if obj.metadata.deletion_timestamp.is_some() {
+    let Some(obj) = finalizer::begin(&api, name, |_| async {
         if let Err(e) = ferroflux_helmsource::remove_artifacts(&settings.storage, KIND, ns, name) {
-            tracing::warn!(error = %e, "failed to remove the artifacts of HelmChart {ns}/{name}");
+            tracing::warn!(error = %e, "failed to remove the artifacts of {KIND} {ns}/{name}");
         }
-        finalizer::remove(&api, &obj).await?;
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    }
-    finalizer::ensure(&api, &obj).await?;
-    if obj.spec.suspend == Some(true) {
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    }
+        Ok::<(), kube::Error>(())
+    })
+    .await?
+    else {
+        return Ok(Reconciled::default());
+    };
     let interval = ferroflux_api::duration::parse_duration(&obj.spec.interval)
         .unwrap_or(Duration::from_secs(600));
     let result: Result<Built, ChartFailure> = async {

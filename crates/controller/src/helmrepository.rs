@@ -285,29 +285,16 @@ pub async fn reconcile(
     name: &str,
 ) -> Result<Reconciled, kube::Error> {
     let api: Api<HelmRepository> = Api::namespaced(client.clone(), ns);
-    let Some(obj) = api.get_opt(name).await? else {
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    };
-    if obj.metadata.deletion_timestamp.is_some() {
+    let Some(obj) = finalizer::begin(&api, name, |_| async {
         if let Err(e) = ferroflux_helmsource::remove_artifacts(&settings.storage, KIND, ns, name) {
-            tracing::warn!(error = %e, "failed to remove the artifacts of HelmRepository {ns}/{name}");
+            tracing::warn!(error = %e, "failed to remove the artifacts of {KIND} {ns}/{name}");
         }
-        finalizer::remove(&api, &obj).await?;
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    }
-    finalizer::ensure(&api, &obj).await?;
-    if obj.spec.suspend == Some(true) {
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    }
+        Ok::<(), kube::Error>(())
+    })
+    .await?
+    else {
+        return Ok(Reconciled::default());
+    };
     let interval = interval_of(obj.spec.interval.as_deref());
     let mut status = obj.status.clone().unwrap_or_default();
     let now = Timestamp::now();

@@ -427,26 +427,11 @@ pub async fn reconcile(
     name: &str,
 ) -> Result<Reconciled, ReconcileError> {
     let api: Api<ImagePolicy> = Api::namespaced(client.clone(), ns);
-    let Some(obj) = api.get_opt(name).await? else {
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
+    let Some(obj) =
+        finalizer::begin(&api, name, |_| async { Ok::<(), ReconcileError>(()) }).await?
+    else {
+        return Ok(Reconciled::default());
     };
-    if obj.metadata.deletion_timestamp.is_some() {
-        finalizer::remove(&api, &obj).await?;
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    }
-    finalizer::ensure(&api, &obj).await?;
-    if obj.suspended() {
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    }
     let interval = (obj.reflection() == ReflectionPolicy::Always).then(|| {
         obj.spec
             .interval

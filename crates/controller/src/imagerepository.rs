@@ -292,27 +292,14 @@ pub async fn reconcile(
     name: &str,
 ) -> Result<Reconciled, ReconcileError> {
     let api: Api<ImageRepository> = Api::namespaced(client.clone(), ns);
-    let Some(obj) = api.get_opt(name).await? else {
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    };
-    if obj.metadata.deletion_timestamp.is_some() {
+    let Some(obj) = finalizer::begin(&api, name, |_| async {
         // As Flux: the tags stay, keyed by image, which other ImageRepositories may share.
-        finalizer::remove(&api, &obj).await?;
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    }
-    finalizer::ensure(&api, &obj).await?;
-    if obj.spec.suspend == Some(true) {
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    }
+        Ok::<(), ReconcileError>(())
+    })
+    .await?
+    else {
+        return Ok(Reconciled::default());
+    };
     let interval = ferroflux_api::duration::parse_duration(&obj.spec.interval)
         .unwrap_or(Duration::from_secs(600));
     let now = Timestamp::now();

@@ -567,30 +567,19 @@ pub async fn reconcile(
     name: &str,
 ) -> Result<Reconciled, ReconcileError> {
     let api: Api<OCIRepository> = Api::namespaced(client.clone(), ns);
-    let Some(obj) = api.get_opt(name).await? else {
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    };
     let key = ObjectKey::of_kind(STORAGE_KIND, ns, name);
-    if obj.metadata.deletion_timestamp.is_some() {
-        settings.storage.remove_all(&key)?;
-        finalizer::remove(&api, &obj).await?;
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    }
-    finalizer::ensure(&api, &obj).await?;
+    let Some(obj) = finalizer::begin(&api, name, |_| async {
+        settings
+            .storage
+            .remove_all(&key)
+            .map_err(ReconcileError::from)
+    })
+    .await?
+    else {
+        return Ok(Reconciled::default());
+    };
     let interval = ferroflux_api::duration::parse_duration(&obj.spec.interval)
         .unwrap_or(Duration::from_secs(600));
-    if obj.spec.suspend == Some(true) {
-        return Ok(Reconciled {
-            requeue_after: None,
-            event: None,
-        });
-    }
     let timeout = obj
         .spec
         .timeout
