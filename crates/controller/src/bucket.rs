@@ -245,24 +245,8 @@ pub fn apply_result(
             status.observed_ignore = obj.spec.ignore.clone();
         }
         Err(e) => {
-            let failed_type = if e.reason == ferroflux_source::reason::STORAGE_OPERATION_FAILED {
-                conditions::STORAGE_OPERATION_FAILED
-            } else {
-                conditions::FETCH_FAILED
-            };
-            conds
-                .mark_true(failed_type, e.reason, &e.message)
-                .mark_false(conditions::READY, e.reason, &e.message);
-            if e.stalled {
-                conds.mark_stalled(e.reason, &e.message);
-            } else {
-                conds.delete(conditions::STALLED);
-            }
-            conds.delete(conditions::RECONCILING);
-            event = Some((
-                "Warning".to_string(),
-                e.reason.to_string(),
-                e.message.clone(),
+            event = Some(crate::gitrepository::mark_fetch_failure(
+                &mut conds, e.reason, &e.message, e.stalled,
             ));
         }
     }

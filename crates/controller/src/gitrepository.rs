@@ -44,6 +44,37 @@ pub struct Reconciled {
     pub event: Option<(String, String, String)>,
 }
 
+/// Marks a failed fetch as source-controller does for every source kind: `StorageOperationFailed`
+/// (or `FetchFailed`) True, Ready False, Stalled when trying again cannot help, Reconciling
+/// removed; the last good artifact stays in status and storage, so consumers keep using it.
+/// Returns the Warning event to emit.
+pub(crate) fn mark_fetch_failure(
+    conds: &mut Conditions,
+    reason: &str,
+    message: &str,
+    stalled: bool,
+) -> (String, String, String) {
+    let failed_type = if reason == ferroflux_source::reason::STORAGE_OPERATION_FAILED {
+        conditions::STORAGE_OPERATION_FAILED
+    } else {
+        conditions::FETCH_FAILED
+    };
+    conds
+        .mark_true(failed_type, reason, message)
+        .mark_false(conditions::READY, reason, message);
+    if stalled {
+        conds.mark_stalled(reason, message);
+    } else {
+        conds.delete(conditions::STALLED);
+    }
+    conds.delete(conditions::RECONCILING);
+    (
+        "Warning".to_string(),
+        reason.to_string(),
+        message.to_string(),
+    )
+}
+
 /// An error the controller loop reports and retries; a failed fetch is written to the
 /// object's status instead.
 #[derive(Debug, thiserror::Error)]
@@ -135,23 +166,13 @@ pub fn apply_result(
         }
         Err(e) => {
             let msg = source_error_message(e);
-            let r = e.reason();
-            let failed_type = if r == ferroflux_source::reason::STORAGE_OPERATION_FAILED {
-                conditions::STORAGE_OPERATION_FAILED
-            } else {
-                conditions::FETCH_FAILED
-            };
-            conds
-                .mark_true(failed_type, r, &msg)
-                .mark_false(conditions::READY, r, &msg);
-            if e.is_stalling() {
-                conds.mark_stalled(r, &msg);
-            } else {
-                conds.delete(conditions::STALLED);
-            }
-            conds.delete(conditions::RECONCILING);
             // The last good artifact stays in status (and in storage): consumers keep using it.
-            event = Some(("Warning".to_string(), r.to_string(), msg));
+            event = Some(mark_fetch_failure(
+                &mut conds,
+                e.reason(),
+                &msg,
+                e.is_stalling(),
+            ));
         }
     }
     status.observed_generation = generation;
