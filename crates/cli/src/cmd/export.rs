@@ -169,12 +169,12 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         bail!("name is required");
     }
     let cluster = Cluster::connect(&args.kube).await?;
-    let (resource, schema) = if matches!(args.what, ExportWhat::Image(_)) {
-        let resource = super::create::image::image_resource(&cluster, kind).await?;
-        (resource, image_durations())
-    } else {
-        resource_of(kind)?
-    };
+    let (mut resource, schema) = resource_of(kind)?;
+    if matches!(args.what, ExportWhat::Image(_)) {
+        // The image CRDs may be left out of an install: say so plainly rather than with the API
+        // server's 404.
+        resource = super::create::image::image_resource(&cluster, kind).await?;
+    }
     let ns = args.kube.namespace.as_str();
     let objects: Vec<DynamicObject> = if selection.all {
         let api: Api<DynamicObject> = if selection.all_namespaces {
@@ -214,17 +214,6 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Where the image automation kinds keep durations. ferroflux carries no CRD for them (no image
-/// controller runs here), so the spec fields flux's Go types declare as `metav1.Duration` are
-/// named here, in the shape [`normalize_durations`] reads from a CRD schema.
-fn image_durations() -> Value {
-    let duration = json!({"type": "string", "pattern": format!("{DURATION_PATTERN_START}|h))+$")});
-    json!({"properties": {"spec": {"properties": {
-        "interval": duration,
-        "timeout": duration,
-    }}}})
-}
-
 /// The object as flux exports it.
 fn exported(object: &Value, resource: &ApiResource, schema: &Value) -> Value {
     let mut metadata = Map::new();
@@ -252,8 +241,8 @@ fn exported(object: &Value, resource: &ApiResource, schema: &Value) -> Value {
 }
 
 /// Removes `""` values: the image API's Go types mark their optional strings `omitempty`
-/// (`messageTemplate`), so flux never prints an empty one, and without a CRD schema here there
-/// is no other way to know them.
+/// (`messageTemplate`), so flux never prints an empty one, while the API server keeps what was
+/// written.
 fn drop_empty_strings(value: &mut Value) {
     match value {
         Value::Object(map) => {
