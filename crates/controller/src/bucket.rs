@@ -32,6 +32,7 @@ use ferroflux_api::{Artifact, Bucket, BucketStatus, RECONCILE_REQUESTED_AT};
 use ferroflux_bucket::{Client, Credentials, Fetched, Options as S3Options, Request};
 use ferroflux_source::{ObjectKey, Storage};
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 
@@ -348,12 +349,7 @@ pub async fn reconcile(
             step::log_failure(KIND, ns, name, &failure);
         }
     }
-    if let Some(requested) = obj
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(RECONCILE_REQUESTED_AT))
-    {
+    if let Some(requested) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
         status.last_handled_reconcile_at = Some(requested.clone());
     }
     let patch = serde_json::json!({ "status": status });

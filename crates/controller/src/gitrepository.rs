@@ -19,6 +19,7 @@ use ferroflux_source::{
     Storage,
 };
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 use std::future::Future;
@@ -286,12 +287,7 @@ pub async fn reconcile(
         obj.spec.ignore.as_deref(),
         now,
     );
-    if let Some(requested) = obj
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(RECONCILE_REQUESTED_AT))
-    {
+    if let Some(requested) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
         status.last_handled_reconcile_at = Some(requested.clone());
     }
     let patch = serde_json::json!({ "status": status });

@@ -34,6 +34,7 @@ use ferroflux_api::{
 };
 use ferroflux_helmsource::{Build, BuildOptions, DependencyRepositories, RepositoryAccess};
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -709,12 +710,7 @@ pub async fn reconcile(
             status.url = Some(settings.storage.url_for(&format!("{dir}/latest.tar.gz")));
         }
     }
-    if let Some(requested) = obj
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(RECONCILE_REQUESTED_AT))
-    {
+    if let Some(requested) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
         status.last_handled_reconcile_at = Some(requested.clone());
     }
     let mut value = serde_json::json!({ "status": status });

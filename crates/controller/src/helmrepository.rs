@@ -18,6 +18,7 @@ use ferroflux_api::{Artifact, HelmRepository, HelmRepositoryStatus, RECONCILE_RE
 use ferroflux_helmsource::{FetchedIndex, RepositoryAccess, Stored};
 use ferroflux_source::Storage;
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 use std::future::Future;
@@ -333,12 +334,7 @@ pub async fn reconcile(
         }
         event
     };
-    if let Some(requested) = obj
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(RECONCILE_REQUESTED_AT))
-    {
+    if let Some(requested) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
         status.last_handled_reconcile_at = Some(requested.clone());
     }
     let mut value = serde_json::json!({ "status": status });

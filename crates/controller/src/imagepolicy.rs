@@ -474,12 +474,7 @@ pub async fn reconcile(
         }
     }
     status.observed_generation = generation;
-    if let Some(r) = obj
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(RECONCILE_REQUESTED_AT))
-    {
+    if let Some(r) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
         status.last_handled_reconcile_at = Some(r.clone());
     }
     api.patch_status(

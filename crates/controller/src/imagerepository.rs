@@ -34,6 +34,7 @@ use ferroflux_api::image::{ImageProvider, LATEST_TAGS, ScanResult};
 use ferroflux_api::{ImageRepository, RECONCILE_REQUESTED_AT};
 use ferroflux_oci::{Client, ClientOptions};
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 use std::future::Future;
@@ -208,11 +209,7 @@ pub fn should_scan(
     let Some(last) = status.last_scan_result.as_ref() else {
         return Ok("first scan");
     };
-    let requested = obj
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(RECONCILE_REQUESTED_AT));
+    let requested = obj.annotations().get(RECONCILE_REQUESTED_AT);
     if requested.is_some() && requested != status.last_handled_reconcile_at.as_ref() {
         return Ok("reconcile requested");
     }
@@ -305,12 +302,7 @@ pub async fn reconcile(
     let now = Timestamp::now();
     let mut status = obj.status.clone().unwrap_or_default();
     let generation = obj.metadata.generation;
-    let requested = obj
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(RECONCILE_REQUESTED_AT))
-        .cloned();
+    let requested = obj.annotations().get(RECONCILE_REQUESTED_AT).cloned();
 
     let outcome = pass(client, settings, &obj, ns, now, interval).await;
     let mut conds = Conditions::of(&mut status.conditions, generation, now);

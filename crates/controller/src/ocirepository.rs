@@ -34,6 +34,7 @@ use ferroflux_source::sourceignore::Rules;
 use ferroflux_source::{KEEP_ARTIFACTS, ObjectKey, Storage};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::Store;
 use std::future::Future;
@@ -639,12 +640,7 @@ pub async fn reconcile(
             step::log_failure(KIND, ns, name, &failure);
         }
     }
-    if let Some(requested) = obj
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(RECONCILE_REQUESTED_AT))
-    {
+    if let Some(requested) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
         status.last_handled_reconcile_at = Some(requested.clone());
     }
     let mut patch = serde_json::json!({ "status": status });
