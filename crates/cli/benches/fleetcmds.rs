@@ -805,6 +805,30 @@ fn first_paints(
     (response, fcp)
 }
 
+/// `runs` navigations to `url`: for each, navigation start until the DOM holds the sections of
+/// all `clusters` clusters (the first page's, then those the page's script asks for).
+fn whole_fleet_times(
+    browser: &mut Browser,
+    page: &ferroflux_testkit::cdp::Page,
+    url: &str,
+    runs: usize,
+    clusters: usize,
+) -> Vec<Duration> {
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        browser.navigate(page, url);
+        let v = browser.eval(
+            page,
+            &format!("new Promise(r => {{ const f = () => {{ if (document.querySelectorAll('#fleet section[id^=k]').length === {clusters}) {{ r(performance.now()); }} else {{ requestAnimationFrame(f); }} }}; f(); }})"),
+        );
+        let ms = v
+            .as_f64()
+            .unwrap_or_else(|| panic!("the whole fleet's time: {v}"));
+        times.push(Duration::from_secs_f64(ms / 1000.0));
+    }
+    times
+}
+
 /// `--page FILE`: the first paint of that file served as it is (to try a page's shape
 /// without a server build).
 fn bench_page(file: &Path, runs: usize) {
@@ -879,7 +903,7 @@ fn bench_serve(
         full.push(all);
     }
     println!(
-        "serve: GET / ({n} clusters, {} KiB): first byte {}; whole page {} (load {})",
+        "serve: GET / ({n} clusters; its first page {} KiB): first byte {}; whole page {} (load {})",
         size / 1024,
         spread(&ttfb),
         spread(&full),
@@ -907,6 +931,12 @@ fn bench_serve(
         "serve: chromium, navigation start to the page received {}; to first-contentful-paint {} (load {})",
         spread(&response),
         spread(&fcp),
+        load_average()
+    );
+    let whole = whole_fleet_times(&mut browser, &page, &url, runs, n);
+    println!(
+        "serve: chromium, navigation start to every cluster's rows in the DOM (the first page's, then the rest over /events) {} (load {})",
+        spread(&whole),
         load_average()
     );
 

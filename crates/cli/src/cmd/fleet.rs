@@ -60,6 +60,11 @@ struct ServeArgs {
     /// Comma-separated contexts (default: every context of the kubeconfig, or --context).
     #[arg(long, value_delimiter = ',')]
     contexts: Vec<String>,
+    /// The rows a page holds (whole clusters, at least one a page). The first page is what the
+    /// browser paints first; with JavaScript the rest of the fleet follows once it is painted,
+    /// without it each page links to the next (`?from=N`).
+    #[arg(long, default_value_t = ferroflux_fleet::web::PAGE_ROWS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    page_rows: usize,
 }
 
 #[derive(Args, Debug)]
@@ -765,7 +770,7 @@ async fn serve(kube: &KubeArgs, args: &ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("listening on {}", args.addr))?;
     let addr = listener.local_addr()?;
     crate::output::watchloop::write_now(&format!("serving the fleet on http://{addr}/\n"))?;
-    let app = ferroflux_fleet::web::router(live, args.token.clone());
+    let app = ferroflux_fleet::web::router(live, args.token.clone(), args.page_rows);
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
             tokio::signal::ctrl_c().await.ok();

@@ -3,7 +3,9 @@
 //! over the DevTools protocol: a Kustomization failing on one cluster, then an Event about it,
 //! appear in the same document (no reload: a mark set in the page survives) as the server
 //! pushes them over `/events`, read from the DOM. A phone-sized screenshot of that page is kept
-//! as target/fleet-serve.png.
+//! as target/fleet-serve.png. Then pages of one row (`--page-rows 1`): each cluster on a page
+//! of its own linked to the next, bad `?from=` refused, and in chromium the first page
+//! completed with the rest of the fleet over `/events`.
 
 use crate::objects::*;
 use crate::run::*;
@@ -80,6 +82,47 @@ fn chromium(args: &[&str]) -> std::process::Output {
         .expect("chromium runs (./test.sh installs it)")
 }
 
+/// A `fleet serve` process on a free port, with the token `s3cret` and `extra` arguments:
+/// killed when the first value is dropped; its address.
+fn serve(kubeconfig: &std::path::Path, extra: &[&str]) -> (Reap, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
+        .args([
+            "fleet",
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--token",
+            "s3cret",
+            "--kubeconfig",
+        ])
+        .arg(kubeconfig)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let reap = Reap(child);
+    let addr = line
+        .trim()
+        .strip_prefix("serving the fleet on http://")
+        .and_then(|a| a.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    (reap, addr)
+}
+
+struct Reap(std::process::Child);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        self.0.kill().ok();
+        self.0.wait().ok();
+    }
+}
+
 #[test]
 fn fleet_page_in_chromium_and_live_events() {
     let rt = runtime();
@@ -111,38 +154,7 @@ fn fleet_page_in_chromium_and_live_events() {
         (staging, production, p)
     });
     let kc = kubeconfig(dir.path(), &[&staging, &production]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
-        .args([
-            "fleet",
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--token",
-            "s3cret",
-            "--kubeconfig",
-        ])
-        .arg(&kc)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    struct Reap(std::process::Child);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            self.0.kill().ok();
-            self.0.wait().ok();
-        }
-    }
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _child = Reap(child);
-    let addr = line
-        .trim()
-        .strip_prefix("serving the fleet on http://")
-        .and_then(|a| a.strip_suffix('/'))
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
+    let (_server, addr) = serve(&kc, &[]);
 
     // No token, a wrong one: 401.
     for path in ["/", "/events", "/?token=nope", "/cluster/staging"] {
@@ -329,6 +341,77 @@ fn fleet_page_in_chromium_and_live_events() {
     browser.screenshot(&page, &shot);
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+
+    // Pages of one row: the first holds staging alone and links to production's, for a
+    // browser without JavaScript; with JavaScript, the page asks for the rest once painted.
+    let (_paged, paged) = serve(&kc, &["--page-rows", "1"]);
+    let first = rt.block_on(ferroflux_testkit::eventually(
+        "both clusters read by the second server",
+        || {
+            let paged = paged.clone();
+            async move {
+                let page = tokio::task::spawn_blocking(move || get(&paged, "/?token=s3cret"))
+                    .await
+                    .unwrap();
+                page.contains("2 clusters: 1 failing, 1 ready")
+                    .then_some(page)
+            }
+        },
+    ));
+    assert!(first.contains("data-partial>"), "{first}");
+    assert!(
+        first.contains("<a href=\"cluster/staging?token=s3cret\">staging</a>"),
+        "{first}"
+    );
+    assert!(!first.contains("cluster/production"), "{first}");
+    assert!(
+        first.contains("<nav class=\"pages\">Cluster 1 of 2 · <a href=\"?from=1&amp;token=s3cret\">cluster 2 →</a></nav>"),
+        "{first}"
+    );
+    let second = get(&paged, "/?from=1&token=s3cret");
+    assert!(second.starts_with("HTTP/1.1 200"), "{second}");
+    assert!(
+        second.contains("<a href=\"cluster/production?token=s3cret\">production</a>"),
+        "{second}"
+    );
+    assert!(second.contains("kustomize build failed: boom"), "{second}");
+    assert!(
+        second.contains("<nav class=\"pages\">Cluster 2 of 2 · <a href=\"?from=0&amp;token=s3cret\">first clusters</a></nav>"),
+        "{second}"
+    );
+    for (path, status, message) in [
+        (
+            "/?from=2&token=s3cret",
+            "404",
+            "no cluster at index 2: the fleet has 2 clusters",
+        ),
+        (
+            "/?from=two&token=s3cret",
+            "400",
+            "from: expected the index of a cluster (0 for the first), got \"two\"",
+        ),
+        ("/?from=1", "401", ""),
+    ] {
+        let answer = get(&paged, path);
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{path}: {answer}"
+        );
+        assert!(answer.contains(message), "{path}: {answer}");
+    }
+    let paged_page = browser.open(&format!("http://{paged}/?token=s3cret"), 1280, 900);
+    browser.wait_for(
+        &paged_page,
+        "document.querySelectorAll('#fleet section[id^=k]').length === 2 && !document.getElementById('fleet').hasAttribute('data-partial') && !document.querySelector('nav.pages')",
+        minute,
+    );
+    let text = browser.eval(&paged_page, "document.getElementById('fleet').innerText");
+    assert!(
+        text.as_str()
+            .unwrap_or_default()
+            .contains("kustomize build failed: boom"),
+        "{text}"
+    );
     drop(browser);
 
     rt.block_on(async {

@@ -1,6 +1,7 @@
 // Live updates without polling: the server pushes what changed over Server-Sent Events and the
 // page swaps it in — `parts` (a list of [element id, HTML]) or the whole `fleet`. Without
-// JavaScript the page is the same table, current when loaded.
+// JavaScript the page is the same table, current when loaded. A page holding part of the
+// fleet (`data-partial`: its first clusters) asks for the whole fleet, once it is painted.
 (function () {
   var q = new URLSearchParams(location.search);
   var fleet = document.getElementById("fleet");
@@ -17,7 +18,7 @@
   function connect(since) {
     es = new EventSource(url(since));
     es.addEventListener("fleet", function (e) {
-      if (fleet) { fleet.innerHTML = e.data; }
+      if (fleet) { fleet.innerHTML = e.data; fleet.removeAttribute("data-partial"); }
       updated();
     });
     es.addEventListener("parts", function (e) {
@@ -31,7 +32,18 @@
       if (lost) { es.close(); connect("none"); }
     });
   }
-  connect(fleet ? fleet.getAttribute("data-version") || "none" : "none");
+  function start() {
+    var since = fleet && !fleet.hasAttribute("data-partial") ? fleet.getAttribute("data-version") : null;
+    connect(since || "none");
+  }
+  // After the first paint (the frame's callback, then a task after it), so that the page shows
+  // first what it holds and the rest of a partial page comes after. A hidden page paints no
+  // frame: it connects at once.
+  if (document.visibilityState === "hidden") {
+    start();
+  } else {
+    requestAnimationFrame(function () { setTimeout(start, 0); });
+  }
   // The events' ages, as the server writes them ("40 s", "3 min"), kept current from each
   // <time datetime> by the page's own clock: nothing is asked of the server.
   function age(s) {

@@ -1,12 +1,16 @@
 //! `fleet serve`: the fleet as a web page. One HTML page (every asset embedded in the binary,
 //! no CDN), readable on a phone: the rollup, then one table of every cluster's Kustomizations,
 //! HelmReleases and sources (revision, readiness, suspended, behind, message) — one section per
-//! cluster, which the browser lays out only as it nears the screen, so that the first paint
-//! costs a screenful of rows whatever the fleet's size ([`cluster_section`]) — and a page per
-//! cluster with its dependency graph, and the last Kubernetes Events of each cluster's Flux
-//! objects (reason, message, age). The page is complete without JavaScript; with it, a few
+//! cluster, which the browser lays out only as it nears the screen ([`cluster_section`]) — and a
+//! page per cluster with its dependency graph, and the last Kubernetes Events of each cluster's
+//! Flux objects (reason, message, age). The page is complete without JavaScript; with it, a few
 //! lines subscribe to `/events`, where the server pushes what changed (Server-Sent Events)
 //! whenever a watch sees a change — no polling in the page.
+//!
+//! A large fleet is served in pages of whole clusters ([`PAGE_ROWS`] rows, `?from=N`): what the
+//! browser parses before its first paint is the first page, whatever the fleet's size. With
+//! JavaScript, a page holding part of the fleet asks `/events` for the whole fleet once it is
+//! painted; without, each page links to the next.
 //!
 //! The page is rendered once per change, not per request: a task renders it when the watches
 //! report a change (and every [`AGES_EVERY`], the ages it shows being relative to now), keeps
@@ -50,10 +54,16 @@ struct App {
     rendered: watch::Receiver<Arc<Rendered>>,
 }
 
-/// The router serving the page, `/events` and `/cluster/<name>`. Starts the task that renders
-/// the page on every change (on the current tokio runtime; it ends with the router).
-pub fn router(live: Arc<Live>, token: Option<String>) -> axum::Router {
-    let rendered = spawn_renderer(live.clone(), token.clone());
+/// How many rows a page holds unless told ([`router`]'s `page_rows`): a desktop's first
+/// screen a few times over, few enough that the browser paints the first page quickly
+/// whatever the fleet's size (BENCHMARKS.md, "fleet serve").
+pub const PAGE_ROWS: usize = 100;
+
+/// The router serving the page, `/events` and `/cluster/<name>`, its pages holding
+/// `page_rows` rows (whole clusters, at least one). Starts the task that renders the page on
+/// every change (on the current tokio runtime; it ends with the router).
+pub fn router(live: Arc<Live>, token: Option<String>, page_rows: usize) -> axum::Router {
+    let rendered = spawn_renderer(live.clone(), token.clone(), page_rows);
     axum::Router::new()
         .route("/", get(index))
         .route("/events", get(events))
@@ -116,13 +126,22 @@ fn shell(title: &str, body: &str, script: bool) -> String {
 pub struct Rendered {
     /// Counts renderings that differ: 1 for the first.
     pub version: u64,
-    /// The whole page of `GET /`.
+    /// The page of `GET /`: the fleet's first page ([`Rendered::page_from`] 0), kept as bytes.
     pub page: Bytes,
-    /// What `#fleet` holds: the rollup, the table, the events.
+    /// What `#fleet` holds when the page shows the whole fleet: the rollup, the table, the
+    /// events. The `/events` stream's `fleet` event.
     pub fragment: String,
     /// The parts of the fragment by element id, in page order: `summary`, then `k<i>` (cluster
     /// i's section of rows), then `e<i>` (cluster i's events) when the events table is shown.
     pub parts: Vec<(String, String)>,
+    /// How many rows each cluster's section holds, in order.
+    rows: Vec<usize>,
+    /// Whether the events table is shown.
+    with_events: bool,
+    /// The rows a page holds (whole clusters, at least one).
+    page_rows: usize,
+    /// `?token=` to carry in links, escaped, or empty.
+    token_query: String,
 }
 
 impl Rendered {
@@ -149,8 +168,125 @@ impl Rendered {
     }
 }
 
-/// The fleet rendered at `now` (seconds since the epoch) as version `version`.
-pub fn render(reports: &[ClusterReport], token: Option<&str>, now: i64, version: u64) -> Rendered {
+impl Rendered {
+    /// The clusters of the page starting at cluster `from`: the next ones until the page holds
+    /// `page_rows` rows, and at least one.
+    fn page_range(&self, from: usize) -> std::ops::Range<usize> {
+        let mut end = from;
+        let mut rows = 0;
+        while end < self.rows.len() && (end == from || rows < self.page_rows) {
+            rows += self.rows[end];
+            end += 1;
+        }
+        from..end
+    }
+
+    /// The page starting at cluster `from` (0: the first page, `GET /`): the rollup, the
+    /// sections of its clusters and their events, and, when it does not hold the whole fleet,
+    /// links to the first page and the next. With JavaScript such a page loads the rest of the
+    /// fleet over `/events` once painted (`data-partial`); without, the links page through it.
+    /// None when the fleet has no cluster `from` (and `from` is not 0).
+    pub fn page_from(&self, from: usize) -> Option<String> {
+        if from > 0 && from >= self.rows.len() {
+            return None;
+        }
+        let range = self.page_range(from);
+        let whole = range.start == 0 && range.end == self.rows.len();
+        let pager = (!whole).then(|| self.pager(&range));
+        let fragment = fleet_fragment(&self.parts, self.rows.len(), self.with_events, range, pager);
+        let partial = if whole { "" } else { " data-partial" };
+        let body = format!(
+            "<h1>Fleet: {} clusters</h1><div id=\"fleet\" data-version=\"{}\"{partial}>{fragment}</div>",
+            self.rows.len(),
+            self.version
+        );
+        Some(shell("ferroflux fleet", &body, true))
+    }
+
+    /// Where a page of `range` stands among the fleet's pages, linked to the first and the next.
+    fn pager(&self, range: &std::ops::Range<usize>) -> String {
+        let token = self.token_query.replacen('?', "&amp;", 1);
+        let mut out = format!(
+            "<nav class=\"pages\">{} of {}",
+            clusters_label(range, "Cluster", "Clusters"),
+            self.rows.len()
+        );
+        if range.start > 0 {
+            out.push_str(&format!(" · <a href=\"?from=0{token}\">first clusters</a>"));
+        }
+        if range.end < self.rows.len() {
+            let next = self.page_range(range.end);
+            out.push_str(&format!(
+                " · <a href=\"?from={}{token}\">{} →</a>",
+                next.start,
+                clusters_label(&next, "cluster", "clusters")
+            ));
+        }
+        out.push_str("</nav>");
+        out
+    }
+}
+
+/// "clusters 3–4", or "cluster 5" for one (numbered from 1).
+fn clusters_label(range: &std::ops::Range<usize>, one: &str, several: &str) -> String {
+    if range.len() == 1 {
+        format!("{one} {}", range.end)
+    } else {
+        format!("{several} {}–{}", range.start + 1, range.end)
+    }
+}
+
+/// What `#fleet` holds for the clusters of `range`: the rollup, their sections under the
+/// table's heading, their events (when the fleet's events table is shown), then `pager`.
+fn fleet_fragment(
+    parts: &[(String, String)],
+    clusters: usize,
+    with_events: bool,
+    range: std::ops::Range<usize>,
+    pager: Option<String>,
+) -> String {
+    let sections = &parts[1 + range.start..1 + range.end];
+    let events = if with_events {
+        &parts[1 + clusters + range.start..1 + clusters + range.end]
+    } else {
+        &[]
+    };
+    let size = parts[0].1.len()
+        + sections
+            .iter()
+            .chain(events)
+            .map(|p| p.1.len())
+            .sum::<usize>()
+        + 1024;
+    let mut fragment = String::with_capacity(size);
+    fragment.push_str(&parts[0].1);
+    fragment.push_str("<div class=\"wrap\"><div class=\"fleet\"><table class=\"head\"><thead><tr><th>CLUSTER</th><th>KIND</th><th>NAME</th><th>REVISION</th><th>READY</th><th>SUSPENDED</th><th>LAG</th><th class=\"src\">SOURCE</th><th class=\"msg\">MESSAGE</th></tr></thead></table>");
+    for (_, section) in sections {
+        fragment.push_str(section);
+    }
+    fragment.push_str("</div></div>");
+    if with_events {
+        fragment.push_str("<section class=\"later\"><h2>Last events</h2><div class=\"wrap\"><table class=\"events\"><thead><tr><th>CLUSTER</th><th>AGE</th><th>TYPE</th><th>OBJECT</th><th>REASON</th><th class=\"msg\">MESSAGE</th></tr></thead>");
+        for (_, rows) in events {
+            fragment.push_str(rows);
+        }
+        fragment.push_str("</table></div></section>");
+    }
+    if let Some(pager) = pager {
+        fragment.push_str(&pager);
+    }
+    fragment
+}
+
+/// The fleet rendered at `now` (seconds since the epoch) as version `version`, its pages
+/// holding `page_rows` rows.
+pub fn render(
+    reports: &[ClusterReport],
+    token: Option<&str>,
+    now: i64,
+    version: u64,
+    page_rows: usize,
+) -> Rendered {
     let rolled = rollup(reports, now);
     let mut parts = Vec::with_capacity(1 + 2 * reports.len());
     parts.push((
@@ -160,10 +296,12 @@ pub fn render(reports: &[ClusterReport], token: Option<&str>, now: i64, version:
             escape(&rolled.lines().join("\n"))
         ),
     ));
+    let mut rows = Vec::with_capacity(reports.len());
     for (i, r) in reports.iter().enumerate() {
         let id = format!("k{i}");
-        let (rows, count) = cluster_rows(r, token);
-        parts.push((id.clone(), cluster_section(&id, &rows, count)));
+        let (html, count) = cluster_rows(r, token);
+        parts.push((id.clone(), cluster_section(&id, &html, count)));
+        rows.push(count.max(1));
     }
     let with_events = reports.iter().any(|r| !r.events.is_empty());
     if with_events {
@@ -173,42 +311,34 @@ pub fn render(reports: &[ClusterReport], token: Option<&str>, now: i64, version:
             parts.push((id.clone(), format!("<tbody id=\"{id}\">{rows}</tbody>")));
         }
     }
-    let mut fragment = String::with_capacity(parts.iter().map(|p| p.1.len()).sum::<usize>() + 1024);
-    let mut parts_in_order = parts.iter();
-    if let Some((_, summary)) = parts_in_order.next() {
-        fragment.push_str(summary);
-    }
-    fragment.push_str("<div class=\"wrap\"><div class=\"fleet\"><table class=\"head\"><thead><tr><th>CLUSTER</th><th>KIND</th><th>NAME</th><th>REVISION</th><th>READY</th><th>SUSPENDED</th><th>LAG</th><th class=\"src\">SOURCE</th><th class=\"msg\">MESSAGE</th></tr></thead></table>");
-    for (_, section) in parts_in_order.by_ref().take(reports.len()) {
-        fragment.push_str(section);
-    }
-    fragment.push_str("</div></div>");
-    if with_events {
-        fragment.push_str("<section class=\"later\"><h2>Last events</h2><div class=\"wrap\"><table class=\"events\"><thead><tr><th>CLUSTER</th><th>AGE</th><th>TYPE</th><th>OBJECT</th><th>REASON</th><th class=\"msg\">MESSAGE</th></tr></thead>");
-        for (_, rows) in parts_in_order {
-            fragment.push_str(rows);
-        }
-        fragment.push_str("</table></div></section>");
-    }
-    let body = format!(
-        "<h1>Fleet: {} clusters</h1><div id=\"fleet\" data-version=\"{version}\">{fragment}</div>",
-        reports.len()
-    );
-    Rendered {
+    let fragment = fleet_fragment(&parts, reports.len(), with_events, 0..reports.len(), None);
+    let mut rendered = Rendered {
         version,
-        page: Bytes::from(shell("ferroflux fleet", &body, true)),
+        page: Bytes::new(),
         fragment,
         parts,
+        rows,
+        with_events,
+        page_rows,
+        token_query: token.map_or(String::new(), |t| format!("?token={}", escape(t))),
+    };
+    if let Some(first) = rendered.page_from(0) {
+        rendered.page = Bytes::from(first);
     }
+    rendered
 }
 
 /// Renders the page now and again on every change the watches report (and every
 /// [`AGES_EVERY`]), off the async executor; a rendering is published only when it differs
 /// from the last. Several changes during one rendering make one more rendering, not several.
-fn spawn_renderer(live: Arc<Live>, token: Option<String>) -> watch::Receiver<Arc<Rendered>> {
+fn spawn_renderer(
+    live: Arc<Live>,
+    token: Option<String>,
+    page_rows: usize,
+) -> watch::Receiver<Arc<Rendered>> {
     let mut changes = live.subscribe();
     changes.borrow_and_update();
-    let first = render(&live.reports(), token.as_deref(), now(), 1);
+    let first = render(&live.reports(), token.as_deref(), now(), 1, page_rows);
     let (tx, rx) = watch::channel(Arc::new(first));
     tokio::spawn(async move {
         let mut ages =
@@ -223,7 +353,13 @@ fn spawn_renderer(live: Arc<Live>, token: Option<String>) -> watch::Receiver<Arc
             let last = tx.borrow().clone();
             let (live, token) = (live.clone(), token.clone());
             let next = tokio::task::spawn_blocking(move || {
-                render(&live.reports(), token.as_deref(), now(), last.version + 1)
+                render(
+                    &live.reports(),
+                    token.as_deref(),
+                    now(),
+                    last.version + 1,
+                    page_rows,
+                )
             })
             .await;
             let Ok(next) = next else { return };
@@ -401,7 +537,8 @@ fn event_rows(r: &ClusterReport, now: i64) -> String {
     out
 }
 
-/// `GET /`: the last rendering's bytes (shared, not copied).
+/// `GET /`: the last rendering's first page (its bytes shared, not copied); `?from=N`, the
+/// page starting at cluster N (rendered from the last rendering's parts).
 async fn index(
     State(app): State<App>,
     headers: HeaderMap,
@@ -410,8 +547,29 @@ async fn index(
     if !authorized(&app, &headers, &query) {
         return unauthorized();
     }
-    let page = app.rendered.borrow().page.clone();
-    Html(page).into_response()
+    let rendered = app.rendered.borrow().clone();
+    let from = match query.get("from").map(|f| (f, f.parse::<usize>())) {
+        None | Some((_, Ok(0))) => return Html(rendered.page.clone()).into_response(),
+        Some((_, Ok(from))) => from,
+        Some((given, Err(_))) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                format!("from: expected the index of a cluster (0 for the first), got {given:?}\n"),
+            )
+                .into_response();
+        }
+    };
+    match rendered.page_from(from) {
+        Some(page) => Html(page).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            format!(
+                "no cluster at index {from}: the fleet has {} clusters\n",
+                rendered.rows.len()
+            ),
+        )
+            .into_response(),
+    }
 }
 
 async fn cluster(
@@ -571,7 +729,13 @@ mod tests {
 
     #[test]
     fn the_page_is_its_parts_in_order() {
-        let r = render(&fleet(&["down", "also <down>"]), Some("t&k"), 0, 7);
+        let r = render(
+            &fleet(&["down", "also <down>"]),
+            Some("t&k"),
+            0,
+            7,
+            PAGE_ROWS,
+        );
         let ids: Vec<&str> = r.parts.iter().map(|p| p.0.as_str()).collect();
         assert_eq!(ids, ["summary", "k0", "k1"]);
         let page = String::from_utf8(r.page.to_vec()).unwrap();
@@ -596,28 +760,85 @@ mod tests {
     }
 
     #[test]
+    fn pages_hold_whole_clusters_up_to_the_rows_asked() {
+        let mut reports = fleet(&["a", "b", "c", "d", "e"]);
+        reports[3].events.push(event("health check failed on d"));
+        let r = render(&reports, Some("t&k"), 0, 3, 2);
+        let first = String::from_utf8(r.page.to_vec()).unwrap();
+        assert!(
+            first.contains("<div id=\"fleet\" data-version=\"3\" data-partial>"),
+            "{first}"
+        );
+        assert!(first.contains("id=\"k0\"") && first.contains("id=\"k1\""));
+        assert!(!first.contains("id=\"k2\""), "{first}");
+        assert!(
+            first.contains("<nav class=\"pages\">Clusters 1–2 of 5 · <a href=\"?from=2&amp;token=t&amp;k\">clusters 3–4 →</a></nav>"),
+            "{first}"
+        );
+        // The events table shows the page's clusters' events only.
+        assert!(first.contains("<h2>Last events</h2>"), "{first}");
+        assert!(!first.contains("health check failed on d"), "{first}");
+        let second = r.page_from(2).unwrap();
+        assert!(second.contains("health check failed on d"), "{second}");
+        assert!(
+            second.contains("Clusters 3–4 of 5 · <a href=\"?from=0&amp;token=t&amp;k\">first clusters</a> · <a href=\"?from=4&amp;token=t&amp;k\">cluster 5 →</a></nav>"),
+            "{second}"
+        );
+        let last = r.page_from(4).unwrap();
+        assert!(
+            last.contains("<nav class=\"pages\">Cluster 5 of 5 · <a href=\"?from=0&amp;token=t&amp;k\">first clusters</a></nav>"),
+            "{last}"
+        );
+        assert!(r.page_from(5).is_none());
+        // Every cluster is on one page, and the pages start wherever asked.
+        for (i, id) in ["k0", "k1", "k2", "k3", "k4"].iter().enumerate() {
+            let on = [first.as_str(), &second, &last]
+                .iter()
+                .filter(|p| p.contains(&format!("id=\"{id}\"")))
+                .count();
+            assert_eq!(on, 1, "{id}");
+            assert!(r.page_from(i).unwrap().contains(&format!("id=\"{id}\"")));
+        }
+        // The whole fleet, as `/events` sends it: every cluster, no links to pages.
+        for id in ["k0", "k1", "k2", "k3", "k4", "e3"] {
+            assert!(r.fragment.contains(&format!("id=\"{id}\"")), "{id}");
+        }
+        assert!(!r.fragment.contains("<nav"));
+        // A page holding the whole fleet is the fragment alone.
+        let all = render(&reports, None, 0, 3, 5);
+        let page = String::from_utf8(all.page.to_vec()).unwrap();
+        assert!(page.contains(&format!(
+            "<div id=\"fleet\" data-version=\"3\">{}</div>",
+            all.fragment
+        )));
+        // A fleet of no cluster has its one page.
+        let none = render(&[], None, 0, 1, 5);
+        assert!(none.page_from(0).is_some() && none.page_from(1).is_none());
+    }
+
+    #[test]
     fn a_change_on_one_cluster_is_that_clusters_part() {
-        let before = render(&fleet(&["down", "down"]), None, 0, 1);
-        let after = render(&fleet(&["down", "down again"]), None, 0, 2);
+        let before = render(&fleet(&["down", "down"]), None, 0, 1, PAGE_ROWS);
+        let after = render(&fleet(&["down", "down again"]), None, 0, 2, PAGE_ROWS);
         let changed = after.changed_since(&before).unwrap();
         let ids: Vec<&str> = changed.iter().map(|p| p.0.as_str()).collect();
         assert_eq!(ids, ["k1"]);
         let event = delta(&before, &after);
         assert!(event.is_some());
         // Nothing shown differs: nothing to send.
-        let same = render(&fleet(&["down", "down again"]), None, 0, 3);
+        let same = render(&fleet(&["down", "down again"]), None, 0, 3, PAGE_ROWS);
         assert!(same.changed_since(&after).unwrap().is_empty());
         assert!(delta(&after, &same).is_none());
     }
 
     #[test]
     fn events_appearing_change_the_layout() {
-        let before = render(&fleet(&["down", "down"]), None, 0, 1);
+        let before = render(&fleet(&["down", "down"]), None, 0, 1, PAGE_ROWS);
         let mut reports = fleet(&["down", "down"]);
         reports[1]
             .events
             .push(event("kustomize build failed: <boom>"));
-        let after = render(&reports, None, 0, 2);
+        let after = render(&reports, None, 0, 2, PAGE_ROWS);
         assert!(
             after.changed_since(&before).is_none(),
             "the events table is new"
@@ -633,7 +854,7 @@ mod tests {
         // Then a second event on the same cluster is that cluster's events part alone.
         let mut more = reports.clone();
         more[1].events.insert(0, event("health check failed"));
-        let later = render(&more, None, 0, 3);
+        let later = render(&more, None, 0, 3, PAGE_ROWS);
         let changed = later.changed_since(&after).unwrap();
         let ids: Vec<&str> = changed.iter().map(|p| p.0.as_str()).collect();
         assert_eq!(ids, ["e1"]);
