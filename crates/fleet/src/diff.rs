@@ -159,6 +159,9 @@ impl ClusterDiff {
     pub fn render(&self) -> String {
         let mut out = String::new();
         if let Some(e) = &self.error {
+            // A build's error names its cluster already.
+            let prefix = format!("cluster {}: ", self.cluster);
+            let e = e.strip_prefix(&prefix).unwrap_or(e);
             out.push_str(&format!("✗ cluster {}: {e}\n", self.cluster));
             return out;
         }

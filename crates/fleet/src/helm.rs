@@ -20,19 +20,30 @@
 //! object store, a chart of another GitRepository — is compared as the HelmRelease object
 //! alone, and a note says why its chart was not rendered.
 //!
+//! Charts of the repository and of Buckets are built as the source controller builds them
+//! ([`ChartBuild`]): `valuesFiles` merged, and the version given build metadata — the source
+//! revision under `reconcileStrategy: Revision`, the HelmChart's generation with values files
+//! (read from the live cluster, 1 against another revision) — so that labels such as
+//! `helm.sh/chart` compare with what runs.
+//!
 //! The values: `valuesFrom` ConfigMaps and Secrets are taken from the cluster's build first
 //! (what the cluster will hold once the Kustomizations apply), then, against a live cluster,
 //! from the cluster; inline values are merged in Flux's order.
 
 use crate::repo::{Built, ClusterBuild, RepoError, Tree, object_id};
 use base64::Engine as _;
+use ferroflux_api::helmchart::{
+    HelmChartSourceKind, ReconcileStrategy as HelmChartReconcileStrategy,
+};
 use ferroflux_api::helmrelease::ChartRefKind;
 use ferroflux_api::helmrelease::{ValuesKind, ValuesReference};
 use ferroflux_api::helmrepository::HelmRepositoryType;
 use ferroflux_api::ocirepository::{OCILayerOperation, OCILayerSelector, OCIRepositoryRef};
 use ferroflux_api::{HelmChart, HelmRelease, HelmRepository, OCIRepository};
+use ferroflux_controller::helmrelease::chart::helm_chart_object;
 use ferroflux_controller::helmrelease::template::{Against, template};
 use ferroflux_controller::helmrelease::values::{self, Fetched};
+use ferroflux_helmsource::BuildOptions;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Component, Path};
@@ -81,10 +92,19 @@ pub async fn render_releases(
             .map_err(|e| failed(format!("not a HelmRelease: {e}")))?;
         let ns = hr.metadata.namespace.clone().unwrap_or_default();
         let chart = match locate(&hr, &ns, build, cluster, client, secrets).await {
-            Ok(Located::Repository(chart_dir)) => {
-                let path = tree.path().join(&chart_dir);
-                ferroflux_helm::load(&path)
-                    .map_err(|e| failed(format!("loading the chart ./{chart_dir}: {e}")))?
+            Ok(Located::Repository(folder)) => {
+                let revision = tree.commit.as_deref();
+                if folder.build.revision_strategy && revision.is_none() {
+                    build.notes.push(format!(
+                        "{id}: its chart's version is rendered without the source revision reconcileStrategy Revision adds: the work tree has none yet"
+                    ));
+                }
+                let opts = folder.build.options(
+                    HelmChartSourceKind::GitRepository,
+                    revision.map(|sha| format!("sha1:{sha}")).as_deref(),
+                );
+                build_chart(tree.path(), &folder.chart, &opts)
+                    .map_err(|e| failed(format!("loading the chart ./{}: {e}", folder.chart)))?
             }
             Ok(Located::Remote(remote)) => match pull(remote).await {
                 Ok(chart) => chart,
@@ -155,8 +175,8 @@ pub async fn render_releases(
 
 /// Where a HelmRelease's chart is.
 enum Located {
-    /// A folder of the fleet repository (relative, normalised).
-    Repository(String),
+    /// A folder of the fleet repository.
+    Repository(InRepository),
     /// A chart of an HTTP(S) chart repository.
     Remote(Remote),
     /// A chart in an OCI registry: a `type: oci` HelmRepository's, or an OCIRepository's
@@ -164,6 +184,151 @@ enum Located {
     Oci(Oci),
     /// A chart folder among a Bucket's objects.
     Bucket(InBucket),
+}
+
+/// A chart folder of the fleet repository.
+struct InRepository {
+    /// The folder (relative, normalised).
+    chart: String,
+    build: ChartBuild,
+}
+
+/// What source-controller changes in a chart as it builds its artifact: `valuesFiles` merged
+/// into its values, and build metadata added to its version (the source revision under
+/// `reconcileStrategy: Revision`, the HelmChart's generation with values files).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct ChartBuild {
+    values_files: Vec<String>,
+    ignore_missing_values_files: bool,
+    /// `reconcileStrategy: Revision` (for charts of Git repositories and Buckets).
+    revision_strategy: bool,
+    /// The generation the HelmChart has once the cluster applies the build ([`generation`]).
+    generation: i64,
+}
+
+impl ChartBuild {
+    /// The build options for a chart of a `kind` source at `revision` (its artifact's).
+    fn options(&self, kind: HelmChartSourceKind, revision: Option<&str>) -> BuildOptions {
+        let mut opts = BuildOptions {
+            values_files: self.values_files.clone(),
+            ignore_missing_values_files: self.ignore_missing_values_files,
+            ..BuildOptions::default()
+        };
+        let strategy = match (self.revision_strategy, revision) {
+            (true, Some(_)) => HelmChartReconcileStrategy::Revision,
+            _ => HelmChartReconcileStrategy::ChartVersion,
+        };
+        opts.version_metadata = ferroflux_controller::helmchart::version_metadata(
+            strategy,
+            kind,
+            revision.unwrap_or_default(),
+            !opts.effective_values_files().is_empty(),
+            Some(self.generation),
+        );
+        opts
+    }
+}
+
+/// The chart folder `chart` of a source whose files are at `root`, as source-controller
+/// builds it ([`ChartBuild`]): values files (relative to `root`) merged, metadata added to
+/// the version; loaded as it is when neither applies.
+fn build_chart(
+    root: &Path,
+    chart: &str,
+    opts: &BuildOptions,
+) -> Result<ferroflux_helm::Chart, String> {
+    if opts.effective_values_files().is_empty() && opts.version_metadata.is_none() {
+        return ferroflux_helm::load(&root.join(chart)).map_err(|e| e.to_string());
+    }
+    let built = ferroflux_helmsource::build_from_source(
+        root,
+        chart,
+        opts,
+        &ferroflux_helmsource::AnonymousRepositories,
+    )
+    .map_err(|e| e.to_string())?;
+    let archive = built
+        .archive
+        .ok_or_else(|| format!("building {chart} gave no archive"))?;
+    ferroflux_helm::load_archive(&archive).map_err(|e| e.to_string())
+}
+
+/// The generation the HelmChart `ns/name` has once `desired` (its spec) is applied, as the API
+/// server counts: the live object's when its spec is the same, one more when it differs, 1 when
+/// there is no such object, no cluster to ask (against another revision) or the object cannot
+/// be read: the generation shows only in the chart's version, never in what is applied.
+async fn generation(desired: &Value, ns: &str, name: &str, client: Option<&kube::Client>) -> i64 {
+    let Some(client) = client else {
+        return 1;
+    };
+    let api: kube::Api<HelmChart> = kube::Api::namespaced(client.clone(), ns);
+    let Ok(Some(live)) = api.get_opt(name).await else {
+        return 1;
+    };
+    let current = live.metadata.generation.unwrap_or(1);
+    let live_spec = serde_json::to_value(&live.spec).unwrap_or_default();
+    if same_chart_spec(desired, &live_spec) {
+        current
+    } else {
+        current + 1
+    }
+}
+
+/// Whether two HelmChart specs are the same, the CRD's defaults standing for absent fields.
+fn same_chart_spec(a: &Value, b: &Value) -> bool {
+    let field = |spec: &Value, key: &str| -> Value {
+        match (key, spec.get(key)) {
+            (_, Some(v)) if !v.is_null() => match key {
+                // helm-controller writes the source's kind and name alone.
+                "sourceRef" => serde_json::json!({"kind": v["kind"], "name": v["name"]}),
+                _ => v.clone(),
+            },
+            ("version", _) => Value::from("*"),
+            ("reconcileStrategy", _) => Value::from("ChartVersion"),
+            ("ignoreMissingValuesFiles", _) => Value::from(false),
+            ("valuesFiles", _) => Value::Array(Vec::new()),
+            _ => Value::Null,
+        }
+    };
+    [
+        "chart",
+        "version",
+        "sourceRef",
+        "interval",
+        "reconcileStrategy",
+        "valuesFiles",
+        "ignoreMissingValuesFiles",
+        "verify",
+    ]
+    .iter()
+    .all(|k| field(a, k) == field(b, k))
+}
+
+/// How source-controller builds the chart of a HelmChart spec (`spec`, the HelmChart `ns/name`
+/// once the cluster applies the build).
+async fn chart_build(
+    spec: &Value,
+    ns: &str,
+    name: &str,
+    client: Option<&kube::Client>,
+) -> ChartBuild {
+    let values_files: Vec<String> =
+        serde_json::from_value(spec["valuesFiles"].clone()).unwrap_or_default();
+    let mut build = ChartBuild {
+        ignore_missing_values_files: spec["ignoreMissingValuesFiles"].as_bool().unwrap_or(false),
+        revision_strategy: spec["reconcileStrategy"] == "Revision",
+        generation: 1,
+        values_files,
+    };
+    // The generation shows in the version only with values files: not asked otherwise.
+    let with_files = BuildOptions {
+        values_files: build.values_files.clone(),
+        ..BuildOptions::default()
+    };
+    if !with_files.effective_values_files().is_empty() {
+        build.generation = generation(spec, ns, name, client).await;
+    }
+    build
 }
 
 /// A chart folder to take from a Bucket's objects.
@@ -178,6 +343,7 @@ struct InBucket {
     ignore: Option<String>,
     /// The chart's folder in the bucket (relative, normalised).
     chart: String,
+    build: ChartBuild,
 }
 
 /// A chart to pull from a chart repository.
@@ -188,8 +354,7 @@ struct Remote {
     credentials: Option<String>,
     chart: String,
     version: String,
-    values_files: Vec<String>,
-    ignore_missing_values_files: bool,
+    build: ChartBuild,
 }
 
 /// A chart to pull from an OCI registry.
@@ -209,8 +374,7 @@ enum OciChart {
         url: String,
         chart: String,
         version: String,
-        values_files: Vec<String>,
-        ignore_missing_values_files: bool,
+        build: ChartBuild,
     },
     /// The artifact of an OCIRepository: its `url`, `ref` and `layerSelector` (JSON).
     Artifact {
@@ -294,8 +458,7 @@ struct ChartOfSource {
     name: String,
     /// The source's namespace.
     namespace: String,
-    values_files: Vec<String>,
-    ignore_missing_values_files: bool,
+    build: ChartBuild,
 }
 
 /// Where `hr`'s chart is, or why fleet diff does not render it.
@@ -324,6 +487,12 @@ async fn locate(
                 // built as the source controller would build it.
                 let source = format!("HelmChart/{src_ns}/{}", r.name);
                 let chart: HelmChart = source_object(build, &src_ns, &r.name, client).await?;
+                let desired = serde_json::to_value(&chart.spec).unwrap_or_default();
+                let mut chart_build = chart_build(&desired, &src_ns, &r.name, client).await;
+                // A HelmChart only the cluster holds keeps its generation.
+                if !build.objects.contains_key(&source) {
+                    chart_build.generation = chart.metadata.generation.unwrap_or(1);
+                }
                 let spec = chart.spec;
                 ChartOfSource {
                     chart: spec.chart,
@@ -332,8 +501,7 @@ async fn locate(
                     name: spec.source_ref.name,
                     // A HelmChart's source is in its own namespace.
                     namespace: src_ns,
-                    values_files: spec.values_files.unwrap_or_default(),
-                    ignore_missing_values_files: spec.ignore_missing_values_files.unwrap_or(false),
+                    build: chart_build,
                 }
                 .with_origin(&source)
             }
@@ -351,6 +519,15 @@ async fn locate(
         };
         let spec = &template.spec;
         let src = &spec.source_ref;
+        // The HelmChart helm-controller makes of the template.
+        let desired = helm_chart_object(hr, template);
+        let chart_build = chart_build(
+            &desired["spec"],
+            desired["metadata"]["namespace"].as_str().unwrap_or(ns),
+            desired["metadata"]["name"].as_str().unwrap_or_default(),
+            client,
+        )
+        .await;
         (
             ChartOfSource {
                 chart: spec.chart.clone(),
@@ -358,8 +535,7 @@ async fn locate(
                 kind: src.kind.as_str().to_string(),
                 name: src.name.clone(),
                 namespace: src.namespace.clone().unwrap_or_else(|| ns.to_string()),
-                values_files: spec.values_files.clone().unwrap_or_default(),
-                ignore_missing_values_files: spec.ignore_missing_values_files.unwrap_or(false),
+                build: chart_build,
             },
             String::new(),
         )
@@ -413,8 +589,7 @@ async fn locate(
                     url: spec_repo.url.clone(),
                     chart: spec.chart.clone(),
                     version,
-                    values_files: spec.values_files,
-                    ignore_missing_values_files: spec.ignore_missing_values_files,
+                    build: spec.build,
                 },
             }));
         }
@@ -431,8 +606,7 @@ async fn locate(
             credentials,
             chart: spec.chart.clone(),
             version,
-            values_files: spec.values_files,
-            ignore_missing_values_files: spec.ignore_missing_values_files,
+            build: spec.build,
         }));
     }
     if spec.kind == "Bucket" {
@@ -443,11 +617,6 @@ async fn locate(
     if spec.kind != "GitRepository" || spec.name != "flux-system" || src_ns != "flux-system" {
         return Err(format!(
             "{via}it comes from {source}, which fleet diff does not fetch (charts kept in this repository, HelmRepository and Bucket charts, and HelmChart and OCIRepository chartRefs are rendered)"
-        ));
-    }
-    if !spec.values_files.is_empty() {
-        return Err(format!(
-            "{via}its chart's valuesFiles are not merged by fleet diff yet"
         ));
     }
     let mut parts = Vec::new();
@@ -467,7 +636,10 @@ async fn locate(
     if parts.is_empty() {
         return Err(format!("{via}the chart path is empty"));
     }
-    Ok(Located::Repository(parts.join("/")))
+    Ok(Located::Repository(InRepository {
+        chart: parts.join("/"),
+        build: spec.build.clone(),
+    }))
 }
 
 /// `path` as a relative path that stays inside its root (`./a/../b` is refused, as the
@@ -501,9 +673,6 @@ async fn locate_bucket(
         source_object(build, &spec.namespace, &spec.name, client).await?;
     ferroflux_controller::bucket::validate(&bucket)
         .map_err(|e| format!("{source}: {}", e.message))?;
-    if !spec.values_files.is_empty() {
-        return Err("its chart's valuesFiles are not merged by fleet diff yet".into());
-    }
     let timeout = bucket
         .spec
         .timeout
@@ -549,6 +718,7 @@ async fn locate_bucket(
         prefix: bucket.spec.prefix.clone().unwrap_or_default(),
         ignore: bucket.spec.ignore.clone(),
         chart: inside(&spec.chart)?,
+        build: spec.build.clone(),
     }))
 }
 
@@ -563,6 +733,7 @@ async fn pull_bucket(b: InBucket) -> Result<ferroflux_helm::Chart, String> {
         String,
         Option<String>,
         Option<String>,
+        ChartBuild,
     );
     static PULLED: std::sync::Mutex<BTreeMap<Key, std::sync::Arc<ferroflux_helm::Chart>>> =
         std::sync::Mutex::new(BTreeMap::new());
@@ -573,6 +744,7 @@ async fn pull_bucket(b: InBucket) -> Result<ferroflux_helm::Chart, String> {
         b.chart.clone(),
         b.ignore.clone(),
         b.credentials.clone(),
+        b.build.clone(),
     );
     if let Some(chart) = PULLED.lock().ok().and_then(|m| m.get(&key).cloned()) {
         return Ok((*chart).clone());
@@ -610,14 +782,17 @@ async fn pull_bucket(b: InBucket) -> Result<ferroflux_helm::Chart, String> {
             ferroflux_oci::extract::DEFAULT_MAX_EXTRACT_SIZE,
         )
         .map_err(|e| format!("unpacking the fetched objects: {e}"))?;
-        let folder = files.join(&b.chart);
-        if !folder.join("Chart.yaml").is_file() {
+        if !files.join(&b.chart).join("Chart.yaml").is_file() {
             return Err(format!(
                 "{shown} holds no chart at {} (no Chart.yaml)",
                 b.chart
             ));
         }
-        ferroflux_helm::load(&folder).map_err(|e| format!("loading the chart {}: {e}", b.chart))
+        let opts = b
+            .build
+            .options(HelmChartSourceKind::Bucket, Some(&artifact.revision));
+        build_chart(&files, &b.chart, &opts)
+            .map_err(|e| format!("loading the chart {}: {e}", b.chart))
     })
     .await
     .map_err(|e| format!("pulling the chart stopped: {e}"))??;
@@ -701,16 +876,16 @@ async fn locate_oci_repository(
 }
 
 /// Pulls `remote` as the source controller does (index, version range, `valuesFiles`), once
-/// per process for the same repository, chart, range, values files and credentials.
+/// per process for the same repository, chart, range, build and credentials.
 async fn pull(remote: Remote) -> Result<ferroflux_helm::Chart, String> {
-    type Key = (String, String, String, Vec<String>, Option<String>);
+    type Key = (String, String, String, ChartBuild, Option<String>);
     static PULLED: std::sync::Mutex<BTreeMap<Key, std::sync::Arc<Vec<u8>>>> =
         std::sync::Mutex::new(BTreeMap::new());
     let key: Key = (
         remote.access.url.clone(),
         remote.chart.clone(),
         remote.version.clone(),
-        remote.values_files.clone(),
+        remote.build.clone(),
         remote.credentials.clone(),
     );
     let cached = PULLED.lock().ok().and_then(|m| m.get(&key).cloned());
@@ -720,16 +895,14 @@ async fn pull(remote: Remote) -> Result<ferroflux_helm::Chart, String> {
             // The chart repository client blocks (ureq).
             let archive = tokio::task::spawn_blocking(move || {
                 use ferroflux_helmsource::{
-                    BuildOptions, MAX_INDEX_SIZE, build_from_repository, fetch_index, redact,
+                    MAX_INDEX_SIZE, build_from_repository, fetch_index, redact,
                 };
                 let shown = redact(&remote.access.url);
                 let fetched = fetch_index(remote.access.clone(), MAX_INDEX_SIZE)
                     .map_err(|e| format!("fetching the index of {shown}: {e}"))?;
-                let opts = BuildOptions {
-                    values_files: remote.values_files.clone(),
-                    ignore_missing_values_files: remote.ignore_missing_values_files,
-                    ..BuildOptions::default()
-                };
+                let opts = remote
+                    .build
+                    .options(HelmChartSourceKind::HelmRepository, None);
                 let built = build_from_repository(
                     &fetched.repository,
                     &remote.chart,
@@ -778,18 +951,12 @@ async fn pull_oci(oci: Oci) -> Result<ferroflux_helm::Chart, String> {
             url,
             chart,
             version,
-            values_files,
-            ignore_missing_values_files,
+            build,
         } => {
-            use ferroflux_helmsource::BuildOptions;
             use ferroflux_helmsource::oci::{OciRepository, build_from_oci};
             let repository =
                 OciRepository::new(url, oci.options.clone()).map_err(|e| format!("{url}: {e}"))?;
-            let opts = BuildOptions {
-                values_files: values_files.clone(),
-                ignore_missing_values_files: *ignore_missing_values_files,
-                ..BuildOptions::default()
-            };
+            let opts = build.options(HelmChartSourceKind::HelmRepository, None);
             let built = build_from_oci(&repository, chart, version, &opts)
                 .map_err(|e| format!("pulling {chart} {version} from {url}: {e}"))?;
             let archive = built

@@ -87,6 +87,8 @@ pub struct Tree {
     dir: tempfile::TempDir,
     /// What it is: `REV (sha)` or `work tree`.
     pub label: String,
+    /// The commit's full hash; None for the work tree.
+    pub commit: Option<String>,
     /// Builds before substitution, by [`shared_key`]: clusters applying the same overlay with
     /// different variables build it once.
     builds: Mutex<HashMap<String, SharedBuild>>,
@@ -126,6 +128,7 @@ impl Tree {
         Ok(Tree {
             dir,
             label: format!("{rev} ({})", &sha[..sha.len().min(12)]),
+            commit: Some(sha.clone()),
             builds: Mutex::default(),
             copies: Mutex::default(),
             builders: tokio::sync::Semaphore::new(builders()),
@@ -142,6 +145,7 @@ impl Tree {
         Ok(Tree {
             dir,
             label: "work tree".to_string(),
+            commit: None,
             builds: Mutex::default(),
             copies: Mutex::default(),
             builders: tokio::sync::Semaphore::new(builders()),

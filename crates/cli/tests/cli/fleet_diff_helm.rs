@@ -7,9 +7,13 @@
 //! left unrendered with a note, as is a chart whose repository is down; a HelmChart `chartRef`
 //! (its source the fleet repository, then a HelmRepository) is rendered from the HelmChart's
 //! spec, and one naming no declared HelmChart gets a note; a HelmChart of a Bucket (s3s-fs,
-//! keys in the cluster's Secret) is fetched and rendered, with a note when the keys cannot be
+//! keys in the cluster's Secret) is fetched and rendered (its values files merged, its version
+//! given the bucket's revision under `reconcileStrategy: Revision`), with a note when the keys cannot be
 //! read, the folder is not in the bucket or the store is down; against a live
-//! devcluster the rendered Deployment is dry-run against the one running.
+//! devcluster the rendered Deployment is dry-run against the one running. A repository chart
+//! is built as the source controller builds it: `valuesFiles` merged (a missing one fails the
+//! cluster unless `ignoreMissingValuesFiles`), the version given the HelmChart's generation,
+//! and the commit under `reconcileStrategy: Revision`.
 
 use crate::repo::Repo;
 use crate::run::*;
@@ -353,6 +357,141 @@ fn fleet_diff_renders_helm_releases_against_another_revision() {
     );
 }
 
+/// Production's overlay of the release, its chart spec given `patch` (JSON patch operations,
+/// one per line of YAML).
+fn production_chart_patch(ops: &str) -> String {
+    format!(
+        "resources: [../base]
+patches:
+  - target:
+      kind: HelmRelease
+      name: web
+    patch: |
+{ops}"
+    )
+}
+
+#[test]
+fn fleet_diff_builds_repository_charts_as_the_source_controller() {
+    let repo = fleet_repo();
+    // A value neither valuesFrom nor the inline values set, and a values file setting it.
+    repo.write(
+        "charts/web/1.0.0/templates/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  color: {{ .Values.color | default \"none\" | quote }}\n",
+    );
+    repo.write("charts/web/1.0.0/values-blue.yaml", "color: blue\n");
+    repo.commit_and_push("web: a color");
+
+    // valuesFiles: merged in order into the chart's values, and the version given the
+    // HelmChart's generation (1: no cluster to ask); staging does not change.
+    repo.write(
+        "apps/production/kustomization.yaml",
+        &production_chart_patch(
+            "      - op: add\n        path: /spec/chart/spec/valuesFiles\n        value: [charts/web/1.0.0/values.yaml, charts/web/1.0.0/values-blue.yaml]\n",
+        ),
+    );
+    let out = fleet_diff(&repo, None, &["--against", "HEAD"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    let production = part(&text, "production");
+    assert!(
+        production.contains(
+            "► ConfigMap/flux-system/web-config changed (by HelmRelease/flux-system/web)"
+        ),
+        "{text}"
+    );
+    assert!(production.contains("- none\n+ blue"), "{text}");
+    assert!(
+        production.contains("- web-1.0.0\n+ web-1.0.0+1"),
+        "the chart label:\n{text}"
+    );
+    assert!(!production.contains("not merged"), "{text}");
+    assert!(
+        part(&text, "staging").contains("no change against HEAD"),
+        "{text}"
+    );
+
+    // A values file that is not there fails the cluster, naming it; nothing else is reported
+    // as changed for it.
+    repo.write(
+        "apps/production/kustomization.yaml",
+        &production_chart_patch(
+            "      - op: add\n        path: /spec/chart/spec/valuesFiles\n        value: [charts/web/1.0.0/values-gone.yaml]\n",
+        ),
+    );
+    let out = fleet_diff(
+        &repo,
+        None,
+        &["--against", "HEAD", "--cluster", "production"],
+    );
+    let text = stdout(&out);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("✗ cluster production: HelmRelease/flux-system/web: loading the chart ./charts/web/1.0.0: values files merge error: no values file found at path '/charts/web/1.0.0/values-gone.yaml'"),
+        "{text}"
+    );
+    assert!(!text.contains("► "), "{text}");
+    assert!(
+        stderr(&out).contains("could not compare: production"),
+        "{}",
+        stderr(&out)
+    );
+
+    // ignoreMissingValuesFiles: the missing file is skipped, the chart renders.
+    repo.write(
+        "apps/production/kustomization.yaml",
+        &production_chart_patch(
+            "      - op: add\n        path: /spec/chart/spec/valuesFiles\n        value: [charts/web/1.0.0/values-gone.yaml, charts/web/1.0.0/values-blue.yaml]\n      - op: add\n        path: /spec/chart/spec/ignoreMissingValuesFiles\n        value: true\n",
+        ),
+    );
+    let out = fleet_diff(
+        &repo,
+        None,
+        &["--against", "HEAD", "--cluster", "production"],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(text.contains("- none\n+ blue"), "{text}");
+
+    // reconcileStrategy Revision: the commit's first 12 hex in the version, at each revision.
+    repo.write(
+        "apps/production/kustomization.yaml",
+        &production_chart_patch(
+            "      - op: add\n        path: /spec/chart/spec/reconcileStrategy\n        value: Revision\n",
+        ),
+    );
+    let head = repo.commit_and_push("production: web follows every revision");
+    let out = fleet_diff(
+        &repo,
+        None,
+        &[
+            "--ref",
+            "HEAD",
+            "--against",
+            "HEAD~1",
+            "--cluster",
+            "production",
+        ],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(
+        text.contains(&format!("- web-1.0.0\n+ web-1.0.0+{}", &head[..12])),
+        "{head}:\n{text}"
+    );
+    // The work tree has no commit yet: rendered without it, and said.
+    let out = fleet_diff(
+        &repo,
+        None,
+        &["--against", "HEAD", "--cluster", "production"],
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("HelmRelease/flux-system/web: its chart's version is rendered without the source revision reconcileStrategy Revision adds: the work tree has none yet"),
+        "{text}"
+    );
+}
+
 /// A HelmRelease of `chartRef` HelmChart `web`, and that HelmChart of `source` (its
 /// `chart`, `version` and `sourceRef` lines).
 fn chart_ref_release(source: &str) -> String {
@@ -627,6 +766,36 @@ spec:
     assert!(text.contains("- nginx:1.0.0\n+ nginx:2.0.0"), "{text}");
     assert!(!text.contains(&s3.secret_key), "{text}");
 
+    // Values files of the bucket merged, and the version given the bucket's revision
+    // (reconcileStrategy Revision) and the HelmChart's generation (1: the cluster has none).
+    s3.put(
+        "charts",
+        "charts/web/2.0.0/values-hi.yaml",
+        "message: hi from the bucket\n",
+    );
+    repo.write(
+        "apps/base/release.yaml",
+        &chart_ref_release(
+            "  chart: ./charts/web/2.0.0\n  sourceRef:\n    kind: Bucket\n    name: charts\n  valuesFiles: [charts/web/2.0.0/values.yaml, charts/web/2.0.0/values-hi.yaml]\n  reconcileStrategy: Revision\n",
+        ),
+    );
+    let out = fleet_diff(&repo, Some(&kc), &args);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(text.contains("- hello\n+ hi from the bucket"), "{text}");
+    let version = text
+        .split("- web-1.0.0\n+ web-2.0.0+")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .unwrap_or_else(|| panic!("no chart label change:\n{text}"));
+    let (revision, generation) = version.split_once('.').unwrap_or((version, ""));
+    assert!(
+        revision.len() == 12 && revision.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{version}"
+    );
+    assert_eq!(generation, "1", "{version}");
+    repo.write("apps/base/release.yaml", &of_bucket("2.0.0"));
+
     // A folder the bucket does not hold: the note says so.
     repo.write("apps/base/release.yaml", &of_bucket("9.9.9"));
     let out = fleet_diff(&repo, Some(&kc), &args);
@@ -663,7 +832,7 @@ fn fleet_diff_renders_helm_releases_against_a_live_cluster() {
     repo.write("apps/staging/kustomization.yaml", &overlay("2.0.0"));
     repo.commit_and_push("staging: web 2.0.0");
     let dir = tempfile::tempdir().unwrap();
-    let staging = rt.block_on(async {
+    let (staging, s) = rt.block_on(async {
         let (staging, s) = flux_cluster("staging").await;
         // The release as 1.0.0 rendered it, running.
         let deployments: Api<Deployment> = Api::namespaced(s.clone(), "flux-system");
@@ -675,7 +844,7 @@ fn fleet_diff_renders_helm_releases_against_a_live_cluster() {
                                            "env": [{"name": "MESSAGE", "value": "from the HelmRelease"}]}]}}}}))
         .unwrap();
         deployments.create(&PostParams::default(), &d).await.unwrap();
-        staging
+        (staging, s)
     });
     let kc = kubeconfig(dir.path(), &[&staging]);
     let out = fleet_diff(
@@ -691,5 +860,74 @@ fn fleet_diff_renders_helm_releases_against_a_live_cluster() {
     );
     assert!(text.contains("- nginx:1.0.0\n+ nginx:2.0.0"), "{text}");
     assert!(!text.contains("spec.replicas"), "replicas agree:\n{text}");
+
+    // With values files the chart's version carries the HelmChart's generation, counted from
+    // the live HelmChart: one more when the build changes its spec, the same when it does not.
+    let helm_chart = |values_files: Option<Vec<&str>>| {
+        let mut spec = json!({
+            "chart": "./charts/web/2.0.0", "version": "*",
+            "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+            "interval": "10m", "reconcileStrategy": "ChartVersion",
+        });
+        if let Some(files) = values_files {
+            spec["valuesFiles"] = json!(files);
+        }
+        json!({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmChart",
+               "metadata": {"name": "flux-system-web", "namespace": "flux-system"}, "spec": spec})
+    };
+    let charts: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        s,
+        "flux-system",
+        &kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "HelmChart"),
+            "helmcharts",
+        ),
+    );
+    let put = |chart: Value| {
+        let charts = charts.clone();
+        rt.block_on(async move {
+            let params = kube::api::PatchParams::apply("test").force();
+            charts
+                .patch("flux-system-web", &params, &kube::api::Patch::Apply(chart))
+                .await
+                .unwrap()
+                .metadata
+                .generation
+        })
+    };
+    assert_eq!(put(helm_chart(None)), Some(1));
+    let files = vec!["charts/web/2.0.0/values.yaml"];
+    repo.write(
+        "apps/staging/kustomization.yaml",
+        &overlay("2.0.0").replace(
+            "        value: ./charts/web/2.0.0\n",
+            "        value: ./charts/web/2.0.0\n      - op: add\n        path: /spec/chart/spec/valuesFiles\n        value: [charts/web/2.0.0/values.yaml]\n",
+        ),
+    );
+    let diff = || {
+        let out = fleet_diff(
+            &repo,
+            Some(&kc),
+            &["--cluster", "staging", "--timeout", "30s"],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        stdout(&out)
+    };
+    let text = diff();
+    assert!(text.contains("- web-1.0.0\n+ web-2.0.0+2"), "{text}");
+    // The live HelmChart's spec changed twice, now the build's: its generation, 3.
+    assert_eq!(
+        put(helm_chart(Some(vec!["charts/web/2.0.0/other.yaml"]))),
+        Some(2)
+    );
+    assert_eq!(put(helm_chart(Some(files))), Some(3));
+    let text = diff();
+    assert!(text.contains("- web-1.0.0\n+ web-2.0.0+3"), "{text}");
     rt.block_on(staging.shutdown());
 }

@@ -405,7 +405,8 @@ fn fleet_page_in_chromium_and_live_events() {
         "document.querySelectorAll('#fleet section[id^=k]').length === 2 && !document.getElementById('fleet').hasAttribute('data-partial') && !document.querySelector('nav.pages')",
         minute,
     );
-    let text = browser.eval(&paged_page, "document.getElementById('fleet').innerText");
+    // textContent: sections off screen are not laid out, so innerText may not hold them.
+    let text = browser.eval(&paged_page, "document.getElementById('fleet').textContent");
     assert!(
         text.as_str()
             .unwrap_or_default()
