@@ -142,18 +142,14 @@ pub fn controller(
         .predicate_filter(reconcile_trigger, PredicateConfig::default());
     let controller = Controller::for_stream(triggers, store.clone())
         .with_config(kube::runtime::controller::Config::default().concurrency(concurrency));
-    let by_source = store.clone();
-    let revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
+    let git_wakes = SourceWakes::new(SourceKind::GitRepository, store.clone());
     let by_dependency = store.clone();
     let oci_repositories = Api::<ferroflux_api::OCIRepository>::all(client.clone());
-    let by_oci_source = store.clone();
-    let oci_revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
+    let oci_wakes = SourceWakes::new(SourceKind::OCIRepository, store.clone());
     let external_artifacts = Api::<ferroflux_api::ExternalArtifact>::all(client.clone());
-    let by_ea_source = store.clone();
-    let ea_revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
+    let ea_wakes = SourceWakes::new(SourceKind::ExternalArtifact, store.clone());
     let buckets = Api::<ferroflux_api::Bucket>::all(client.clone());
-    let by_bucket_source = store.clone();
-    let bucket_revisions = std::sync::Mutex::new(BTreeMap::<String, Option<String>>::new());
+    let bucket_wakes = SourceWakes::new(SourceKind::Bucket, store.clone());
     let reporter = Reporter {
         controller: "kustomize-controller".into(),
         instance: None,
@@ -170,111 +166,22 @@ pub fn controller(
     let controller = controller
         // A new artifact reconciles every Kustomization built from it at once.
         .watches(repositories, watcher::Config::default(), move |repo| {
-            let ns = repo.namespace().unwrap_or_default();
-            let name = repo.name_any();
-            if !artifact_changed(&revisions, &repo) {
-                return Vec::new();
-            }
-            by_source
-                .state()
-                .iter()
-                .filter(|k| {
-                    let own = k.namespace().unwrap_or_default();
-                    k.spec.source_ref.kind
-                        == ferroflux_api::kustomization::SourceKind::GitRepository
-                        && k.spec.source_ref.name == name
-                        && k.spec.source_ref.namespace.as_deref().unwrap_or(&own) == ns
-                })
-                .map(|k| ObjectRef::from_obj(k.as_ref()))
-                .collect::<Vec<_>>()
+            let revision = repo.status.as_ref().and_then(|s| s.artifact.as_ref());
+            git_wakes.woken(&repo, revision)
         })
-        // The same for OCIRepositories.
+        // The same for OCIRepositories, ExternalArtifacts (an ArtifactGenerator's output) and
+        // Buckets.
         .watches(oci_repositories, watcher::Config::default(), move |repo| {
-            let ns = repo.namespace().unwrap_or_default();
-            let name = repo.name_any();
-            let revision = repo
-                .status
-                .as_ref()
-                .and_then(|s| s.artifact.as_ref())
-                .map(|a| a.revision.clone());
-            let seen_key = format!("OCIRepository/{}", key(&ns, &name));
-            let changed = match oci_revisions.lock() {
-                Ok(mut seen) => seen.insert(seen_key, revision.clone()) != Some(revision),
-                Err(_) => true,
-            };
-            if !changed {
-                return Vec::new();
-            }
-            by_oci_source
-                .state()
-                .iter()
-                .filter(|k| {
-                    let own = k.namespace().unwrap_or_default();
-                    k.spec.source_ref.kind
-                        == ferroflux_api::kustomization::SourceKind::OCIRepository
-                        && k.spec.source_ref.name == name
-                        && k.spec.source_ref.namespace.as_deref().unwrap_or(&own) == ns
-                })
-                .map(|k| ObjectRef::from_obj(k.as_ref()))
-                .collect::<Vec<_>>()
+            let revision = repo.status.as_ref().and_then(|s| s.artifact.as_ref());
+            oci_wakes.woken(&repo, revision)
         })
-        // The same for ExternalArtifacts (an ArtifactGenerator's output).
         .watches(external_artifacts, watcher::Config::default(), move |ea| {
-            let ns = ea.namespace().unwrap_or_default();
-            let name = ea.name_any();
-            let revision = ea
-                .status
-                .as_ref()
-                .and_then(|s| s.artifact.as_ref())
-                .map(|a| a.revision.clone());
-            let seen_key = format!("ExternalArtifact/{}", key(&ns, &name));
-            let changed = match ea_revisions.lock() {
-                Ok(mut seen) => seen.insert(seen_key, revision.clone()) != Some(revision),
-                Err(_) => true,
-            };
-            if !changed {
-                return Vec::new();
-            }
-            by_ea_source
-                .state()
-                .iter()
-                .filter(|k| {
-                    let own = k.namespace().unwrap_or_default();
-                    k.spec.source_ref.kind == SourceKind::ExternalArtifact
-                        && k.spec.source_ref.name == name
-                        && k.spec.source_ref.namespace.as_deref().unwrap_or(&own) == ns
-                })
-                .map(|k| ObjectRef::from_obj(k.as_ref()))
-                .collect::<Vec<_>>()
+            let revision = ea.status.as_ref().and_then(|s| s.artifact.as_ref());
+            ea_wakes.woken(&ea, revision)
         })
-        // The same for Buckets.
         .watches(buckets, watcher::Config::default(), move |bucket| {
-            let ns = bucket.namespace().unwrap_or_default();
-            let name = bucket.name_any();
-            let revision = bucket
-                .status
-                .as_ref()
-                .and_then(|s| s.artifact.as_ref())
-                .map(|a| a.revision.clone());
-            let seen_key = format!("Bucket/{}", key(&ns, &name));
-            let changed = match bucket_revisions.lock() {
-                Ok(mut seen) => seen.insert(seen_key, revision.clone()) != Some(revision),
-                Err(_) => true,
-            };
-            if !changed {
-                return Vec::new();
-            }
-            by_bucket_source
-                .state()
-                .iter()
-                .filter(|k| {
-                    let own = k.namespace().unwrap_or_default();
-                    k.spec.source_ref.kind == SourceKind::Bucket
-                        && k.spec.source_ref.name == name
-                        && k.spec.source_ref.namespace.as_deref().unwrap_or(&own) == ns
-                })
-                .map(|k| ObjectRef::from_obj(k.as_ref()))
-                .collect::<Vec<_>>()
+            let revision = bucket.status.as_ref().and_then(|s| s.artifact.as_ref());
+            bucket_wakes.woken(&bucket, revision)
         })
         // A Kustomization that changes wakes the ones depending on it, instead of leaving
         // them to the dependency requeue interval.
@@ -333,22 +240,57 @@ fn in_progress(ks: &Kustomization) -> bool {
 /// SourceRevisionChangePredicate): the source's other changes (its own conditions,
 /// `lastHandledReconcileAt`, annotations) must not rebuild every Kustomization made from it.
 /// A source seen for the first time counts as changed, as a create event does in Flux.
-fn artifact_changed(
-    seen: &std::sync::Mutex<BTreeMap<String, Option<String>>>,
-    repo: &GitRepository,
-) -> bool {
-    let revision = repo
-        .status
-        .as_ref()
-        .and_then(|s| s.artifact.as_ref())
-        .map(|a| a.revision.clone());
-    let key = key(&repo.namespace().unwrap_or_default(), &repo.name_any());
-    let Ok(mut seen) = seen.lock() else {
-        return true;
-    };
-    match seen.insert(key, revision.clone()) {
-        None => true,
-        Some(previous) => previous != revision,
+/// The Kustomizations of one source kind a source's change wakes: those built from it, when
+/// its artifact's revision differs from the last seen (first sight counts, as a create event
+/// does); a status write that keeps the revision wakes nobody.
+struct SourceWakes {
+    kind: SourceKind,
+    kustomizations: Store<Kustomization>,
+    /// The last artifact revision seen of each source, by `namespace/name`.
+    seen: std::sync::Mutex<BTreeMap<String, Option<String>>>,
+}
+
+impl SourceWakes {
+    fn new(kind: SourceKind, kustomizations: Store<Kustomization>) -> Self {
+        SourceWakes {
+            kind,
+            kustomizations,
+            seen: std::sync::Mutex::default(),
+        }
+    }
+
+    fn woken(
+        &self,
+        source: &impl ResourceExt,
+        artifact: Option<&ferroflux_api::Artifact>,
+    ) -> Vec<ObjectRef<Kustomization>> {
+        let ns = source.namespace().unwrap_or_default();
+        let name = source.name_any();
+        if !self.changed(&ns, &name, artifact.map(|a| a.revision.clone())) {
+            return Vec::new();
+        }
+        self.kustomizations
+            .state()
+            .iter()
+            .filter(|k| {
+                let own = k.namespace().unwrap_or_default();
+                k.spec.source_ref.kind == self.kind
+                    && k.spec.source_ref.name == name
+                    && k.spec.source_ref.namespace.as_deref().unwrap_or(&own) == ns
+            })
+            .map(|k| ObjectRef::from_obj(k.as_ref()))
+            .collect()
+    }
+
+    /// Whether `revision` differs from the last seen of `ns/name`, remembering it.
+    fn changed(&self, ns: &str, name: &str, revision: Option<String>) -> bool {
+        let Ok(mut seen) = self.seen.lock() else {
+            return true;
+        };
+        match seen.insert(key(ns, name), revision.clone()) {
+            None => true,
+            Some(previous) => previous != revision,
+        }
     }
 }
 
@@ -1193,13 +1135,22 @@ mod tests {
 
     #[test]
     fn only_a_new_artifact_revision_wakes_the_kustomizations() {
-        let seen = std::sync::Mutex::new(BTreeMap::new());
+        let (store, _writer) = reflector::store::<Kustomization>();
+        let wakes = SourceWakes::new(SourceKind::GitRepository, store);
+        let changed = |repo: GitRepository| {
+            let revision = repo.status.as_ref().and_then(|s| s.artifact.as_ref());
+            wakes.changed(
+                &repo.namespace().unwrap_or_default(),
+                &repo.name_any(),
+                revision.map(|a| a.revision.clone()),
+            )
+        };
         // First sight counts (as a create event), even before there is an artifact.
-        assert!(artifact_changed(&seen, &repository(None)));
-        assert!(!artifact_changed(&seen, &repository(None)));
-        assert!(artifact_changed(&seen, &repository(Some("main@sha1:aa"))));
+        assert!(changed(repository(None)));
+        assert!(!changed(repository(None)));
+        assert!(changed(repository(Some("main@sha1:aa"))));
         // Conditions, lastHandledReconcileAt, annotations: same revision, nobody woken.
-        assert!(!artifact_changed(&seen, &repository(Some("main@sha1:aa"))));
-        assert!(artifact_changed(&seen, &repository(Some("main@sha1:bb"))));
+        assert!(!changed(repository(Some("main@sha1:aa"))));
+        assert!(changed(repository(Some("main@sha1:bb"))));
     }
 }
