@@ -47,6 +47,32 @@ pub struct Artifact {
     pub url: String,
 }
 
+/// A source whose status names the artifact it produced, for what waits on or reacts to a new
+/// artifact whatever the source's kind.
+pub trait HasArtifact {
+    /// The artifact of the last successful reconcile, if any.
+    fn artifact(&self) -> Option<&Artifact>;
+}
+
+macro_rules! has_artifact {
+    ($($kind:ty),*) => {$(
+        impl HasArtifact for $kind {
+            fn artifact(&self) -> Option<&Artifact> {
+                self.status.as_ref().and_then(|s| s.artifact.as_ref())
+            }
+        }
+    )*};
+}
+
+has_artifact!(
+    crate::GitRepository,
+    crate::OCIRepository,
+    crate::Bucket,
+    crate::HelmRepository,
+    crate::HelmChart,
+    crate::ExternalArtifact
+);
+
 /// A Kubernetes selector for objects the way Flux's patch and ignore targets spell it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -35,7 +35,7 @@ pub use artifactgenerator::{
     ExternalArtifactSpec, ExternalArtifactStatus,
 };
 pub use bucket::{Bucket, BucketProvider, BucketSpec, BucketStatus};
-pub use common::{Artifact, LocalObjectReference, SecretKeyReference, Selector};
+pub use common::{Artifact, HasArtifact, LocalObjectReference, SecretKeyReference, Selector};
 pub use gitrepository::{GitRepository, GitRepositoryRef, GitRepositorySpec, GitRepositoryStatus};
 pub use helmchart::{HelmChart, HelmChartSpec, HelmChartStatus};
 pub use helmrelease::{HelmRelease, HelmReleaseSpec, HelmReleaseStatus};

@@ -6,8 +6,8 @@ use crate::cluster::{Cluster, humantime};
 use crate::exit;
 use crate::output::progress;
 use anyhow::anyhow;
-use ferroflux_api::RECONCILE_REQUESTED_AT;
 use ferroflux_api::conditions::{READY, RECONCILING, STALLED, find_condition};
+use ferroflux_api::{HasArtifact, RECONCILE_REQUESTED_AT};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use std::future::Future;
@@ -142,21 +142,22 @@ pub struct SourceWait<'a> {
 
 /// The tail every `create source` command shares: wait until the controller reports the source
 /// ready, then name the revision it fetched.
-pub async fn wait_for_artifact<K: FluxObject>(
+pub async fn wait_for_artifact<K: FluxObject + HasArtifact>(
     cluster: &Cluster,
     namespace: &str,
     name: &str,
     deadline: tokio::time::Instant,
     words: SourceWait<'_>,
-    revision: impl Fn(&K) -> Option<&str>,
 ) -> anyhow::Result<()> {
     progress::waiting(format!("waiting for {} reconciliation", words.label));
     let done: K = wait_ready(cluster, namespace, name, deadline)
         .await
         .map_err(|e| anyhow!("{e}"))?;
     progress::success(format!("{} reconciliation completed", words.label));
-    match (revision(&done), words.missing_artifact) {
-        (Some(revision), _) => progress::success(format!("fetched revision: {revision}")),
+    match (HasArtifact::artifact(&done), words.missing_artifact) {
+        (Some(artifact), _) => {
+            progress::success(format!("fetched revision: {}", artifact.revision))
+        }
         (None, Some(missing)) => return Err(anyhow!("{missing}")),
         (None, None) => {}
     }

@@ -16,6 +16,7 @@ use crate::finalizer;
 use crate::metrics::{KUSTOMIZE_CONTROLLER, Metrics, Outcome};
 use crate::step::{self, Failure, OrFail};
 use crate::target;
+use ferroflux_api::HasArtifact;
 use ferroflux_api::conditions::{Conditions, HEALTHY, READY, RECONCILING, STALLED, reason};
 use ferroflux_api::duration::{format_duration, parse_duration};
 use ferroflux_api::kustomization::{DeletionPolicy, ResourceInventory, SourceKind};
@@ -166,22 +167,18 @@ pub fn controller(
     let controller = controller
         // A new artifact reconciles every Kustomization built from it at once.
         .watches(repositories, watcher::Config::default(), move |repo| {
-            let revision = repo.status.as_ref().and_then(|s| s.artifact.as_ref());
-            git_wakes.woken(&repo, revision)
+            git_wakes.woken(&repo)
         })
         // The same for OCIRepositories, ExternalArtifacts (an ArtifactGenerator's output) and
         // Buckets.
         .watches(oci_repositories, watcher::Config::default(), move |repo| {
-            let revision = repo.status.as_ref().and_then(|s| s.artifact.as_ref());
-            oci_wakes.woken(&repo, revision)
+            oci_wakes.woken(&repo)
         })
         .watches(external_artifacts, watcher::Config::default(), move |ea| {
-            let revision = ea.status.as_ref().and_then(|s| s.artifact.as_ref());
-            ea_wakes.woken(&ea, revision)
+            ea_wakes.woken(&ea)
         })
         .watches(buckets, watcher::Config::default(), move |bucket| {
-            let revision = bucket.status.as_ref().and_then(|s| s.artifact.as_ref());
-            bucket_wakes.woken(&bucket, revision)
+            bucket_wakes.woken(&bucket)
         })
         // A Kustomization that changes wakes the ones depending on it, instead of leaving
         // them to the dependency requeue interval.
@@ -259,14 +256,11 @@ impl SourceWakes {
         }
     }
 
-    fn woken(
-        &self,
-        source: &impl ResourceExt,
-        artifact: Option<&ferroflux_api::Artifact>,
-    ) -> Vec<ObjectRef<Kustomization>> {
+    fn woken(&self, source: &(impl ResourceExt + HasArtifact)) -> Vec<ObjectRef<Kustomization>> {
         let ns = source.namespace().unwrap_or_default();
         let name = source.name_any();
-        if !self.changed(&ns, &name, artifact.map(|a| a.revision.clone())) {
+        let revision = source.artifact().map(|a| a.revision.clone());
+        if !self.changed(&ns, &name, revision) {
             return Vec::new();
         }
         self.kustomizations
@@ -1138,11 +1132,10 @@ mod tests {
         let (store, _writer) = reflector::store::<Kustomization>();
         let wakes = SourceWakes::new(SourceKind::GitRepository, store);
         let changed = |repo: GitRepository| {
-            let revision = repo.status.as_ref().and_then(|s| s.artifact.as_ref());
             wakes.changed(
                 &repo.namespace().unwrap_or_default(),
                 &repo.name_any(),
-                revision.map(|a| a.revision.clone()),
+                repo.artifact().map(|a| a.revision.clone()),
             )
         };
         // First sight counts (as a create event), even before there is an artifact.

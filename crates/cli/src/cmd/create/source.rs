@@ -136,21 +136,8 @@ pub async fn run(kube: &KubeArgs, what: &SourceTarget) -> anyhow::Result<ExitCod
             // An OCI repository keeps no artifact: nothing to name.
             missing_artifact: None,
         };
-        fluxobj::wait_for_artifact(
-            &cluster,
-            ns,
-            &helm.name,
-            deadline,
-            words,
-            |r: &HelmRepository| {
-                r.status
-                    .as_ref()?
-                    .artifact
-                    .as_ref()
-                    .map(|a| a.revision.as_str())
-            },
-        )
-        .await
+        fluxobj::wait_for_artifact::<HelmRepository>(&cluster, ns, &helm.name, deadline, words)
+            .await
     }
     .await;
     fluxobj::exit_code(result, "the HelmRepository stays applied")

@@ -188,14 +188,7 @@ pub async fn run(kube: &KubeArgs, a: &BucketArgs) -> anyhow::Result<ExitCode> {
             label: "Bucket source",
             missing_artifact: Some("Bucket source reconciliation but no artifact was found"),
         };
-        fluxobj::wait_for_artifact(&cluster, ns, &name, deadline, words, |b: &Bucket| {
-            b.status
-                .as_ref()?
-                .artifact
-                .as_ref()
-                .map(|a| a.revision.as_str())
-        })
-        .await
+        fluxobj::wait_for_artifact::<Bucket>(&cluster, ns, &name, deadline, words).await
     }
     .await;
     fluxobj::exit_code(result, "the Bucket stays applied")

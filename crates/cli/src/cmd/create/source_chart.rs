@@ -186,14 +186,7 @@ pub async fn run(kube: &KubeArgs, a: &ChartArgs) -> anyhow::Result<ExitCode> {
                 "HelmChart source reconciliation completed but no artifact was found",
             ),
         };
-        fluxobj::wait_for_artifact(&cluster, ns, &name, deadline, words, |c: &HelmChart| {
-            c.status
-                .as_ref()?
-                .artifact
-                .as_ref()
-                .map(|a| a.revision.as_str())
-        })
-        .await
+        fluxobj::wait_for_artifact::<HelmChart>(&cluster, ns, &name, deadline, words).await
     }
     .await;
     fluxobj::exit_code(result, "the HelmChart stays applied")

@@ -232,14 +232,7 @@ pub async fn run(kube: &KubeArgs, a: &GitArgs) -> anyhow::Result<ExitCode> {
                 "GitRepository source reconciliation completed but no artifact was found",
             ),
         };
-        fluxobj::wait_for_artifact(&cluster, ns, &name, deadline, words, |r: &GitRepository| {
-            r.status
-                .as_ref()?
-                .artifact
-                .as_ref()
-                .map(|a| a.revision.as_str())
-        })
-        .await
+        fluxobj::wait_for_artifact::<GitRepository>(&cluster, ns, &name, deadline, words).await
     }
     .await;
     fluxobj::exit_code(result, "the GitRepository stays applied")

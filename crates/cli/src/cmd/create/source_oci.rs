@@ -253,14 +253,7 @@ pub async fn run(kube: &KubeArgs, a: &OciArgs) -> anyhow::Result<ExitCode> {
             label: "OCIRepository",
             missing_artifact: Some("no artifact was found"),
         };
-        fluxobj::wait_for_artifact(&cluster, ns, &name, deadline, words, |r: &OCIRepository| {
-            r.status
-                .as_ref()?
-                .artifact
-                .as_ref()
-                .map(|a| a.revision.as_str())
-        })
-        .await
+        fluxobj::wait_for_artifact::<OCIRepository>(&cluster, ns, &name, deadline, words).await
     }
     .await;
     fluxobj::exit_code(result, "the OCIRepository stays applied")
