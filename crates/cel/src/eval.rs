@@ -13,6 +13,22 @@ pub(crate) const MAX_STEPS: u64 = 1_000_000;
 
 type R = Result<Value, String>;
 
+/// cel-go's error for a variable that is not there.
+const NO_ATTRIBUTE: &str = "no such attribute(s): ";
+
+/// `a.b.c` when `e` is a chain of plain selections on an identifier.
+fn dotted(e: &Expr) -> Option<String> {
+    match &e.kind {
+        Kind::Ident(name) => Some(name.clone()),
+        Kind::Select {
+            operand,
+            field,
+            optional: false,
+        } => dotted(operand).map(|p| format!("{p}.{field}")),
+        _ => None,
+    }
+}
+
 /// The names that denote types when no variable shadows them (`type(x) == string`).
 const TYPE_NAMES: &[&str] = &[
     "int",
@@ -66,7 +82,7 @@ impl<'a> Env<'a> {
         if let Some(t) = TYPE_NAMES.iter().find(|t| **t == name) {
             return Ok(Value::Type(t));
         }
-        Err(format!("no such attribute(s): {name}"))
+        Err(format!("{NO_ATTRIBUTE}{name}"))
     }
 
     /// Evaluates `body` with `var` bound to `item`.
@@ -90,7 +106,16 @@ impl<'a> Env<'a> {
                 field,
                 optional,
             } => {
-                let v = self.eval(operand)?;
+                let v = match self.eval(operand) {
+                    // cel-go names the whole dotted path when its root variable is missing.
+                    Err(err) if err.starts_with(NO_ATTRIBUTE) && !optional => {
+                        return Err(match dotted(e) {
+                            Some(path) => format!("{NO_ATTRIBUTE}{path}"),
+                            None => err,
+                        });
+                    }
+                    v => v?,
+                };
                 select(v, field, *optional)
             }
             Kind::Has { operand, field } => {
@@ -317,17 +342,15 @@ fn select(v: Value, field: &str, optional: bool) -> R {
             None if optional => Ok(Value::Optional(None)),
             None => Err(format!("no such key: {field}")),
         },
-        // Selecting into an optional stays optional: none stays none.
+        // Selecting into an optional stays optional, as in cel-go: `m.?c.missing` is none when
+        // `c` has no `missing`, and selecting into a null there is none too.
         Value::Optional(None) => Ok(Value::Optional(None)),
-        Value::Optional(Some(inner)) => {
-            let x = select(*inner, field, optional)?;
-            Ok(match x {
-                Value::Optional(_) => x,
-                x => Value::Optional(Some(Box::new(x))),
-            })
-        }
+        Value::Optional(Some(inner)) => match *inner {
+            Value::Null => Ok(Value::Optional(None)),
+            inner => select(inner, field, true),
+        },
         other => Err(format!(
-            "type '{}' does not support field selection",
+            "no such overload: field selection '.{field}' on {}",
             other.type_name()
         )),
     }
@@ -342,7 +365,7 @@ fn has(v: Value, field: &str) -> R {
         Value::Optional(None) => Ok(Value::Bool(false)),
         Value::Optional(Some(inner)) => has(*inner, field),
         other => Err(format!(
-            "invalid type for field selection: {}",
+            "no such overload: has() of '.{field}' on {}",
             other.type_name()
         )),
     }

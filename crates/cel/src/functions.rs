@@ -177,7 +177,10 @@ pub(crate) fn index(v: Value, i: &Value, optional: bool) -> R {
     match v {
         Value::List(l) => {
             let Some(n) = list_index(i) else {
-                return Err(no_overload("_[_]", &[&Value::List(l), i]));
+                return Err(format!(
+                    "unsupported index type '{}' in list",
+                    i.type_name()
+                ));
             };
             let got = usize::try_from(n).ok().and_then(|n| l.get(n));
             match got {
@@ -196,14 +199,12 @@ pub(crate) fn index(v: Value, i: &Value, optional: bool) -> R {
             None if optional => Ok(Value::Optional(None)),
             None => Err(format!("no such key: {}", display_key(i))),
         },
+        // Indexing into an optional stays optional (a missing element is none), as selection.
         Value::Optional(None) => Ok(Value::Optional(None)),
-        Value::Optional(Some(inner)) => {
-            let x = index(*inner, i, optional)?;
-            Ok(match x {
-                Value::Optional(_) => x,
-                x => Value::Optional(Some(Box::new(x))),
-            })
-        }
+        Value::Optional(Some(inner)) => match *inner {
+            Value::Null => Ok(Value::Optional(None)),
+            inner => index(inner, i, true),
+        },
         other => Err(no_overload("_[_]", &[&other, i])),
     }
 }
@@ -302,6 +303,41 @@ fn char_offset(i: i64, len: usize) -> Result<usize, String> {
         .ok()
         .filter(|n| *n <= len)
         .ok_or_else(|| format!("index out of range: {i}"))
+}
+
+/// The strings extension's `indexOf`: the code point index of `sub` at or after `offset`.
+fn index_of(s: &str, sub: &str, offset: i64) -> Result<i64, String> {
+    let chars: Vec<char> = s.chars().collect();
+    let sub: Vec<char> = sub.chars().collect();
+    let off = usize::try_from(offset).map_err(|_| format!("index out of range: {offset}"))?;
+    if sub.is_empty() {
+        return Ok(off.min(chars.len()) as i64);
+    }
+    if off >= chars.len() || sub.len() > chars.len() {
+        return Ok(-1);
+    }
+    Ok((off..=chars.len() - sub.len())
+        .find(|&i| chars[i..i + sub.len()] == sub[..])
+        .map_or(-1, |i| i as i64))
+}
+
+/// The strings extension's `lastIndexOf`: the last code point index of `sub` starting at or
+/// before `offset`.
+fn last_index_of(s: &str, sub: &str, offset: i64) -> Result<i64, String> {
+    let chars: Vec<char> = s.chars().collect();
+    let sub: Vec<char> = sub.chars().collect();
+    let off = usize::try_from(offset).map_err(|_| format!("index out of range: {offset}"))?;
+    if sub.is_empty() {
+        return Ok(off.min(chars.len()) as i64);
+    }
+    if off >= chars.len() || sub.len() > chars.len() {
+        return Ok(-1);
+    }
+    let off = off.min(chars.len() - sub.len());
+    Ok((0..=off)
+        .rev()
+        .find(|&i| chars[i..i + sub.len()] == sub[..])
+        .map_or(-1, |i| i as i64))
 }
 
 /// Go's `strings.SplitN` over code points and strings (n < 0: no limit).
@@ -449,33 +485,22 @@ pub(crate) fn call(name: &str, target: Option<Value>, args: Vec<Value>) -> R {
             ))
         }
         ("indexOf", true, Some(String(s)), [String(sub), rest @ ..]) if rest.len() <= 1 => {
-            let chars: Vec<char> = s.chars().collect();
-            let start = match rest {
-                [Int(i)] => char_offset(*i, chars.len())?,
+            let offset = match rest {
+                [Int(i)] => *i,
                 [] => 0,
                 _ => return Err(bad(&target, &args)),
             };
-            let hay: std::string::String = chars[start..].iter().collect();
-            Ok(Int(match hay.find(sub.as_str()) {
-                Some(b) => (start + hay[..b].chars().count()) as i64,
-                None => -1,
-            }))
+            index_of(s, sub, offset).map(Int)
         }
         ("lastIndexOf", true, Some(String(s)), [String(sub), rest @ ..]) if rest.len() <= 1 => {
-            let chars: Vec<char> = s.chars().collect();
-            let end = match rest {
-                [Int(i)] => char_offset(*i, chars.len())?,
-                [] => chars.len(),
+            let len = s.chars().count() as i64;
+            let offset = match rest {
+                [Int(i)] => *i,
+                [] if sub.is_empty() => return Ok(Int(len)),
+                [] => len - 1,
                 _ => return Err(bad(&target, &args)),
             };
-            // The match may start at `end` at the latest.
-            let sub_len = sub.chars().count();
-            let hay: std::string::String =
-                chars[..(end + sub_len).min(chars.len())].iter().collect();
-            Ok(Int(match hay.rfind(sub.as_str()) {
-                Some(b) => hay[..b].chars().count() as i64,
-                None => -1,
-            }))
+            last_index_of(s, sub, offset).map(Int)
         }
         ("lowerAscii", true, Some(String(s)), []) => Ok(String(s.to_ascii_lowercase())),
         ("upperAscii", true, Some(String(s)), []) => Ok(String(s.to_ascii_uppercase())),
@@ -502,17 +527,21 @@ pub(crate) fn call(name: &str, target: Option<Value>, args: Vec<Value>) -> R {
         }
         ("substring", true, Some(String(s)), [Int(start), rest @ ..]) if rest.len() <= 1 => {
             let chars: Vec<char> = s.chars().collect();
-            let from = char_offset(*start, chars.len())?;
-            let to = match rest {
-                [Int(e)] => char_offset(*e, chars.len())?,
-                [] => chars.len(),
+            let end = match rest {
+                [Int(e)] => *e,
+                [] => {
+                    let from = char_offset(*start, chars.len())?;
+                    return Ok(String(chars[from..].iter().collect()));
+                }
                 _ => return Err(bad(&target, &args)),
             };
-            if to < from {
+            if start > &end {
                 return Err(format!(
-                    "invalid substring range. start: {start}, end: {to}"
+                    "invalid substring range. start: {start}, end: {end}"
                 ));
             }
+            let from = char_offset(*start, chars.len())?;
+            let to = char_offset(end, chars.len())?;
             Ok(String(chars[from..to].iter().collect()))
         }
         ("join", true, Some(l @ List(_)), rest) if rest.len() <= 1 => {

@@ -187,6 +187,19 @@ fn optionals() {
         ("[1, ?optional.none(), ?optional.of(2)]", json!([1, 2])),
         ("{'a': 1, ?'b': optional.none()}", json!({"a": 1})),
         ("[].first().hasValue()", json!(false)),
+        // cel-go's optional tests: a plain selection after `.?` stays optional.
+        ("obj.?nested.zzz.hasValue()", json!(false)),
+        (
+            "obj.?nested.zzz.or(obj.?nested['k']).orValue(false)",
+            json!(true),
+        ),
+        (
+            "{'invalid': dyn(null)}.?invalid.?nested.hasValue()",
+            json!(false),
+        ),
+        ("obj.?list[7].hasValue()", json!(false)),
+        ("has(obj.?zzz.y)", json!(false)),
+        ("has(obj.?nested.k)", json!(true)),
     ]);
 }
 
@@ -255,6 +268,14 @@ fn string_functions() {
         ("'héllo'.charAt(1)", json!("é")),
         ("'abc'.charAt(3)", json!("")),
         ("'abc'.reverse()", json!("cba")),
+        ("'abc'.indexOf('')", json!(0)),
+        ("'abc'.indexOf('', 9)", json!(3)),
+        ("'abc'.indexOf('c', 9)", json!(-1)),
+        ("'abc'.lastIndexOf('')", json!(3)),
+        ("'abcabc'.lastIndexOf('bc')", json!(4)),
+        ("'abcabc'.lastIndexOf('bc', 3)", json!(1)),
+        ("'abc'.lastIndexOf('abcd')", json!(-1)),
+        ("'abc'.substring(3)", json!("")),
     ]);
 }
 
