@@ -173,6 +173,8 @@ pub(crate) fn lex(src: &str) -> Result<Vec<Token>, LexError> {
             (b'!', _) => (Tok::Bang, 1),
             (b'<', _) => (Tok::Lt, 1),
             (b'>', _) => (Tok::Gt, 1),
+            // cel-go's backquoted field names are an option Flux does not enable.
+            (b'`', _) => return Err((i, "unsupported syntax: '`'".into())),
             _ => {
                 let ch = src[i..].chars().next().unwrap_or('?');
                 return Err((i, format!("unexpected character '{ch}'")));

@@ -414,6 +414,22 @@ impl Parser {
         }
     }
 
+    /// A field or method name after `.`: CEL's reserved words are allowed there (cel-go only
+    /// refuses them as variables), so `metadata.namespace` is a selection; the keywords `in`,
+    /// `true`, `false` and `null` are not.
+    fn field_name(&mut self) -> Result<String, ParseError> {
+        match self.peek().clone() {
+            Tok::Ident(w) if !matches!(w.as_str(), "in" | "true" | "false" | "null") => {
+                self.bump();
+                Ok(w)
+            }
+            _ => Err((
+                self.at(),
+                format!("expected a field name, found {}", self.found()),
+            )),
+        }
+    }
+
     /// Member = Primary { "." ["?"] IDENT [ "(" args ")" ] | "[" ["?"] Expr "]" }
     fn member(&mut self) -> Result<Expr, ParseError> {
         let mut e = self.primary()?;
@@ -423,7 +439,7 @@ impl Parser {
                     self.bump();
                     let optional = self.eat(&Tok::Question);
                     let at = self.at();
-                    let name = self.ident()?;
+                    let name = self.field_name()?;
                     if !optional && self.peek() == &Tok::LParen {
                         self.bump();
                         let args = self.args(Tok::RParen)?;

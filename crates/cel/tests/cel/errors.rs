@@ -24,7 +24,10 @@ fn eval_error(src: &str) -> String {
 #[test]
 fn syntax_errors_name_line_and_column() {
     let cases = [
-        ("foo.", "1:5: expected an identifier, found end of input"),
+        ("foo.", "1:5: expected a field name, found end of input"),
+        ("a.in", "1:3: expected a field name, found 'in'"),
+        ("a.`b-c`", "1:3: unsupported syntax: '`'"),
+        ("namespace == 'x'", "1:1: reserved identifier 'namespace'"),
         ("(1 + 2))", "1:8: unexpected ')'"),
         ("status.phase == ", "1:17: unexpected end of input"),
         ("1 +\n  * 2", "2:3: unexpected '*'"),

@@ -164,6 +164,16 @@ fn selection_and_indexing() {
         ("has(obj.zzz)", json!(false)),
         ("has(obj.nested.k)", json!(true)),
         ("has(obj.nil)", json!(true)),
+        // Reserved words are field names after a dot (Kubernetes has metadata.namespace).
+        (
+            "{'namespace': 'apps', 'package': 1}.namespace",
+            json!("apps"),
+        ),
+        ("has({'if': 1}.if)", json!(true)),
+        (
+            "{'namespace': {'as': 2}}.?namespace.as.orValue(0)",
+            json!(2),
+        ),
     ]);
 }
 
