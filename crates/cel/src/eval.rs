@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::functions::{self, no_overload};
-use crate::parser::{Expr, Kind, Macro};
+use crate::parser::{BinOp, Expr, Kind, Macro};
 use crate::value::Value;
 
 /// How many AST nodes one evaluation may visit (comprehension bodies count once per element).
@@ -93,6 +93,8 @@ impl<'a> Env<'a> {
         out
     }
 
+    /// Evaluates `e`. This is the recursion of evaluation, so its frame is kept small: each
+    /// kind of node is a function of its own and only one of them is on the stack per level.
     pub(crate) fn eval(&mut self, e: &Expr) -> R {
         self.steps += 1;
         if let Some(err) = self.budget_error() {
@@ -105,19 +107,7 @@ impl<'a> Env<'a> {
                 operand,
                 field,
                 optional,
-            } => {
-                let v = match self.eval(operand) {
-                    // cel-go names the whole dotted path when its root variable is missing.
-                    Err(err) if err.starts_with(NO_ATTRIBUTE) && !optional => {
-                        return Err(match dotted(e) {
-                            Some(path) => format!("{NO_ATTRIBUTE}{path}"),
-                            None => err,
-                        });
-                    }
-                    v => v?,
-                };
-                select(v, field, *optional)
-            }
+            } => self.eval_select(e, operand, field, *optional),
             Kind::Has { operand, field } => {
                 let v = self.eval(operand)?;
                 has(v, field)
@@ -126,93 +116,16 @@ impl<'a> Env<'a> {
                 operand,
                 index,
                 optional,
-            } => {
-                let v = self.eval(operand)?;
-                let i = self.eval(index)?;
-                functions::index(v, &i, *optional)
-            }
-            Kind::Call { target, name, args } => {
-                let t = match target {
-                    Some(t) => Some(self.eval(t)?),
-                    None => None,
-                };
-                let mut vals = Vec::with_capacity(args.len());
-                for a in args {
-                    vals.push(self.eval(a)?);
-                }
-                functions::call(name, t, vals)
-            }
-            Kind::List(items) => {
-                let mut out = Vec::with_capacity(items.len());
-                for (item, optional) in items {
-                    let v = self.eval(item)?;
-                    if *optional {
-                        match v {
-                            Value::Optional(Some(inner)) => out.push(*inner),
-                            Value::Optional(None) => {}
-                            other => return Err(no_overload("optional list element", &[&other])),
-                        }
-                    } else {
-                        out.push(v);
-                    }
-                }
-                Ok(Value::List(Arc::new(out)))
-            }
-            Kind::Map(entries) => {
-                let mut out: Vec<(Value, Value)> = Vec::with_capacity(entries.len());
-                for (k, v, optional) in entries {
-                    let key = self.eval(k)?;
-                    if !matches!(
-                        key,
-                        Value::String(_) | Value::Int(_) | Value::Uint(_) | Value::Bool(_)
-                    ) {
-                        return Err(format!("unsupported key type: {}", key.type_name()));
-                    }
-                    let val = self.eval(v)?;
-                    let val = if *optional {
-                        match val {
-                            Value::Optional(Some(inner)) => *inner,
-                            Value::Optional(None) => continue,
-                            other => return Err(no_overload("optional map entry", &[&other])),
-                        }
-                    } else {
-                        val
-                    };
-                    if Value::map_get(&out, &key).is_some() {
-                        return Err(format!(
-                            "Failed with repeated key: {}",
-                            functions::display_key(&key)
-                        ));
-                    }
-                    out.push((key, val));
-                }
-                Ok(Value::Map(Arc::new(out)))
-            }
-            Kind::Not(inner) => match self.eval(inner)? {
-                Value::Bool(b) => Ok(Value::Bool(!b)),
-                other => Err(no_overload("!_", &[&other])),
-            },
-            Kind::Neg(inner) => match self.eval(inner)? {
-                Value::Int(i) => i
-                    .checked_neg()
-                    .map(Value::Int)
-                    .ok_or_else(|| "integer overflow".to_string()),
-                Value::Double(d) => Ok(Value::Double(-d)),
-                Value::Duration(d) => Ok(Value::Duration(-d)),
-                other => Err(no_overload("-_", &[&other])),
-            },
+            } => self.eval_index(operand, index, *optional),
+            Kind::Call { target, name, args } => self.eval_call(target.as_deref(), name, args),
+            Kind::List(items) => self.eval_list(items),
+            Kind::Map(entries) => self.eval_map(entries),
+            Kind::Not(inner) => self.eval_not(inner),
+            Kind::Neg(inner) => self.eval_neg(inner),
             Kind::And(a, b) => self.logic(a, b, false),
             Kind::Or(a, b) => self.logic(a, b, true),
-            Kind::Cond(c, yes, no) => match self.eval(c)? {
-                Value::Bool(true) => self.eval(yes),
-                Value::Bool(false) => self.eval(no),
-                other => Err(no_overload("_?_:_", &[&other])),
-            },
-            Kind::Binary(op, a, b) => {
-                let l = self.eval(a)?;
-                let r = self.eval(b)?;
-                functions::binary(*op, l, r)
-            }
+            Kind::Cond(c, yes, no) => self.eval_cond(c, yes, no),
+            Kind::Binary(op, a, b) => self.eval_binary(*op, a, b),
             Kind::Comprehension {
                 kind,
                 range,
@@ -223,8 +136,131 @@ impl<'a> Env<'a> {
         }
     }
 
+    #[inline(never)]
+    fn eval_select(&mut self, e: &Expr, operand: &Expr, field: &str, optional: bool) -> R {
+        let v = match self.eval(operand) {
+            // cel-go names the whole dotted path when its root variable is missing.
+            Err(err) if err.starts_with(NO_ATTRIBUTE) && !optional => {
+                return Err(match dotted(e) {
+                    Some(path) => format!("{NO_ATTRIBUTE}{path}"),
+                    None => err,
+                });
+            }
+            v => v?,
+        };
+        select(v, field, optional)
+    }
+
+    #[inline(never)]
+    fn eval_index(&mut self, operand: &Expr, index: &Expr, optional: bool) -> R {
+        let v = self.eval(operand)?;
+        let i = self.eval(index)?;
+        functions::index(v, &i, optional)
+    }
+
+    #[inline(never)]
+    fn eval_call(&mut self, target: Option<&Expr>, name: &str, args: &[Expr]) -> R {
+        let t = match target {
+            Some(t) => Some(self.eval(t)?),
+            None => None,
+        };
+        let mut vals = Vec::with_capacity(args.len());
+        for a in args {
+            vals.push(self.eval(a)?);
+        }
+        functions::call(name, t, vals)
+    }
+
+    #[inline(never)]
+    fn eval_list(&mut self, items: &[(Expr, bool)]) -> R {
+        let mut out = Vec::with_capacity(items.len());
+        for (item, optional) in items {
+            let v = self.eval(item)?;
+            if *optional {
+                match v {
+                    Value::Optional(Some(inner)) => out.push(*inner),
+                    Value::Optional(None) => {}
+                    other => return Err(no_overload("optional list element", &[&other])),
+                }
+            } else {
+                out.push(v);
+            }
+        }
+        Ok(Value::List(Arc::new(out)))
+    }
+
+    #[inline(never)]
+    fn eval_map(&mut self, entries: &[(Expr, Expr, bool)]) -> R {
+        let mut out: Vec<(Value, Value)> = Vec::with_capacity(entries.len());
+        for (k, v, optional) in entries {
+            let key = self.eval(k)?;
+            if !matches!(
+                key,
+                Value::String(_) | Value::Int(_) | Value::Uint(_) | Value::Bool(_)
+            ) {
+                return Err(format!("unsupported key type: {}", key.type_name()));
+            }
+            let val = self.eval(v)?;
+            let val = if *optional {
+                match val {
+                    Value::Optional(Some(inner)) => *inner,
+                    Value::Optional(None) => continue,
+                    other => return Err(no_overload("optional map entry", &[&other])),
+                }
+            } else {
+                val
+            };
+            if Value::map_get(&out, &key).is_some() {
+                return Err(format!(
+                    "Failed with repeated key: {}",
+                    functions::display_key(&key)
+                ));
+            }
+            out.push((key, val));
+        }
+        Ok(Value::Map(Arc::new(out)))
+    }
+
+    #[inline(never)]
+    fn eval_not(&mut self, inner: &Expr) -> R {
+        match self.eval(inner)? {
+            Value::Bool(b) => Ok(Value::Bool(!b)),
+            other => Err(no_overload("!_", &[&other])),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_neg(&mut self, inner: &Expr) -> R {
+        match self.eval(inner)? {
+            Value::Int(i) => i
+                .checked_neg()
+                .map(Value::Int)
+                .ok_or_else(|| "integer overflow".to_string()),
+            Value::Double(d) => Ok(Value::Double(-d)),
+            Value::Duration(d) => Ok(Value::Duration(-d)),
+            other => Err(no_overload("-_", &[&other])),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_cond(&mut self, c: &Expr, yes: &Expr, no: &Expr) -> R {
+        match self.eval(c)? {
+            Value::Bool(true) => self.eval(yes),
+            Value::Bool(false) => self.eval(no),
+            other => Err(no_overload("_?_:_", &[&other])),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_binary(&mut self, op: BinOp, a: &Expr, b: &Expr) -> R {
+        let l = self.eval(a)?;
+        let r = self.eval(b)?;
+        functions::binary(op, l, r)
+    }
+
     /// `&&` (`absorbing` false) and `||` (`absorbing` true): the absorbing value on either side
     /// wins over an error or a non-bool on the other, as in cel-go; otherwise the left error first.
+    #[inline(never)]
     fn logic(&mut self, a: &Expr, b: &Expr, absorbing: bool) -> R {
         let l = self.eval(a);
         if let Ok(Value::Bool(x)) = l
@@ -245,6 +281,7 @@ impl<'a> Env<'a> {
         }
     }
 
+    #[inline(never)]
     fn comprehension(
         &mut self,
         kind: Macro,

@@ -266,6 +266,7 @@ impl Parser {
 
     /// Balances a chain of `&&` or `||` operands: the operators are commutative in CEL, so a
     /// long chain nests logarithmically instead of linearly.
+    #[inline(never)]
     fn balance(&self, at: usize, mut items: Vec<Expr>, and: bool) -> Result<Expr, ParseError> {
         if items.len() == 1 {
             return items.pop().ok_or((at, "empty operand list".to_string()));
@@ -491,6 +492,7 @@ impl Parser {
     }
 
     /// `target.name(args)`: a comprehension macro, a namespaced function, or a method.
+    #[inline(never)]
     fn member_call(
         &mut self,
         at: usize,
@@ -595,70 +597,80 @@ impl Parser {
                 self.expect(Tok::RParen)?;
                 Ok(e)
             }
-            Tok::LBracket => {
-                self.bump();
-                let mut items = Vec::new();
-                while !self.eat(&Tok::RBracket) {
-                    let optional = self.eat(&Tok::Question);
-                    items.push((self.expr()?, optional));
-                    if !self.eat(&Tok::Comma) {
-                        self.expect(Tok::RBracket)?;
-                        break;
-                    }
-                }
-                self.mk(at, Kind::List(items))
-            }
-            Tok::LBrace => {
-                self.bump();
-                let mut entries = Vec::new();
-                while !self.eat(&Tok::RBrace) {
-                    let optional = self.eat(&Tok::Question);
-                    let k = self.expr()?;
-                    self.expect(Tok::Colon)?;
-                    let v = self.expr()?;
-                    entries.push((k, v, optional));
-                    if !self.eat(&Tok::Comma) {
-                        self.expect(Tok::RBrace)?;
-                        break;
-                    }
-                }
-                self.mk(at, Kind::Map(entries))
-            }
+            Tok::LBracket => self.list_literal(at),
+            Tok::LBrace => self.map_literal(at),
             Tok::Dot => Err((
                 at,
                 "unsupported: leading '.' (root-qualified names)".to_string(),
             )),
-            Tok::Ident(w) => {
-                match w.as_str() {
-                    "true" | "false" => {
-                        self.bump();
-                        return self.mk(at, Kind::Lit(Value::Bool(w == "true")));
-                    }
-                    "null" => {
-                        self.bump();
-                        return self.mk(at, Kind::Lit(Value::Null));
-                    }
-                    _ => {}
-                }
-                let name = self.ident()?;
-                if self.peek() == &Tok::LParen {
-                    self.bump();
-                    let args = self.args(Tok::RParen)?;
-                    return self.global_call(at, name, args);
-                }
-                if self.peek() == &Tok::LBrace {
-                    return Err((
-                        at,
-                        format!("unsupported: message construction '{name}{{...}}'"),
-                    ));
-                }
-                self.mk(at, Kind::Ident(name))
-            }
+            Tok::Ident(w) => self.ident_or_call(at, w),
             _ => Err(self.unexpected()),
         }
     }
 
+    #[inline(never)]
+    fn list_literal(&mut self, at: usize) -> Result<Expr, ParseError> {
+        self.bump();
+        let mut items = Vec::new();
+        while !self.eat(&Tok::RBracket) {
+            let optional = self.eat(&Tok::Question);
+            items.push((self.expr()?, optional));
+            if !self.eat(&Tok::Comma) {
+                self.expect(Tok::RBracket)?;
+                break;
+            }
+        }
+        self.mk(at, Kind::List(items))
+    }
+
+    #[inline(never)]
+    fn map_literal(&mut self, at: usize) -> Result<Expr, ParseError> {
+        self.bump();
+        let mut entries = Vec::new();
+        while !self.eat(&Tok::RBrace) {
+            let optional = self.eat(&Tok::Question);
+            let k = self.expr()?;
+            self.expect(Tok::Colon)?;
+            let v = self.expr()?;
+            entries.push((k, v, optional));
+            if !self.eat(&Tok::Comma) {
+                self.expect(Tok::RBrace)?;
+                break;
+            }
+        }
+        self.mk(at, Kind::Map(entries))
+    }
+
+    #[inline(never)]
+    fn ident_or_call(&mut self, at: usize, w: String) -> Result<Expr, ParseError> {
+        match w.as_str() {
+            "true" | "false" => {
+                self.bump();
+                return self.mk(at, Kind::Lit(Value::Bool(w == "true")));
+            }
+            "null" => {
+                self.bump();
+                return self.mk(at, Kind::Lit(Value::Null));
+            }
+            _ => {}
+        }
+        let name = self.ident()?;
+        if self.peek() == &Tok::LParen {
+            self.bump();
+            let args = self.args(Tok::RParen)?;
+            return self.global_call(at, name, args);
+        }
+        if self.peek() == &Tok::LBrace {
+            return Err((
+                at,
+                format!("unsupported: message construction '{name}{{...}}'"),
+            ));
+        }
+        self.mk(at, Kind::Ident(name))
+    }
+
     /// `name(args)`: the `has` macro or a global function.
+    #[inline(never)]
     fn global_call(
         &mut self,
         at: usize,

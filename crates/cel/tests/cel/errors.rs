@@ -216,6 +216,12 @@ fn deep_nesting_is_a_parse_error_not_a_stack_overflow() {
     // Just under the bound evaluates (on a test thread's default stack).
     let ok = format!("{}1{}", "(".repeat(90), ")".repeat(90));
     assert_eq!(eval_json(&ok, &none()), json!(1));
+    let ok = format!("a{}", ".b".repeat(98));
+    let mut obj = json!(1);
+    for _ in 0..98 {
+        obj = json!({"b": obj});
+    }
+    assert_eq!(eval_json(&ok, &vars(json!({"a": obj}))), json!(1));
     let ok = format!("{}1", "-".repeat(98));
     assert_eq!(eval_json(&ok, &none()), json!(1));
     let ok = format!("{}1{}", "[".repeat(98), "]".repeat(98));
