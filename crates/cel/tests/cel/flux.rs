@@ -281,3 +281,47 @@ fn timestamps_of_conditions() {
         obj
     ));
 }
+
+/// Shapes of expressions found in public fleet repositories (searched while writing this crate,
+/// rewritten here over objects of our own): replica counts compared across spec and status, a
+/// phase string, a digest matched by a regular expression, an annotation looked up by a key
+/// with dots and slashes, and `exists` over conditions.
+#[test]
+fn expressions_as_fleets_write_them() {
+    let stateful = json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "pg", "generation": 4,
+                     "annotations": {"build.example.com/commit": "0a1b2c"}},
+        "spec": {"replicas": 3},
+        "status": {"availableReplicas": 2, "phase": "Pending",
+                   "output": {"digest": format!("sha256:{}", "ab".repeat(32))},
+                   "git": {"commitSha": "0a1b2c"},
+                   "conditions": [{"type": "Programmed", "status": "True"}]}
+    });
+    assert!(!check(
+        "spec.replicas == status.availableReplicas",
+        stateful.clone()
+    ));
+    assert!(check("status.phase != 'Ready'", stateful.clone()));
+    assert!(check(
+        "status.output.digest.matches('^sha256:[a-f0-9]{64}$')",
+        stateful.clone()
+    ));
+    assert!(check(
+        "status.git.commitSha == metadata.annotations['build.example.com/commit']",
+        stateful.clone()
+    ));
+    assert!(check(
+        "status.conditions.exists(c, c.type == 'Programmed' && c.status == 'True')",
+        stateful.clone()
+    ));
+    // A list with no matching condition: `all` over nothing is true, which is why Flux's library
+    // pairs it with `failed` of the opposite status.
+    assert!(check(
+        "status.conditions.filter(c, c.type == 'Ready').all(c, c.status == 'True')",
+        stateful.clone()
+    ));
+    let mut ready = stateful;
+    ready["status"]["availableReplicas"] = json!(3);
+    assert!(check("spec.replicas == status.availableReplicas", ready));
+}
