@@ -36,6 +36,8 @@ pub mod reason {
     pub const SUSPENDED: &str = "Suspended";
     /// A `dependsOn` entry is not Ready yet (or the dependencies form a cycle).
     pub const DEPENDENCY_NOT_READY: &str = "DependencyNotReady";
+    /// A CEL expression (`healthCheckExprs`, `dependsOn[].readyExpr`) does not parse.
+    pub const INVALID_CEL_EXPRESSION: &str = "InvalidCELExpression";
     /// A Kustomization was applied.
     pub const RECONCILIATION_SUCCEEDED: &str = "ReconciliationSucceeded";
     /// Applying failed (or the target cluster could not be reached).

@@ -2,7 +2,7 @@
 //! health polling, through kube-rs with dynamic objects.
 
 use crate::changeset::{Action, ChangeSet};
-use crate::health::{self, Status};
+use crate::health::{self, CustomHealth, Status};
 use crate::ignore::{self, IgnoreRules};
 use crate::inventory::InventoryObject;
 use crate::normalize::normalize;
@@ -735,6 +735,18 @@ impl Applier {
     /// Polls the given objects until every one is healthy. Fails as soon as one is `Failed`,
     /// or when `timeout` passes, naming the objects that are not ready.
     pub async fn wait_for(&self, objects: &[Value], timeout: Duration) -> Result<(), ApplyError> {
+        self.wait_for_with(objects, timeout, &CustomHealth::default())
+            .await
+    }
+
+    /// [`Applier::wait_for`], the health of the kinds `custom` names told by its expressions
+    /// (`healthCheckExprs`) instead of the built-in rules.
+    pub async fn wait_for_with(
+        &self,
+        objects: &[Value],
+        timeout: Duration,
+        custom: &CustomHealth,
+    ) -> Result<(), ApplyError> {
         let deadline = Instant::now() + timeout;
         let started = Instant::now();
         loop {
@@ -747,7 +759,9 @@ impl Applier {
                     Ok((api, _)) => match api.get_opt(&id.name).await {
                         Ok(Some(live)) => {
                             let value = serde_json::to_value(&live).unwrap_or(Value::Null);
-                            health::assess(&value)
+                            custom
+                                .assess(&value)
+                                .unwrap_or_else(|| health::assess(&value))
                         }
                         Ok(None) => health::Health {
                             status: Status::NotFound,
@@ -835,6 +849,7 @@ fn status_word(s: Status) -> &'static str {
         Status::Failed => "Failed",
         Status::Terminating => "Terminating",
         Status::NotFound => "NotFound",
+        Status::Unknown => "Unknown",
     }
 }
 

@@ -5,6 +5,9 @@
 use crate::object::{group_version, int_at, str_at};
 use serde_json::Value;
 
+mod custom;
+pub use custom::CustomHealth;
+
 /// The health of one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
@@ -18,6 +21,8 @@ pub enum Status {
     Terminating,
     /// Not in the cluster.
     NotFound,
+    /// Cannot be told (a health expression that fails to evaluate).
+    Unknown,
 }
 
 /// A status and the reason a person can read.

@@ -1,11 +1,50 @@
 //! `spec.dependsOn`, shared by the Kustomization and HelmRelease reconcilers: the readiness
-//! rule both controllers of Flux apply to a dependency (over any [`FluxObject`]), the
-//! Kustomization's extra revision rule, and dependency cycles.
+//! rule both controllers of Flux apply to a dependency (over any [`FluxObject`]), or its
+//! `readyExpr` (CEL over `self` and `dep`) in its stead, the Kustomization's extra revision
+//! rule, and dependency cycles.
 
-use ferroflux_api::conditions::{READY, is_true};
+use crate::step::{Failure, TERMINAL_ERROR};
+use ferroflux_api::conditions::{READY, is_true, reason};
 use ferroflux_api::kustomization::DependencyReference;
 use ferroflux_api::{FluxObject, Kustomization};
+use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// Why the dependencies hold a reconcile back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DependencyError {
+    /// One is missing or not ready (yet): retried. The message reads like Flux's.
+    NotReady(String),
+    /// A `readyExpr` that cannot be used (it does not parse, or gives no boolean): a
+    /// configuration error, as Flux's terminal error.
+    InvalidExpression(String),
+}
+
+impl std::fmt::Display for DependencyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DependencyError::NotReady(m) | DependencyError::InvalidExpression(m) => f.write_str(m),
+        }
+    }
+}
+
+impl DependencyError {
+    /// The failure a reconciler records: `DependencyNotReady` retried after `requeue`, or
+    /// `InvalidCELExpression`, stalled.
+    pub fn into_failure(self, requeue: Duration) -> Failure {
+        match self {
+            DependencyError::NotReady(m) => {
+                Failure::retry(reason::DEPENDENCY_NOT_READY, m, requeue)
+            }
+            DependencyError::InvalidExpression(m) => Failure::stalled(
+                reason::INVALID_CEL_EXPRESSION,
+                format!("{TERMINAL_ERROR}: {m}"),
+                requeue,
+            ),
+        }
+    }
+}
 
 /// `namespace/name` of an object, as Flux prints dependency names.
 pub fn key(namespace: &str, name: &str) -> String {
@@ -35,28 +74,68 @@ pub fn is_ready<K: FluxObject>(dep: &K) -> bool {
         && is_true(conditions, READY)
 }
 
-/// Checks every dependency in `deps` (namespace defaulted to `own_ns`): `lookup` finds it
-/// (else `missing(key, name)` is the error), it [`is_ready`], and `also` accepts it. The error
-/// reads like Flux's: "dependency 'ns/name' is not ready".
-pub fn check_ready<K: FluxObject>(
+/// Checks every dependency in `deps` (namespace defaulted to `own_ns`) of `this`: `lookup`
+/// finds it (else `missing(key, name)` is the error); then its `readyExpr` holds, when it has
+/// one, in place of the rest (as Flux's controllers do without their AdditiveCELDependencyCheck
+/// feature gate); else it [`is_ready`] and `also` accepts it. The errors read like Flux's:
+/// "dependency 'ns/name' is not ready".
+pub fn check_ready<K: FluxObject + Serialize>(
+    this: &impl Serialize,
     deps: Option<&[DependencyReference]>,
     own_ns: &str,
     lookup: impl Fn(&str, &str) -> Option<K>,
     missing: impl Fn(&str, &str) -> String,
     also: impl Fn(&str, &K) -> Result<(), String>,
-) -> Result<(), String> {
+) -> Result<(), DependencyError> {
     for d in deps.into_iter().flatten() {
         let ns = d.namespace.as_deref().unwrap_or(own_ns);
         let name = key(ns, &d.name);
         let Some(dep) = lookup(ns, &d.name) else {
-            return Err(missing(&name, &d.name));
+            return Err(DependencyError::NotReady(missing(&name, &d.name)));
         };
-        if !is_ready(&dep) {
-            return Err(format!("dependency '{name}' is not ready"));
+        if let Some(expr) = d.ready_expr.as_deref().filter(|e| !e.is_empty()) {
+            if !ready_by_expression(expr, this, &dep, &d.name)? {
+                return Err(DependencyError::NotReady(format!(
+                    "dependency '{name}' is not ready according to readyExpr eval"
+                )));
+            }
+            continue;
         }
-        also(&name, &dep)?;
+        if !is_ready(&dep) {
+            return Err(DependencyError::NotReady(format!(
+                "dependency '{name}' is not ready"
+            )));
+        }
+        also(&name, &dep).map_err(DependencyError::NotReady)?;
     }
     Ok(())
+}
+
+/// `readyExpr` evaluated with `self` (the object reconciled) and `dep` (the dependency named
+/// `dep_name`), each as the API server serves it.
+fn ready_by_expression(
+    expr: &str,
+    this: &impl Serialize,
+    dep: &impl Serialize,
+    dep_name: &str,
+) -> Result<bool, DependencyError> {
+    let expression = ferroflux_cel::Expression::parse(expr).map_err(|e| {
+        DependencyError::InvalidExpression(format!("failed to evaluate dependency {dep_name}: {e}"))
+    })?;
+    // Typed objects always serialize; Null would only make the expression fail to evaluate.
+    let mut variables = serde_json::Map::new();
+    variables.insert(
+        "self".into(),
+        serde_json::to_value(this).unwrap_or_default(),
+    );
+    variables.insert("dep".into(), serde_json::to_value(dep).unwrap_or_default());
+    expression.evaluate_bool(&variables).map_err(|e| match e {
+        // Flux checks at compile time that the expression gives a boolean.
+        ferroflux_cel::Error::NotBool { .. } => DependencyError::InvalidExpression(format!(
+            "failed to evaluate dependency {dep_name}: {e}"
+        )),
+        e => DependencyError::NotReady(e.to_string()),
+    })
 }
 
 /// Checks Flux's readiness rules for every dependency of `ks` ([`check_ready`]) and
@@ -66,7 +145,7 @@ pub fn check_dependencies(
     ks: &Kustomization,
     lookup: impl Fn(&str, &str) -> Option<Kustomization>,
     source_revision: &str,
-) -> Result<(), String> {
+) -> Result<(), DependencyError> {
     let own_ns = ks.metadata.namespace.as_deref().unwrap_or("default");
     let missing = |name: &str, _: &str| format!("dependency '{name}' not found");
     let same_revision = |name: &str, dep: &Kustomization| {
@@ -83,6 +162,7 @@ pub fn check_dependencies(
         Ok(())
     };
     check_ready(
+        ks,
         ks.spec.depends_on.as_deref(),
         own_ns,
         lookup,
@@ -198,19 +278,25 @@ mod tests {
         };
         assert_eq!(
             check_dependencies(&apps, with(None), "main@sha1:1"),
-            Err("dependency 'flux-system/infrastructure' not found".into())
+            Err(DependencyError::NotReady(
+                "dependency 'flux-system/infrastructure' not found".into()
+            ))
         );
         let pending = ks("infrastructure", &[], None);
         assert_eq!(
             check_dependencies(&apps, with(Some(pending)), "main@sha1:1"),
-            Err("dependency 'flux-system/infrastructure' is not ready".into())
+            Err(DependencyError::NotReady(
+                "dependency 'flux-system/infrastructure' is not ready".into()
+            ))
         );
         let failing = ks("infrastructure", &[], Some((false, "main@sha1:1")));
         assert!(check_dependencies(&apps, with(Some(failing)), "main@sha1:1").is_err());
         let behind = ks("infrastructure", &[], Some((true, "main@sha1:0")));
         assert_eq!(
             check_dependencies(&apps, with(Some(behind)), "main@sha1:1"),
-            Err("dependency 'flux-system/infrastructure' revision is not up to date".into())
+            Err(DependencyError::NotReady(
+                "dependency 'flux-system/infrastructure' revision is not up to date".into()
+            ))
         );
         let ready = ks("infrastructure", &[], Some((true, "main@sha1:1")));
         assert_eq!(
@@ -218,6 +304,84 @@ mod tests {
             Ok(())
         );
         assert_eq!(dependency_keys(&apps), ["flux-system/infrastructure"]);
+    }
+
+    #[test]
+    fn a_ready_expression_decides_in_place_of_the_readiness_rules() {
+        let with_expr = |expr: &str| {
+            let mut apps = ks("apps", &["infrastructure"], None);
+            if let Some(deps) = apps.spec.depends_on.as_mut() {
+                deps[0].ready_expr = Some(expr.to_string());
+            }
+            apps.metadata.annotations = Some(
+                [("app/version".to_string(), "1.2".to_string())]
+                    .into_iter()
+                    .collect(),
+            );
+            apps
+        };
+        let dep = |annotation: &str, ready: Option<(bool, &str)>| {
+            let mut d = ks("infrastructure", &[], ready);
+            d.metadata.annotations = Some(
+                [("app/version".to_string(), annotation.to_string())]
+                    .into_iter()
+                    .collect(),
+            );
+            move |_: &str, _: &str| Some(d.clone())
+        };
+        let same_version =
+            "self.metadata.annotations['app/version'] == dep.metadata.annotations['app/version']";
+        // Not Ready, behind on the revision: the expression alone decides.
+        assert_eq!(
+            check_dependencies(&with_expr(same_version), dep("1.2", None), "main@sha1:1"),
+            Ok(())
+        );
+        assert_eq!(
+            check_dependencies(
+                &with_expr(same_version),
+                dep("1.1", Some((true, "main@sha1:1"))),
+                "main@sha1:1"
+            ),
+            Err(DependencyError::NotReady(
+                "dependency 'flux-system/infrastructure' is not ready according to readyExpr eval"
+                    .into()
+            ))
+        );
+        // An expression that does not parse is a configuration error, worded as Flux's.
+        let Err(DependencyError::InvalidExpression(message)) = check_dependencies(
+            &with_expr("dep.status.conditions.exists(c, "),
+            dep("1.2", None),
+            "main@sha1:1",
+        ) else {
+            panic!("a parse error is not retried");
+        };
+        assert!(
+            message.starts_with(
+                "failed to evaluate dependency infrastructure: failed to parse the CEL expression 'dep.status.conditions.exists(c, ': "
+            ),
+            "{message}"
+        );
+        // One that fails to evaluate (a missing key) is retried with cel's message.
+        let Err(DependencyError::NotReady(message)) = check_dependencies(
+            &with_expr("dep.status.nothing == 1"),
+            dep("1.2", Some((true, "main@sha1:1"))),
+            "main@sha1:1",
+        ) else {
+            panic!("an evaluation error is retried");
+        };
+        assert!(
+            message
+                .starts_with("failed to evaluate the CEL expression 'dep.status.nothing == 1': "),
+            "{message}"
+        );
+        let failure =
+            DependencyError::InvalidExpression("x".into()).into_failure(Duration::from_secs(30));
+        assert!(failure.stalled);
+        assert_eq!(failure.reason, "InvalidCELExpression");
+        assert_eq!(
+            failure.message,
+            "Reconciliation failed terminally due to configuration error: x"
+        );
     }
 
     #[test]

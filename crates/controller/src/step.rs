@@ -15,6 +15,10 @@ use ferroflux_apply::changeset::{Action as ChangeAction, ChangeSet};
 use std::fmt::Display;
 use std::time::Duration;
 
+/// What Flux's controllers put before a configuration error no retry can fix (an invalid CEL
+/// expression), in the Ready and Stalled messages.
+pub const TERMINAL_ERROR: &str = "Reconciliation failed terminally due to configuration error";
+
 /// A failed step: the Ready reason and message, and when to try again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {

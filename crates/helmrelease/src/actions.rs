@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ferroflux_apply::health::CustomHealth;
 use ferroflux_apply::{Applier, ApplyOptions};
 use ferroflux_helm::{Chart, Engine, ReleaseOptions, RenderOptions};
 use serde_json::{Map, Value, json};
@@ -74,6 +75,8 @@ pub struct WaitOptions {
     pub wait_for_jobs: bool,
     /// How long waits and hooks may take.
     pub timeout: Duration,
+    /// The health of the kinds `healthCheckExprs` names, told by its expressions.
+    pub health: Arc<CustomHealth>,
 }
 
 impl Default for WaitOptions {
@@ -83,6 +86,7 @@ impl Default for WaitOptions {
             wait: true,
             wait_for_jobs: false,
             timeout: Duration::from_secs(300),
+            health: Default::default(),
         }
     }
 }
@@ -441,7 +445,7 @@ impl Actions {
                 .cloned()
                 .collect();
             self.applier
-                .wait_for(&waited, wait.timeout)
+                .wait_for_with(&waited, wait.timeout, &wait.health)
                 .await
                 .map_err(|e| e.to_string())?;
         }
@@ -803,7 +807,7 @@ impl Actions {
                     .cloned()
                     .collect();
                 self.applier
-                    .wait_for(&waited, timeout)
+                    .wait_for_with(&waited, timeout, &opts.wait.health)
                     .await
                     .map_err(|e| e.to_string())?;
             }
@@ -961,7 +965,11 @@ impl Actions {
                 })
                 .cloned()
                 .collect();
-            if let Err(e) = self.applier.wait_for(&waited, timeout).await {
+            if let Err(e) = self
+                .applier
+                .wait_for_with(&waited, timeout, &opts.wait.health)
+                .await
+            {
                 let e = e.to_string();
                 let description = format!("Release {:?} failed: {e}", target.name);
                 let message = format!("release {} failed: {e}", target.name);

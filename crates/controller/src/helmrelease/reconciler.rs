@@ -23,7 +23,7 @@ use crate::dependencies;
 use crate::events::Recorder;
 use crate::finalizer;
 use crate::metrics::{HELM_CONTROLLER, Metrics, Outcome};
-use crate::step::{self, Failure, OrFail};
+use crate::step::{self, Failure, OrFail, TERMINAL_ERROR};
 use crate::target;
 use ferroflux_api::conditions::{Conditions, READY, RECONCILING, STALLED, find_condition, reason};
 use ferroflux_api::duration::{format_duration, parse_duration};
@@ -36,6 +36,7 @@ use ferroflux_api::helmrelease::{
 };
 use ferroflux_api::{HelmRelease, HelmReleaseStatus, RECONCILE_REQUESTED_AT};
 use ferroflux_apply::applier::{Applier, ApplyOptions};
+use ferroflux_apply::health::CustomHealth;
 use ferroflux_helmrelease::{
     Actions, CrdPolicy, InstallOptions, PostRenderer, Release, ReleaseRef, RollbackOptions,
     TestOptions, UninstallOptions, UpgradeOptions, WaitOptions,
@@ -530,6 +531,17 @@ async fn reconcile_object(
             return Ok((ctx.requeue(&ns, &name, requeue), Outcome::Requeue));
         }
     };
+    if let Err(e) = CustomHealth::new(hr.spec.health_check_exprs.as_deref().unwrap_or_default()) {
+        let failure = Failure::stalled(
+            reason::INVALID_CEL_EXPRESSION,
+            format!("{TERMINAL_ERROR}: {e}"),
+            interval,
+        );
+        obj.status = Some(status);
+        fail(&ctx, &api, &mut obj, &failure).await?;
+        let requeue = requeue_after_unmet(&Unmet::Error(failure));
+        return Ok((ctx.requeue(&ns, &name, requeue), Outcome::Requeue));
+    }
     {
         let mut c = Conditions::of(
             &mut status.conditions,
@@ -750,13 +762,14 @@ fn dependencies(hr: &HelmRelease, ctx: &Context) -> Result<(), Failure> {
         )
     };
     dependencies::check_ready(
+        hr,
         hr.spec.depends_on.as_deref(),
         &own,
         lookup,
         missing,
         |_, _| Ok(()),
     )
-    .or_fail(reason::DEPENDENCY_NOT_READY, ctx.options.requeue_dependency)
+    .map_err(|e| e.into_failure(ctx.options.requeue_dependency))
 }
 
 /// The owned HelmChart: applied from `spec.chart`, or deleted when the release moved to
@@ -1203,10 +1216,16 @@ async fn run_action(
     let chart = &prepared.chart;
     let chart_label = format!("{}@{}", chart.metadata.name, chart.metadata.version);
     let target = &prepared.target;
+    // Parsed when the reconcile began (a parse error stalls it there).
+    let health = Arc::new(
+        CustomHealth::new(obj.spec.health_check_exprs.as_deref().unwrap_or_default())
+            .unwrap_or_default(),
+    );
     let wait = |disable_wait: Option<bool>, for_jobs: Option<bool>| WaitOptions {
         wait: !disable_wait.unwrap_or(false),
         wait_for_jobs: !for_jobs.unwrap_or(false),
         timeout,
+        health: health.clone(),
     };
     let renderer: Arc<PostRenderer> = {
         let hr = obj.clone();
@@ -1933,6 +1952,7 @@ async fn finalize(
                         wait: !uninstall.disable_wait.unwrap_or(false),
                         wait_for_jobs: false,
                         timeout,
+                        health: Default::default(),
                     },
                     disable_hooks: uninstall.disable_hooks.unwrap_or(false),
                     keep_history: uninstall.keep_history.unwrap_or(false),

@@ -14,7 +14,7 @@ use crate::dependencies::{check_dependencies, dependency_keys, find_cycle, key};
 use crate::events::Recorder;
 use crate::finalizer;
 use crate::metrics::{KUSTOMIZE_CONTROLLER, Metrics, Outcome};
-use crate::step::{self, Failure, OrFail};
+use crate::step::{self, Failure, OrFail, TERMINAL_ERROR};
 use crate::target;
 use ferroflux_api::HasArtifact;
 use ferroflux_api::conditions::{Conditions, HEALTHY, READY, RECONCILING, STALLED, reason};
@@ -25,6 +25,7 @@ use ferroflux_api::{
 };
 use ferroflux_apply::applier::{Applier, ApplyOptions};
 use ferroflux_apply::changeset::{Action as ChangeAction, ChangeSet};
+use ferroflux_apply::health::CustomHealth;
 use ferroflux_apply::ignore::IgnoreRules;
 use ferroflux_apply::inventory::{InventoryObject, inventory_of, stale_entries};
 use futures::StreamExt;
@@ -461,6 +462,16 @@ async fn steps(
     timing: &Timing,
 ) -> Result<Applied, Failure> {
     let retry = timing.retry;
+    let custom_health = CustomHealth::new(
+        ks.spec.health_check_exprs.as_deref().unwrap_or_default(),
+    )
+    .map_err(|e| {
+        Failure::stalled(
+            reason::INVALID_CEL_EXPRESSION,
+            format!("{TERMINAL_ERROR}: {e}"),
+            timing.interval,
+        )
+    })?;
     let art = source(ks, ctx, retry)
         .instrument(tracing::info_span!("source"))
         .await?;
@@ -494,9 +505,18 @@ async fn steps(
             .await?;
         changes.extend(pruned);
     }
-    let health = health(ks, api, status, applier, objects, &revision, timing)
-        .instrument(tracing::info_span!("health"))
-        .await?;
+    let health = health(
+        ks,
+        api,
+        status,
+        applier,
+        objects,
+        &custom_health,
+        &revision,
+        timing,
+    )
+    .instrument(tracing::info_span!("health"))
+    .await?;
     Ok(Applied {
         revision,
         changes,
@@ -616,7 +636,7 @@ fn dependencies(ks: &Kustomization, ctx: &Context, revision: &str) -> Result<(),
             .get(&ObjectRef::new(dep_name).within(dep_ns))
             .map(|k| k.as_ref().clone())
     };
-    check_dependencies(ks, lookup, revision).or_fail(reason::DEPENDENCY_NOT_READY, requeue)
+    check_dependencies(ks, lookup, revision).map_err(|e| e.into_failure(requeue))
 }
 
 /// The artifact downloaded, checked against its digest and unpacked into a private directory
@@ -723,12 +743,14 @@ async fn delete_owned(
 
 /// Waits for what `wait: true` (every applied object) or `healthChecks` name to be healthy;
 /// the Healthy message, or `None` when there was nothing to check.
+#[allow(clippy::too_many_arguments)]
 async fn health(
     ks: &Kustomization,
     api: &Api<Kustomization>,
     status: &mut KustomizationStatus,
     applier: &Applier,
     objects: Vec<Value>,
+    custom: &CustomHealth,
     revision: &str,
     timing: &Timing,
 ) -> Result<Option<String>, Failure> {
@@ -761,7 +783,7 @@ async fn health(
     progress(ks, api, status, Progress::Health, revision, timing).await?;
     let started = Instant::now();
     applier
-        .wait_for(&to_check, timing.timeout)
+        .wait_for_with(&to_check, timing.timeout, custom)
         .await
         .or_fail(reason::HEALTH_CHECK_FAILED, timing.retry)?;
     Ok(Some(format!(

@@ -544,3 +544,56 @@ async fn drift_is_detected_and_corrected() {
         "{notes:?}"
     );
 }
+
+/// `healthCheckExprs` in a HelmRelease: its wait tells a Deployment's health by the
+/// expressions (here failed, whatever kstatus says of it); an expression that does not parse
+/// stalls the release before anything is installed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_check_expressions_decide_the_wait() {
+    let (_cluster, client) = start().await;
+    let server = serve_chart(&chart_files("app-basic", "app", &[])).await;
+    publish_chart(&client, "app", &server, "1.2.3").await;
+    let api: Api<HelmRelease> = Api::namespaced(client.clone(), "flux-system");
+
+    api.create(
+        &PostParams::default(),
+        &helm_release(
+            "unparsed",
+            json!({"healthCheckExprs": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                         "current": "status.readyReplicas >"}]}),
+        ),
+    )
+    .await
+    .unwrap();
+    let ready = condition(&api, "unparsed", "Ready", |c| c["status"] == "False").await;
+    assert_eq!(ready["reason"], "InvalidCELExpression");
+    assert!(
+        ready["message"].as_str().unwrap().starts_with(
+            "Reconciliation failed terminally due to configuration error: failed to create custom status evaluator for healthchecks[0]: failed to parse the expression Current: failed to parse the CEL expression 'status.readyReplicas >': "
+        ),
+        "{ready}"
+    );
+    let stalled = condition(&api, "unparsed", "Stalled", |c| c["status"] == "True").await;
+    assert_eq!(stalled["reason"], "InvalidCELExpression");
+    assert!(release_secrets(&client, "unparsed").await.is_empty());
+
+    api.create(
+        &PostParams::default(),
+        &helm_release(
+            "judged",
+            json!({"values": {"replicaCount": 2},
+                   "install": {"remediation": {"retries": 0}},
+                   "healthCheckExprs": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                         "current": "status.readyReplicas == 42",
+                                         "failed": "spec.replicas == 2"}]}),
+        ),
+    )
+    .await
+    .unwrap();
+    let ready = condition(&api, "judged", "Ready", |c| c["status"] == "False").await;
+    let message = ready["message"].as_str().unwrap();
+    assert!(
+        message.contains("health check failed for Deployment/flux-system/judged-app"),
+        "{ready}"
+    );
+}

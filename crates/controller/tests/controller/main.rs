@@ -16,6 +16,7 @@ mod helmrelease_sources;
 mod helmsources;
 mod kustomization_apply;
 mod kustomization_artifacts;
+mod kustomization_cel;
 mod kustomization_failures;
 mod kustomization_faults;
 mod kustomization_ignore;
