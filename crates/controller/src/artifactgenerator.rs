@@ -40,7 +40,7 @@ use ferroflux_api::artifactgenerator::{
 use ferroflux_api::conditions::{self, Conditions, reason};
 use ferroflux_api::{
     Artifact, ArtifactGenerator, ArtifactGeneratorStatus, ExternalArtifact, GitRepository,
-    HelmChart, OCIRepository, RECONCILE_REQUESTED_AT,
+    HelmChart, OCIRepository,
 };
 use ferroflux_source::{KEEP_ARTIFACTS, ObjectKey, Storage};
 use k8s_openapi::jiff::Timestamp;
@@ -563,15 +563,7 @@ pub async fn reconcile(
             )
         }
     };
-    if let Some(requested) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
-        status.last_handled_reconcile_at = Some(requested.clone());
-    }
-    api.patch_status(
-        name,
-        &PatchParams::apply(CONTROLLER_NAME),
-        &Patch::Merge(&serde_json::json!({ "status": status })),
-    )
-    .await?;
+    sourceloop::write_status(&api, &obj, &status, &[], CONTROLLER_NAME).await?;
     Ok(Reconciled {
         requeue_after: Some(requeue),
         event,

@@ -28,12 +28,11 @@ use crate::sourceloop;
 use crate::step::{self, Failure};
 use ferroflux_api::bucket::BucketProvider;
 use ferroflux_api::conditions::{self, Conditions, reason};
-use ferroflux_api::{Artifact, Bucket, BucketStatus, RECONCILE_REQUESTED_AT};
+use ferroflux_api::{Artifact, Bucket, BucketStatus};
 use ferroflux_bucket::{Client, Credentials, Fetched, Options as S3Options, Request};
 use ferroflux_source::{ObjectKey, Storage};
 use k8s_openapi::jiff::Timestamp;
-use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::reflector::Store;
 
 /// Settings of the Bucket controller.
@@ -45,7 +44,6 @@ pub struct Options {
 
 const FIELD_MANAGER: &str = "gotk-source-controller";
 const KIND: &str = "Bucket";
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Flux's reasons specific to Bucket.
 pub mod bucket_reason {
@@ -274,14 +272,8 @@ pub async fn reconcile(
     else {
         return Ok(Reconciled::default());
     };
-    let interval = ferroflux_api::duration::parse_duration(&obj.spec.interval)
-        .unwrap_or(Duration::from_secs(600));
-    let timeout = obj
-        .spec
-        .timeout
-        .as_deref()
-        .and_then(|t| ferroflux_api::duration::parse_duration(t).ok())
-        .unwrap_or(DEFAULT_TIMEOUT);
+    let (interval, timeout) =
+        sourceloop::interval_and_timeout(&obj.spec.interval, obj.spec.timeout.as_deref());
 
     let result = async {
         validate(&obj)?;
@@ -349,16 +341,7 @@ pub async fn reconcile(
             step::log_failure(KIND, ns, name, &failure);
         }
     }
-    if let Some(requested) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
-        status.last_handled_reconcile_at = Some(requested.clone());
-    }
-    let patch = serde_json::json!({ "status": status });
-    api.patch_status(
-        name,
-        &PatchParams::apply(FIELD_MANAGER),
-        &Patch::Merge(&patch),
-    )
-    .await?;
+    sourceloop::write_status(&api, &obj, &status, &[], FIELD_MANAGER).await?;
     Ok(Reconciled {
         requeue_after: Some(interval),
         event,

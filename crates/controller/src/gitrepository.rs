@@ -13,14 +13,13 @@ use crate::metrics::{Metrics, SOURCE_CONTROLLER};
 use crate::sourceloop;
 use crate::step::{self, Failure};
 use ferroflux_api::conditions::{self, Conditions, reason};
-use ferroflux_api::{Artifact, GitRepository, GitRepositoryStatus, RECONCILE_REQUESTED_AT};
+use ferroflux_api::{Artifact, GitRepository, GitRepositoryStatus};
 use ferroflux_source::{
     Credentials, FetchOptions, GitRef, GitSource, ObjectKey, Outcome, PackOptions, Previous,
     Storage,
 };
 use k8s_openapi::jiff::Timestamp;
-use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::reflector::Store;
 use std::future::Future;
 use std::pin::Pin;
@@ -91,7 +90,6 @@ pub enum ReconcileError {
 const FIELD_MANAGER: &str = "gotk-source-controller";
 /// The kind this reconciler owns, as its log lines name it.
 const KIND: &str = "GitRepository";
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn source_error_message(e: &ferroflux_source::Error) -> String {
     e.to_string()
@@ -210,14 +208,8 @@ pub async fn reconcile(
     else {
         return Ok(Reconciled::default());
     };
-    let interval = ferroflux_api::duration::parse_duration(&obj.spec.interval)
-        .unwrap_or(Duration::from_secs(600));
-    let timeout = obj
-        .spec
-        .timeout
-        .as_deref()
-        .and_then(|t| ferroflux_api::duration::parse_duration(t).ok())
-        .unwrap_or(DEFAULT_TIMEOUT);
+    let (interval, timeout) =
+        sourceloop::interval_and_timeout(&obj.spec.interval, obj.spec.timeout.as_deref());
 
     let result: Result<Outcome, ferroflux_source::Error> = async {
         let creds = match &obj.spec.secret_ref {
@@ -287,16 +279,7 @@ pub async fn reconcile(
         obj.spec.ignore.as_deref(),
         now,
     );
-    if let Some(requested) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
-        status.last_handled_reconcile_at = Some(requested.clone());
-    }
-    let patch = serde_json::json!({ "status": status });
-    api.patch_status(
-        name,
-        &PatchParams::apply(FIELD_MANAGER),
-        &Patch::Merge(&patch),
-    )
-    .await?;
+    sourceloop::write_status(&api, &obj, &status, &[], FIELD_MANAGER).await?;
     Ok(Reconciled {
         requeue_after: Some(interval),
         event,

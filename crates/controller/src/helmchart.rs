@@ -29,13 +29,10 @@ use crate::step::{self, Failure};
 use ferroflux_api::conditions::{self, Conditions, reason};
 use ferroflux_api::helmchart::{HelmChartSourceKind, ReconcileStrategy};
 use ferroflux_api::helmrepository::{HelmRepositoryProvider, HelmRepositoryType};
-use ferroflux_api::{
-    GitRepository, HelmChart, HelmChartStatus, HelmRepository, RECONCILE_REQUESTED_AT, Revision,
-};
+use ferroflux_api::{GitRepository, HelmChart, HelmChartStatus, HelmRepository, Revision};
 use ferroflux_helmsource::{Build, BuildOptions, DependencyRepositories, RepositoryAccess};
 use k8s_openapi::jiff::Timestamp;
-use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
@@ -710,22 +707,12 @@ pub async fn reconcile(
             status.url = Some(settings.storage.url_for(&format!("{dir}/latest.tar.gz")));
         }
     }
-    if let Some(requested) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
-        status.last_handled_reconcile_at = Some(requested.clone());
-    }
-    let mut value = serde_json::json!({ "status": status });
-    if status.observed_values_files.is_none() {
-        value["status"]["observedValuesFiles"] = serde_json::Value::Null;
-    }
-    // A merge patch keeps what it does not name: a withdrawn artifact is nulled.
-    if status.artifact.is_none() {
-        value["status"]["artifact"] = serde_json::Value::Null;
-        value["status"]["url"] = serde_json::Value::Null;
-    }
-    api.patch_status(
-        name,
-        &PatchParams::apply(FIELD_MANAGER),
-        &Patch::Merge(&value),
+    sourceloop::write_status(
+        &api,
+        &obj,
+        &status,
+        &["observedValuesFiles", "artifact", "url"],
+        FIELD_MANAGER,
     )
     .await?;
     let requeue = match &result {

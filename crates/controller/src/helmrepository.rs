@@ -14,12 +14,11 @@ use crate::sourceloop::{self, secret_data};
 use crate::step::{self, Failure};
 use ferroflux_api::conditions::{self, Conditions, reason};
 use ferroflux_api::helmrepository::HelmRepositoryType;
-use ferroflux_api::{Artifact, HelmRepository, HelmRepositoryStatus, RECONCILE_REQUESTED_AT};
+use ferroflux_api::{Artifact, HelmRepository, HelmRepositoryStatus};
 use ferroflux_helmsource::{FetchedIndex, RepositoryAccess, Stored};
 use ferroflux_source::Storage;
 use k8s_openapi::jiff::Timestamp;
-use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::reflector::Store;
 use std::future::Future;
 use std::pin::Pin;
@@ -334,21 +333,7 @@ pub async fn reconcile(
         }
         event
     };
-    if let Some(requested) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
-        status.last_handled_reconcile_at = Some(requested.clone());
-    }
-    let mut value = serde_json::json!({ "status": status });
-    // A merge patch keeps fields it does not name: an artifact that went away is nulled.
-    if status.artifact.is_none() {
-        value["status"]["artifact"] = serde_json::Value::Null;
-        value["status"]["url"] = serde_json::Value::Null;
-    }
-    api.patch_status(
-        name,
-        &PatchParams::apply(FIELD_MANAGER),
-        &Patch::Merge(&value),
-    )
-    .await?;
+    sourceloop::write_status(&api, &obj, &status, &["artifact", "url"], FIELD_MANAGER).await?;
     Ok(Reconciled {
         requeue_after: Some(interval),
         event,

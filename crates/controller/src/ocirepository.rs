@@ -28,14 +28,13 @@ use crate::sourceloop;
 use crate::step::{self, Failure};
 use ferroflux_api::conditions::{self, Conditions, reason};
 use ferroflux_api::ocirepository::{OCILayerOperation, OCILayerSelector, OCIProvider};
-use ferroflux_api::{Artifact, OCIRepository, OCIRepositoryStatus, RECONCILE_REQUESTED_AT};
+use ferroflux_api::{Artifact, OCIRepository, OCIRepositoryStatus};
 use ferroflux_oci::{Auth, Client, ClientOptions, DockerConfig, Reference, artifact};
 use ferroflux_source::sourceignore::Rules;
 use ferroflux_source::{KEEP_ARTIFACTS, ObjectKey, Storage};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
-use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::reflector::Store;
 use std::future::Future;
 use std::pin::Pin;
@@ -51,7 +50,6 @@ const FIELD_MANAGER: &str = "gotk-source-controller";
 const KIND: &str = "OCIRepository";
 /// Flux's storage folder of the kind.
 pub const STORAGE_KIND: &str = "ocirepository";
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Flux's reasons specific to OCIRepository.
 pub mod oci_reason {
@@ -563,14 +561,8 @@ pub async fn reconcile(
     else {
         return Ok(Reconciled::default());
     };
-    let interval = ferroflux_api::duration::parse_duration(&obj.spec.interval)
-        .unwrap_or(Duration::from_secs(600));
-    let timeout = obj
-        .spec
-        .timeout
-        .as_deref()
-        .and_then(|t| ferroflux_api::duration::parse_duration(t).ok())
-        .unwrap_or(DEFAULT_TIMEOUT);
+    let (interval, timeout) =
+        sourceloop::interval_and_timeout(&obj.spec.interval, obj.spec.timeout.as_deref());
 
     let result = async {
         let repository = validate(&obj)?;
@@ -640,20 +632,7 @@ pub async fn reconcile(
             step::log_failure(KIND, ns, name, &failure);
         }
     }
-    if let Some(requested) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
-        status.last_handled_reconcile_at = Some(requested.clone());
-    }
-    let mut patch = serde_json::json!({ "status": status });
-    // A merge patch keeps what it does not name: a withdrawn artifact is nulled.
-    if status.artifact.is_none() {
-        patch["status"]["artifact"] = serde_json::Value::Null;
-    }
-    api.patch_status(
-        name,
-        &PatchParams::apply(FIELD_MANAGER),
-        &Patch::Merge(&patch),
-    )
-    .await?;
+    sourceloop::write_status(&api, &obj, &status, &["artifact"], FIELD_MANAGER).await?;
     Ok(Reconciled {
         requeue_after: Some(interval),
         event,

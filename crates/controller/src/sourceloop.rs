@@ -15,7 +15,7 @@ use crate::metrics::{Metrics, Outcome as MetricOutcome};
 use ferroflux_api::{FluxObject, RECONCILE_REQUESTED_AT};
 use futures::StreamExt;
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::events::{Event, EventType, Reporter};
 use kube::runtime::reflector::{self, Store};
@@ -265,6 +265,63 @@ fn error_policy<K: FluxObject>(obj: Arc<K>, error: &LoopError, _ctx: Arc<LoopCon
         "reconcile failed"
     );
     Action::requeue(Duration::from_secs(5))
+}
+
+/// How often a source is fetched when its `interval` does not parse (the API server's schema
+/// refuses such a value; this keeps a hand-edited object from spinning).
+const FALLBACK_INTERVAL: Duration = Duration::from_secs(600);
+
+/// How long a fetch may take when `timeout` is unset: Flux's default for the sources that have
+/// the field (GitRepository, OCIRepository, Bucket).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A source's `spec.interval` and `spec.timeout` as durations.
+pub(crate) fn interval_and_timeout(interval: &str, timeout: Option<&str>) -> (Duration, Duration) {
+    let parse = |d: &str| ferroflux_api::duration::parse_duration(d).ok();
+    (
+        parse(interval).unwrap_or(FALLBACK_INTERVAL),
+        timeout.and_then(parse).unwrap_or(DEFAULT_TIMEOUT),
+    )
+}
+
+/// Writes `status` as a merge patch of `obj`'s status, as field manager `manager`. The object's
+/// `reconcile.fluxcd.io/requestedAt` becomes `lastHandledReconcileAt`: that is how `flux
+/// reconcile` learns its request was handled. A merge patch keeps what it does not name, so
+/// each field of `withdrawn` that `status` no longer has (an artifact that went away) is
+/// nulled, which removes it.
+pub(crate) async fn write_status<K, S>(
+    api: &Api<K>,
+    obj: &K,
+    status: &S,
+    withdrawn: &[&str],
+    manager: &str,
+) -> Result<(), kube::Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    S: serde::Serialize,
+{
+    let mut status = serde_json::to_value(status).map_err(kube::Error::SerdeError)?;
+    if let Some(fields) = status.as_object_mut() {
+        if let Some(requested) = obj.annotations().get(RECONCILE_REQUESTED_AT) {
+            fields.insert(
+                "lastHandledReconcileAt".to_string(),
+                requested.clone().into(),
+            );
+        }
+        for field in withdrawn {
+            if fields.get(*field).is_none_or(serde_json::Value::is_null) {
+                fields.insert((*field).to_string(), serde_json::Value::Null);
+            }
+        }
+    }
+    let patch = serde_json::json!({ "status": status });
+    api.patch_status(
+        &obj.name_any(),
+        &PatchParams::apply(manager),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    Ok(())
 }
 
 /// The data of Secret `ns/name` (`data` and `stringData`), or Flux's message why not.
