@@ -348,22 +348,44 @@ async fn helmrelease(kube: &KubeArgs, a: &HelmReleaseArgs) -> anyhow::Result<Exi
     fluxobj::exit_code(result, "the HelmRelease stays applied")
 }
 
-/// Creates the Flux object `object` (JSON of kind `kind`), or, when one of its name exists,
-/// replaces its labels and spec with the flags' and keeps everything else, as flux's create
-/// commands do (`existing.Labels = ...; existing.Spec = ...`). Read and written as plain JSON,
-/// so the spec is exactly the flags' fields. Says whether it was created.
-async fn create_or_update(
+/// Applies the Flux object `object` (JSON of kind `kind`) between flux's two lines:
+/// `► applying {applying}`, then `✔ {done} created` or `✔ {done} updated` (flux names some
+/// kinds differently in the two lines: "applying HelmChart source", "source created").
+async fn apply_saying(
     cluster: &Cluster,
     ns: &str,
     kind: &str,
     object: &Value,
-) -> anyhow::Result<bool> {
+    applying: &str,
+    done: &str,
+) -> anyhow::Result<()> {
     let (resource, _) = crate::cmd::export::resource_of(kind)?;
-    create_or_update_at(cluster, ns, &resource, object).await
+    apply_saying_at(cluster, ns, &resource, object, applying, done).await
 }
 
-/// [`create_or_update`] for a kind found by discovery rather than among ferroflux's CRDs.
-async fn create_or_update_at(
+/// [`apply_saying`] for a kind found by discovery rather than among ferroflux's CRDs.
+async fn apply_saying_at(
+    cluster: &Cluster,
+    ns: &str,
+    resource: &kube::api::ApiResource,
+    object: &Value,
+    applying: &str,
+    done: &str,
+) -> anyhow::Result<()> {
+    progress::action(format!("applying {applying}"));
+    let created = create_or_update(cluster, ns, resource, object).await?;
+    progress::success(format!(
+        "{done} {}",
+        if created { "created" } else { "updated" }
+    ));
+    Ok(())
+}
+
+/// Creates the object `object` of `resource`, or, when one of its name exists, replaces its
+/// labels and spec with the flags' and keeps everything else, as flux's create commands do
+/// (`existing.Labels = ...; existing.Spec = ...`). Read and written as plain JSON, so the spec
+/// is exactly the flags' fields. Says whether it was created.
+async fn create_or_update(
     cluster: &Cluster,
     ns: &str,
     resource: &kube::api::ApiResource,

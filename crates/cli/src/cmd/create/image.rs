@@ -394,12 +394,7 @@ pub async fn run(kube: &KubeArgs, what: &ImageTarget) -> anyhow::Result<ExitCode
     let deadline = tokio::time::Instant::now() + cluster.timeout;
     let resource = image_resource(&cluster, kind).await?;
     progress::generate(format!("generating {kind}"));
-    progress::action(format!("applying {kind}"));
-    let created = super::create_or_update_at(&cluster, ns, &resource, &object).await?;
-    progress::success(format!(
-        "{kind} {}",
-        if created { "created" } else { "updated" }
-    ));
+    super::apply_saying_at(&cluster, ns, &resource, &object, kind, kind).await?;
     match what {
         ImageTarget::Repository(_) => wait::<ImageRepository>(&cluster, ns, name, deadline).await?,
         ImageTarget::Policy(_) => wait::<ImagePolicy>(&cluster, ns, name, deadline).await?,

@@ -267,13 +267,15 @@ pub async fn run(kube: &KubeArgs, a: &KustomizationArgs) -> anyhow::Result<ExitC
         let cluster = Cluster::connect(kube).await?;
         let deadline = tokio::time::Instant::now() + cluster.timeout;
         progress::generate("generating Kustomization");
-        progress::action("applying Kustomization");
-        let created = super::create_or_update(&cluster, ns, "Kustomization", &object).await?;
-        progress::success(if created {
-            "Kustomization created"
-        } else {
-            "Kustomization updated"
-        });
+        super::apply_saying(
+            &cluster,
+            ns,
+            "Kustomization",
+            &object,
+            "Kustomization",
+            "Kustomization",
+        )
+        .await?;
         progress::waiting("waiting for Kustomization reconciliation");
         let done: Kustomization = fluxobj::wait_ready(&cluster, ns, &a.name, deadline)
             .await

@@ -360,12 +360,7 @@ async fn create<K: FluxObject>(
     let result = async {
         let cluster = Cluster::connect(kube).await?;
         let deadline = tokio::time::Instant::now() + cluster.timeout;
-        progress::action(format!("applying {kind}"));
-        let created = super::create_or_update(&cluster, ns, kind, object).await?;
-        progress::success(format!(
-            "{kind} {}",
-            if created { "created" } else { "updated" }
-        ));
+        super::apply_saying(&cluster, ns, kind, object, kind, kind).await?;
         progress::waiting(format!("waiting for {kind} reconciliation"));
         let done: K = fluxobj::interruptible(
             fluxobj::listen_for_interrupt(),

@@ -176,14 +176,16 @@ pub async fn run(kube: &KubeArgs, a: &BucketArgs) -> anyhow::Result<ExitCode> {
             wanted.spec.secret_ref = Some(LocalObjectReference { name: secret_name });
             progress::success("authentication configured");
         }
-        progress::action("applying Bucket source");
         let object = serde_json::to_value(&wanted)?;
-        let created = super::create_or_update(&cluster, ns, "Bucket", &object).await?;
-        progress::success(if created {
-            "Bucket source created"
-        } else {
-            "Bucket source updated"
-        });
+        super::apply_saying(
+            &cluster,
+            ns,
+            "Bucket",
+            &object,
+            "Bucket source",
+            "Bucket source",
+        )
+        .await?;
         let words = fluxobj::SourceWait {
             label: "Bucket source",
             missing_artifact: Some("Bucket source reconciliation but no artifact was found"),

@@ -173,13 +173,15 @@ pub async fn run(kube: &KubeArgs, a: &ChartArgs) -> anyhow::Result<ExitCode> {
     let result = async {
         let cluster = Cluster::connect(kube).await?;
         let deadline = tokio::time::Instant::now() + cluster.timeout;
-        progress::action("applying HelmChart source");
-        let created = super::create_or_update(&cluster, ns, "HelmChart", &object).await?;
-        progress::success(if created {
-            "source created"
-        } else {
-            "source updated"
-        });
+        super::apply_saying(
+            &cluster,
+            ns,
+            "HelmChart",
+            &object,
+            "HelmChart source",
+            "source",
+        )
+        .await?;
         let words = fluxobj::SourceWait {
             label: "HelmChart source",
             missing_artifact: Some(

@@ -219,13 +219,15 @@ pub async fn run(kube: &KubeArgs, a: &GitArgs) -> anyhow::Result<ExitCode> {
         {
             object["spec"]["secretRef"] = json!({ "name": secret_name });
         }
-        progress::action("applying GitRepository source");
-        let created = super::create_or_update(&cluster, ns, "GitRepository", &object).await?;
-        progress::success(if created {
-            "GitRepository source created"
-        } else {
-            "GitRepository source updated"
-        });
+        super::apply_saying(
+            &cluster,
+            ns,
+            "GitRepository",
+            &object,
+            "GitRepository source",
+            "GitRepository source",
+        )
+        .await?;
         let words = fluxobj::SourceWait {
             label: "GitRepository source",
             missing_artifact: Some(

@@ -6,7 +6,6 @@
 
 use crate::cluster::{Cluster, KubeArgs};
 use crate::fluxobj;
-use crate::output::progress;
 use anyhow::{anyhow, bail};
 use clap::Args;
 use ferroflux_api::duration::format_duration;
@@ -241,14 +240,16 @@ pub async fn run(kube: &KubeArgs, a: &OciArgs) -> anyhow::Result<ExitCode> {
     let result = async {
         let cluster = Cluster::connect(kube).await?;
         let deadline = tokio::time::Instant::now() + cluster.timeout;
-        progress::action("applying OCIRepository");
         let object = serde_json::to_value(&wanted)?;
-        let created = super::create_or_update(&cluster, ns, "OCIRepository", &object).await?;
-        progress::success(if created {
-            "OCIRepository created"
-        } else {
-            "OCIRepository updated"
-        });
+        super::apply_saying(
+            &cluster,
+            ns,
+            "OCIRepository",
+            &object,
+            "OCIRepository",
+            "OCIRepository",
+        )
+        .await?;
         let words = fluxobj::SourceWait {
             label: "OCIRepository",
             missing_artifact: Some("no artifact was found"),
