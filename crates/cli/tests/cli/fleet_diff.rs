@@ -3,41 +3,12 @@
 //! value is masked), against live devclusters (server-side dry-run; a folder without a
 //! context is named and skipped), and a repository without the layout.
 
-use crate::repo::Repo;
+use crate::repo::{Repo, fleet_sync};
 use crate::run::*;
 use ferroflux_testkit::{flux_cluster, kubeconfig};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
-
-fn sync(cluster: &str) -> String {
-    format!(
-        "apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 1m
-  url: https://git.example.invalid/fleet.git
-  ref:
-    branch: main
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./clusters/{cluster}
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-"
-    )
-}
 
 fn apps(env: &str, replicas: &str) -> String {
     format!(
@@ -88,12 +59,12 @@ fn fleet_repo() -> Repo {
     Repo::with_files(&[
         (
             "clusters/staging/flux-system/gotk-sync.yaml",
-            &sync("staging"),
+            &fleet_sync("staging", None),
         ),
         ("clusters/staging/apps.yaml", &apps("staging", "1")),
         (
             "clusters/production/flux-system/gotk-sync.yaml",
-            &sync("production"),
+            &fleet_sync("production", None),
         ),
         ("clusters/production/apps.yaml", &apps("production", "3")),
         (
@@ -249,7 +220,10 @@ fn fleet_diff_without_the_clusters_layout() {
 fn fleet_diff_against_live_clusters() {
     let rt = runtime();
     let repo = fleet_repo();
-    repo.write("clusters/qa/flux-system/gotk-sync.yaml", &sync("qa"));
+    repo.write(
+        "clusters/qa/flux-system/gotk-sync.yaml",
+        &fleet_sync("qa", None),
+    );
     repo.commit_and_push("qa");
     let dir = tempfile::tempdir().unwrap();
     let (staging, production) = rt.block_on(async {

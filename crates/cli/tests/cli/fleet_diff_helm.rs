@@ -15,54 +15,12 @@
 //! cluster unless `ignoreMissingValuesFiles`), the version given the HelmChart's generation,
 //! and the commit under `reconcileStrategy: Revision`.
 
-use crate::repo::Repo;
+use crate::repo::{Repo, fleet_sync};
 use crate::run::*;
 use ferroflux_testkit::{flux_cluster, kubeconfig};
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
-
-fn sync(cluster: &str) -> String {
-    format!(
-        "apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 1m
-  url: https://git.example.invalid/fleet.git
-  ref:
-    branch: main
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./clusters/{cluster}
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: apps
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./apps/{cluster}
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-"
-    )
-}
 
 fn chart(version: &str) -> [(String, String); 3] {
     [
@@ -157,11 +115,11 @@ fn fleet_repo() -> Repo {
     let mut files: Vec<(String, String)> = vec![
         (
             "clusters/staging/flux-system/gotk-sync.yaml".into(),
-            sync("staging"),
+            fleet_sync("staging", Some("./apps/staging")),
         ),
         (
             "clusters/production/flux-system/gotk-sync.yaml".into(),
-            sync("production"),
+            fleet_sync("production", Some("./apps/production")),
         ),
         (
             "apps/base/kustomization.yaml".into(),

@@ -9,7 +9,7 @@
 //! or the cluster down, each such release gets a note naming the Secret and why it could not
 //! be read; a Secret with a wrong password gives a note naming the refusal, never the password.
 
-use crate::repo::Repo;
+use crate::repo::{Repo, fleet_sync};
 use crate::run::*;
 use base64::Engine as _;
 use ferroflux_helmsource::oci::{OciRepository, push_chart};
@@ -18,44 +18,6 @@ use ferroflux_testkit::{Registry, RegistryOptions, flux_cluster, kubeconfig};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-
-const SYNC: &str = "apiVersion: source.toolkit.fluxcd.io/v1
-kind: GitRepository
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 1m
-  url: https://git.example.invalid/fleet.git
-  ref:
-    branch: main
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: flux-system
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./clusters/staging
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: apps
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./apps
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-";
 
 /// Chart `web` at `version` (its appVersion the same), packaged as `helm package` does.
 fn packaged(version: &str) -> Vec<u8> {
@@ -249,7 +211,10 @@ fn fleet_diff_renders_oci_charts_and_uses_the_clusters_secrets() {
         &["1.0.0"],
     );
     let repo = Repo::with_files(&[
-        ("clusters/staging/flux-system/gotk-sync.yaml", SYNC),
+        (
+            "clusters/staging/flux-system/gotk-sync.yaml",
+            &fleet_sync("staging", Some("./apps")),
+        ),
         ("apps/kustomization.yaml", "resources: [apps.yaml]\n"),
         ("apps/apps.yaml", &apps(&open, &locked, "1.x", 1)),
     ]);

@@ -87,3 +87,54 @@ impl Repo {
         .collect()
     }
 }
+
+/// A cluster folder's `flux-system/gotk-sync.yaml` as `bootstrap` writes it (the fleet
+/// repository's GitRepository and the Kustomization of `./clusters/<cluster>`), plus, with
+/// `apps`, a Kustomization `apps` of that path: the layout `fleet diff` reads.
+pub fn fleet_sync(cluster: &str, apps: Option<&str>) -> String {
+    let mut sync = format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 1m
+  url: https://git.example.invalid/fleet.git
+  ref:
+    branch: main
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./clusters/{cluster}
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"
+    );
+    if let Some(path) = apps {
+        sync.push_str(&format!(
+            "---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: {path}
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"
+        ));
+    }
+    sync
+}
