@@ -24,8 +24,9 @@ use std::time::Duration;
 use crate::finalizer;
 pub use crate::gitrepository::Reconciled;
 use crate::metrics::{Metrics, SOURCE_CONTROLLER};
+use crate::sourcefetch::FetchError;
 use crate::sourceloop;
-use crate::step::{self, Failure};
+use crate::step;
 use ferroflux_api::bucket::BucketProvider;
 use ferroflux_api::conditions::{self, Conditions, reason};
 use ferroflux_api::{Artifact, Bucket, BucketStatus};
@@ -66,32 +67,13 @@ pub enum ReconcileError {
     Source(#[from] ferroflux_source::Error),
 }
 
-/// A failed step: Flux's reason, the message, and whether only a spec change helps.
-#[derive(Debug, Clone)]
-pub struct FetchError {
-    /// Ready reason.
-    pub reason: &'static str,
-    /// Message for the operator (never a credential).
-    pub message: String,
-    /// Only a change of the object can fix it.
-    pub stalled: bool,
-}
-
 impl FetchError {
     fn unsupported(message: impl Into<String>) -> Self {
-        FetchError {
-            reason: bucket_reason::UNSUPPORTED,
-            message: message.into(),
-            stalled: true,
-        }
+        FetchError::stalled(bucket_reason::UNSUPPORTED, message.into())
     }
 
     fn auth(message: impl Into<String>) -> Self {
-        FetchError {
-            reason: bucket_reason::AUTH_FAILED,
-            message: message.into(),
-            stalled: false,
-        }
+        FetchError::retry(bucket_reason::AUTH_FAILED, message.into())
     }
 }
 
@@ -103,11 +85,7 @@ impl From<ferroflux_bucket::Error> for FetchError {
             }
             _ => bucket_reason::BUCKET_OPERATION_FAILED,
         };
-        FetchError {
-            reason,
-            message: e.to_string(),
-            stalled: false,
-        }
+        FetchError::retry(reason, e.to_string())
     }
 }
 
@@ -244,9 +222,7 @@ pub fn apply_result(
             status.observed_ignore = obj.spec.ignore.clone();
         }
         Err(e) => {
-            event = Some(crate::gitrepository::mark_fetch_failure(
-                &mut conds, e.reason, &e.message, e.stalled,
-            ));
+            event = Some(e.mark(&mut conds));
         }
     }
     status.observed_generation = obj.metadata.generation;
@@ -298,20 +274,18 @@ pub async fn reconcile(
             tokio::task::spawn_blocking(move || ferroflux_bucket::fetch(&s3, &req, &storage));
         match tokio::time::timeout(timeout, task).await {
             Ok(Ok(r)) => r.map_err(FetchError::from),
-            Ok(Err(join)) => Err(FetchError {
-                reason: bucket_reason::BUCKET_OPERATION_FAILED,
-                message: format!("the fetch task failed: {join}"),
-                stalled: false,
-            }),
-            Err(_) => Err(FetchError {
-                reason: bucket_reason::BUCKET_OPERATION_FAILED,
-                message: format!(
+            Ok(Err(join)) => Err(FetchError::retry(
+                bucket_reason::BUCKET_OPERATION_FAILED,
+                format!("the fetch task failed: {join}"),
+            )),
+            Err(_) => Err(FetchError::retry(
+                bucket_reason::BUCKET_OPERATION_FAILED,
+                format!(
                     "fetch from bucket '{}' failed: timed out after {}",
                     obj.spec.bucket_name,
                     ferroflux_api::duration::format_duration(timeout)
                 ),
-                stalled: false,
-            }),
+            )),
         }
     }
     .await;
@@ -332,14 +306,7 @@ pub async fn reconcile(
                 .unwrap_or_default();
             step::log_success(KIND, ns, name, rev, changes);
         }
-        Err(e) => {
-            let failure = if e.stalled {
-                Failure::stalled(e.reason, e.message.clone(), interval)
-            } else {
-                Failure::retry(e.reason, e.message.clone(), interval)
-            };
-            step::log_failure(KIND, ns, name, &failure);
-        }
+        Err(e) => step::log_failure(KIND, ns, name, &e.failure(interval)),
     }
     sourceloop::write_status(&api, &obj, &status, &[], FIELD_MANAGER).await?;
     Ok(Reconciled {
@@ -427,11 +394,10 @@ mod tests {
             }),
             ..Default::default()
         };
-        let err = FetchError {
-            reason: bucket_reason::BUCKET_OPERATION_FAILED,
-            message: "failed to confirm existence of 'b' bucket: Access Denied.".into(),
-            stalled: false,
-        };
+        let err = FetchError::retry(
+            bucket_reason::BUCKET_OPERATION_FAILED,
+            "failed to confirm existence of 'b' bucket: Access Denied.",
+        );
         let event = apply_result(&mut status, &obj, &Err(err), Timestamp::now()).unwrap();
         assert_eq!(event.1, "BucketOperationFailed");
         assert!(status.artifact.is_some());

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::finalizer;
 use crate::metrics::{Metrics, SOURCE_CONTROLLER};
+use crate::sourcefetch;
 use crate::sourceloop;
 use crate::step::{self, Failure};
 use ferroflux_api::conditions::{self, Conditions, reason};
@@ -42,37 +43,6 @@ pub struct Reconciled {
     pub requeue_after: Option<Duration>,
     /// The event emitted, if any: `(type, reason, message)`.
     pub event: Option<(String, String, String)>,
-}
-
-/// Marks a failed fetch as source-controller does for every source kind: `StorageOperationFailed`
-/// (or `FetchFailed`) True, Ready False, Stalled when trying again cannot help, Reconciling
-/// removed; the last good artifact stays in status and storage, so consumers keep using it.
-/// Returns the Warning event to emit.
-pub(crate) fn mark_fetch_failure(
-    conds: &mut Conditions,
-    reason: &str,
-    message: &str,
-    stalled: bool,
-) -> (String, String, String) {
-    let failed_type = if reason == ferroflux_source::reason::STORAGE_OPERATION_FAILED {
-        conditions::STORAGE_OPERATION_FAILED
-    } else {
-        conditions::FETCH_FAILED
-    };
-    conds
-        .mark_true(failed_type, reason, message)
-        .mark_false(conditions::READY, reason, message);
-    if stalled {
-        conds.mark_stalled(reason, message);
-    } else {
-        conds.delete(conditions::STALLED);
-    }
-    conds.delete(conditions::RECONCILING);
-    (
-        "Warning".to_string(),
-        reason.to_string(),
-        message.to_string(),
-    )
 }
 
 /// An error the controller loop reports and retries; a failed fetch is written to the
@@ -166,7 +136,7 @@ pub fn apply_result(
         Err(e) => {
             let msg = source_error_message(e);
             // The last good artifact stays in status (and in storage): consumers keep using it.
-            event = Some(mark_fetch_failure(
+            event = Some(sourcefetch::mark_fetch_failure(
                 &mut conds,
                 e.reason(),
                 &msg,

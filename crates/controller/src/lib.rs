@@ -40,6 +40,7 @@ pub mod manager;
 pub mod metrics;
 pub mod notification;
 pub mod ocirepository;
+mod sourcefetch;
 mod sourceloop;
 pub mod step;
 pub mod target;

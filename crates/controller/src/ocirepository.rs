@@ -24,8 +24,9 @@ use std::time::Duration;
 use crate::finalizer;
 pub use crate::gitrepository::Reconciled;
 use crate::metrics::{Metrics, SOURCE_CONTROLLER};
+use crate::sourcefetch::FetchError;
 use crate::sourceloop;
-use crate::step::{self, Failure};
+use crate::step;
 use ferroflux_api::conditions::{self, Conditions, reason};
 use ferroflux_api::ocirepository::{OCILayerOperation, OCILayerSelector, OCIProvider};
 use ferroflux_api::{Artifact, OCIRepository, OCIRepositoryStatus};
@@ -109,27 +110,6 @@ pub enum Fetched {
     },
 }
 
-/// A registry step failure: Flux's reason, the message, and whether only a spec change helps.
-#[derive(Debug, Clone)]
-pub struct FetchError {
-    /// Ready reason.
-    pub reason: &'static str,
-    /// Message for the operator (never a credential).
-    pub message: String,
-    /// Only a change of the object can fix it.
-    pub stalled: bool,
-}
-
-impl FetchError {
-    fn stalled(reason: &'static str, message: impl Into<String>) -> Self {
-        FetchError {
-            reason,
-            message: message.into(),
-            stalled: true,
-        }
-    }
-}
-
 impl From<ferroflux_oci::Error> for FetchError {
     fn from(e: ferroflux_oci::Error) -> Self {
         use ferroflux_oci::Error as E;
@@ -153,11 +133,10 @@ impl From<ferroflux_oci::Error> for FetchError {
 
 impl From<ferroflux_source::Error> for FetchError {
     fn from(e: ferroflux_source::Error) -> Self {
-        FetchError {
-            reason: ferroflux_source::reason::STORAGE_OPERATION_FAILED,
-            message: e.to_string(),
-            stalled: false,
-        }
+        FetchError::retry(
+            ferroflux_source::reason::STORAGE_OPERATION_FAILED,
+            e.to_string(),
+        )
     }
 }
 
@@ -307,10 +286,11 @@ pub fn fetch(req: &Request, storage: &Storage) -> Result<Fetched, FetchError> {
             Ok(())
         })?
     } else {
-        let dir = tempfile::tempdir().map_err(|e| FetchError {
-            reason: reason::FAILED,
-            message: format!("cannot create a temporary directory: {e}"),
-            stalled: false,
+        let dir = tempfile::tempdir().map_err(|e| {
+            FetchError::retry(
+                reason::FAILED,
+                format!("cannot create a temporary directory: {e}"),
+            )
         })?;
         // Unpacked as it downloads; the digest is checked once the stream ends.
         artifact::extract_layer(
@@ -322,11 +302,8 @@ pub fn fetch(req: &Request, storage: &Storage) -> Result<Fetched, FetchError> {
             ferroflux_source::DEFAULT_MAX_ARTIFACT_SIZE,
         )?;
         let extra: Vec<String> = req.ignore.iter().cloned().collect();
-        let rules = Rules::load_dir(dir.path(), &extra).map_err(|e| FetchError {
-            reason: oci_reason::LAYER_FAILED,
-            message: e.to_string(),
-            stalled: false,
-        })?;
+        let rules = Rules::load_dir(dir.path(), &extra)
+            .map_err(|e| FetchError::retry(oci_reason::LAYER_FAILED, e.to_string()))?;
         let exclude = |p: &Path, is_dir: bool| rules.excluded_path(p, is_dir);
         let mut packed = Ok(());
         let out = storage.write_atomic(&req.key, &file_name, |w| {
@@ -431,9 +408,7 @@ pub fn apply_result(
             ));
         }
         Err(e) => {
-            event = Some(crate::gitrepository::mark_fetch_failure(
-                &mut conds, e.reason, &e.message, e.stalled,
-            ));
+            event = Some(e.mark(&mut conds));
         }
     }
     status.observed_generation = obj.metadata.generation;
@@ -462,10 +437,11 @@ async fn read_secret(
     name: &str,
 ) -> Result<BTreeMap<String, Vec<u8>>, FetchError> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), ns);
-    let secret = secrets.get(name).await.map_err(|e| FetchError {
-        reason: oci_reason::AUTH_FAILED,
-        message: format!("failed to get secret '{ns}/{name}': {e}"),
-        stalled: false,
+    let secret = secrets.get(name).await.map_err(|e| {
+        FetchError::retry(
+            oci_reason::AUTH_FAILED,
+            format!("failed to get secret '{ns}/{name}': {e}"),
+        )
     })?;
     Ok(secret_data(secret))
 }
@@ -512,19 +488,19 @@ pub async fn registry_options(
         let json = data
             .get(".dockerconfigjson")
             .or_else(|| data.get(".dockercfg"))
-            .ok_or_else(|| FetchError {
-                reason: oci_reason::AUTH_FAILED,
-                message: format!(
+            .ok_or_else(|| {
+                let message = format!(
                     "secret '{ns}/{}' has no '.dockerconfigjson' key (a kubernetes.io/dockerconfigjson Secret is expected)",
                     r.name
-                ),
-                stalled: false,
+                );
+                FetchError::retry(oci_reason::AUTH_FAILED, message)
             })?;
         opts.auth = DockerConfig::parse(json)
-            .map_err(|e| FetchError {
-                reason: oci_reason::AUTH_FAILED,
-                message: format!("secret '{ns}/{}': {e}", r.name),
-                stalled: false,
+            .map_err(|e| {
+                FetchError::retry(
+                    oci_reason::AUTH_FAILED,
+                    format!("secret '{ns}/{}': {e}", r.name),
+                )
             })?
             .for_registry(registry);
     } else {
@@ -590,19 +566,17 @@ pub async fn reconcile(
         let task = tokio::task::spawn_blocking(move || fetch(&req, &storage));
         match tokio::time::timeout(timeout, task).await {
             Ok(Ok(r)) => r,
-            Ok(Err(join)) => Err(FetchError {
-                reason: oci_reason::PULL_FAILED,
-                message: format!("the pull task failed: {join}"),
-                stalled: false,
-            }),
-            Err(_) => Err(FetchError {
-                reason: oci_reason::PULL_FAILED,
-                message: format!(
+            Ok(Err(join)) => Err(FetchError::retry(
+                oci_reason::PULL_FAILED,
+                format!("the pull task failed: {join}"),
+            )),
+            Err(_) => Err(FetchError::retry(
+                oci_reason::PULL_FAILED,
+                format!(
                     "timed out after {}",
                     ferroflux_api::duration::format_duration(timeout)
                 ),
-                stalled: false,
-            }),
+            )),
         }
     }
     .await;
@@ -623,14 +597,7 @@ pub async fn reconcile(
                 .unwrap_or_default();
             step::log_success(KIND, ns, name, rev, changes);
         }
-        Err(e) => {
-            let failure = if e.stalled {
-                Failure::stalled(e.reason, e.message.clone(), interval)
-            } else {
-                Failure::retry(e.reason, e.message.clone(), interval)
-            };
-            step::log_failure(KIND, ns, name, &failure);
-        }
+        Err(e) => step::log_failure(KIND, ns, name, &e.failure(interval)),
     }
     sourceloop::write_status(&api, &obj, &status, &["artifact"], FIELD_MANAGER).await?;
     Ok(Reconciled {
