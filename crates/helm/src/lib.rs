@@ -66,7 +66,7 @@ pub use loader::{
 };
 /// What packaging a chart needs (crates/helmsource): the files of a directory or an archive.
 pub use loader::{archive_files, dir_files, load_files};
-pub use manifest::{Hook, HookEvent, INSTALL_ORDER, Manifest, split_manifests};
+pub use manifest::{Hook, HookEvent, INSTALL_ORDER, Manifest, sort_manifests, split_manifests};
 pub use objects::{Capabilities, DEFAULT_API_VERSIONS, DEFAULT_KUBE_VERSION, KubeVersion};
 pub use release::{Crd, Engine, ReleaseOptions, RenderOptions, Rendered, validate_release_name};
 pub use render::LookupFn;

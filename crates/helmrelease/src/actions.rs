@@ -21,14 +21,9 @@ use crate::manifest::{
     keeps, object_key, objects_of_manifest, ownership_error, release_manifest, resource_string,
     set_ownership,
 };
+use crate::postrender::{PostRender, post_render};
 use crate::release::{Hook, Info, Release, Status, chart_record, now};
 use crate::storage::{SYSTEM_LABELS, Storage};
-
-/// Rewrites the rendered objects (hooks excluded) before they are applied and stored, as
-/// Helm's post-renderers do (Flux's `postRenderers`, `commonMetadata`, owner labels). The
-/// stored manifest is then the objects' YAML, without `# Source:` comments, as it is after a
-/// kustomize post-renderer in Flux.
-pub type PostRenderer = dyn Fn(Vec<Value>) -> Result<Vec<Value>, String> + Send + Sync;
 
 /// Which release, where its objects go and where its records are kept (Flux's
 /// `targetNamespace` and `storageNamespace`; Helm uses one namespace for both).
@@ -114,7 +109,7 @@ pub struct InstallOptions {
     /// Revisions kept (0: all).
     pub max_history: usize,
     /// Rewrites the manifests before they are applied.
-    pub post_renderer: Option<Arc<PostRenderer>>,
+    pub post_renderer: Option<PostRender>,
 }
 
 /// How to upgrade.
@@ -139,7 +134,7 @@ pub struct UpgradeOptions {
     /// Labels of the storage Secret, merged over the previous revision's.
     pub labels: BTreeMap<String, String>,
     /// Rewrites the manifests before they are applied.
-    pub post_renderer: Option<Arc<PostRenderer>>,
+    pub post_renderer: Option<PostRender>,
 }
 
 /// How to roll back.
@@ -201,7 +196,7 @@ struct Pass<'a> {
     revision: i64,
     is_upgrade: bool,
     skip_schema_validation: bool,
-    post_renderer: Option<&'a Arc<PostRenderer>>,
+    post_renderer: Option<&'a PostRender>,
 }
 
 /// A rendered release before anything is applied.
@@ -272,19 +267,13 @@ impl Actions {
         let out = tokio::task::spawn_blocking(move || engine.render(&chart, &values, &opts))
             .await
             .map_err(|e| Error::Cluster(format!("rendering stopped: {e}")))??;
-        let mut manifest = release_manifest(&out.manifests);
-        if let Some(post) = post_renderer {
-            let objects = objects_of_manifest(&manifest).map_err(|e| {
-                Error::Refused(format!("error while running post render on files: {e}"))
-            })?;
-            let objects = post(objects).map_err(|e| {
-                Error::Refused(format!("error while running post render on files: {e}"))
-            })?;
-            manifest = ferroflux_kustomize::render_yaml(&objects);
-        }
+        let (manifest, hooks) = match post_renderer {
+            Some(post) => post_render(post, &out.manifests, &out.hooks).map_err(Error::Refused)?,
+            None => (release_manifest(&out.manifests), out.hooks),
+        };
         Ok(Rendered {
             manifest,
-            hooks: out.hooks.iter().map(Hook::from_rendered).collect(),
+            hooks: hooks.iter().map(Hook::from_rendered).collect(),
             notes: out.notes,
             crds: out.crds,
         })
@@ -300,7 +289,7 @@ impl Actions {
         values: Map<String, Value>,
         revision: i64,
         is_upgrade: bool,
-        post_renderer: Option<Arc<PostRenderer>>,
+        post_renderer: Option<PostRender>,
     ) -> Result<Release, Error> {
         let r = self
             .render(

@@ -31,15 +31,17 @@ mod cluster;
 mod error;
 mod hooks;
 mod manifest;
+mod postrender;
 mod release;
 mod storage;
 
 pub use actions::{
-    Actions, CrdPolicy, InstallOptions, PostRenderer, ReleaseRef, RollbackOptions, TestOptions,
-    UninstallOptions, UpgradeOptions, WaitOptions,
+    Actions, CrdPolicy, InstallOptions, ReleaseRef, RollbackOptions, TestOptions, UninstallOptions,
+    UpgradeOptions, WaitOptions,
 };
 pub use error::Error;
 pub use manifest::{object_key, objects_of_manifest, release_manifest};
+pub use postrender::{PostRender, PostRenderStrategy, PostRenderer};
 pub use release::{Hook, HookExecution, Info, Release, Status, chart_record, now};
 pub use storage::{
     MAX_RECORD_SIZE, SECRET_TYPE, SYSTEM_LABELS, Storage, StorageError, decode_release,

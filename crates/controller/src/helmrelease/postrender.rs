@@ -4,11 +4,33 @@
 //! manifests as one resource file, as Flux's in-memory kustomization does), then the owner
 //! labels `helm.toolkit.fluxcd.io/name|namespace` on every object, then `spec.commonMetadata`.
 
+use std::sync::Arc;
+
 use super::chart::{OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL};
 use ferroflux_api::HelmRelease;
-use ferroflux_api::helmrelease::KustomizePostRenderer;
+use ferroflux_api::helmrelease::{KustomizePostRenderer, PostRenderStrategy};
+use ferroflux_helmrelease::{PostRender, PostRenderStrategy as Strategy};
 use kube::ResourceExt;
 use serde_json::{Map, Value, json};
+
+/// The post-render of `hr`'s release: [`post_render`], given the documents
+/// `spec.postRenderStrategy` names (`combined`, hooks included, by default, as in Flux on Helm 4).
+pub fn for_release(hr: &HelmRelease) -> PostRender {
+    let strategy = match hr
+        .spec
+        .post_render_strategy
+        .unwrap_or(PostRenderStrategy::Combined)
+    {
+        PostRenderStrategy::Nohooks => Strategy::NoHooks,
+        PostRenderStrategy::Combined => Strategy::Combined,
+        PostRenderStrategy::Separate => Strategy::Separate,
+    };
+    let hr = hr.clone();
+    PostRender {
+        run: Arc::new(move |objects| post_render(&hr, objects)),
+        strategy,
+    }
+}
 
 /// Runs every post-renderer of `hr` over `objects`, in Flux's order.
 pub fn post_render(hr: &HelmRelease, objects: Vec<Value>) -> Result<Vec<Value>, String> {

@@ -13,7 +13,7 @@
 
 use super::chart;
 use super::drift;
-use super::postrender::post_render;
+use super::postrender;
 use super::state::{
     self, Desired, Next, Observed, Remediation, State, full_release_name, versioned_chart_name,
 };
@@ -38,8 +38,8 @@ use ferroflux_api::{HelmRelease, HelmReleaseStatus, RECONCILE_REQUESTED_AT};
 use ferroflux_apply::applier::{Applier, ApplyOptions};
 use ferroflux_apply::health::CustomHealth;
 use ferroflux_helmrelease::{
-    Actions, CrdPolicy, InstallOptions, PostRenderer, Release, ReleaseRef, RollbackOptions,
-    TestOptions, UninstallOptions, UpgradeOptions, WaitOptions,
+    Actions, CrdPolicy, InstallOptions, Release, ReleaseRef, RollbackOptions, TestOptions,
+    UninstallOptions, UpgradeOptions, WaitOptions,
 };
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
@@ -1227,10 +1227,7 @@ async fn run_action(
         timeout,
         health: health.clone(),
     };
-    let renderer: Arc<PostRenderer> = {
-        let hr = obj.clone();
-        Arc::new(move |objects: Vec<Value>| post_render(&hr, objects))
-    };
+    let renderer = postrender::for_release(obj);
     let max_history = obj.spec.max_history.unwrap_or(5).max(0) as usize;
     match next {
         Next::Install | Next::Upgrade => {

@@ -4,13 +4,13 @@
 //! next revision; offline: `helm template`'s defaults), then its post-renderers, owner labels
 //! and `commonMetadata`. What `build`/`diff helmrelease` print and what `fleet diff` compares.
 
-use crate::helmrelease::postrender::post_render;
+use crate::helmrelease::postrender::{self, post_render};
 use crate::helmrelease::reconciler::FIELD_MANAGER;
 use crate::helmrelease::values::{self, Fetched, ValuesError};
 use ferroflux_api::HelmRelease;
 use ferroflux_api::helmrelease::ValuesKind;
 use ferroflux_helm::{Chart, Engine, ReleaseOptions, RenderOptions};
-use ferroflux_helmrelease::{Actions, PostRenderer, ReleaseRef, objects_of_manifest};
+use ferroflux_helmrelease::{Actions, ReleaseRef, objects_of_manifest};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -77,10 +77,7 @@ pub async fn template(
                 .last(&target.name)
                 .await?;
             let revision = last.as_ref().map(|r| r.version + 1).unwrap_or(1);
-            let renderer: Arc<PostRenderer> = {
-                let hr = hr.clone();
-                Arc::new(move |objects| post_render(&hr, objects))
-            };
+            let renderer = postrender::for_release(hr);
             let release = actions
                 .template(
                     &target,

@@ -597,3 +597,68 @@ async fn health_check_expressions_decide_the_wait() {
         "{ready}"
     );
 }
+
+/// `postRenderStrategy`: by default (`combined`, Helm 4's and Flux's) a chart's hooks go through
+/// the post-renderers with its manifests, so a patch aimed at a hook, `commonMetadata` and the
+/// owner labels reach it; with `nohooks` (Helm 3's) the hook is applied as the chart rendered it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_renderers_reach_hooks_unless_the_strategy_is_nohooks() {
+    let (_cluster, client) = start().await;
+    let hook = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-installed
+  annotations:
+    helm.sh/hook: post-install
+data:
+  by: chart
+";
+    let server = serve_chart(&chart_files(
+        "app-basic",
+        "app",
+        &[("templates/hook.yaml", hook)],
+    ))
+    .await;
+    publish_chart(&client, "app", &server, "1.2.3").await;
+    let api: Api<HelmRelease> = Api::namespaced(client.clone(), "flux-system");
+    let post = |strategy: Option<&str>| {
+        let mut spec = json!({
+            "commonMetadata": {"labels": {"team": "web"}},
+            "postRenderers": [{"kustomize": {"patches": [{
+                "target": {"kind": "ConfigMap"},
+                "patch": "[{\"op\": \"replace\", \"path\": \"/data/by\", \"value\": \"post-renderer\"}]"
+            }]}}],
+        });
+        if let Some(s) = strategy {
+            spec["postRenderStrategy"] = json!(s);
+        }
+        spec
+    };
+    for (name, spec) in [("combined", post(None)), ("nohooks", post(Some("nohooks")))] {
+        api.create(&PostParams::default(), &helm_release(name, spec))
+            .await
+            .unwrap();
+        condition(&api, name, "Ready", |c| c["status"] == "True").await;
+    }
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "flux-system");
+    let combined = config_maps.get("combined-installed").await.unwrap();
+    assert_eq!(combined.data.unwrap()["by"], "post-renderer");
+    let labels = combined.metadata.labels.unwrap();
+    assert_eq!(labels["team"], "web");
+    assert_eq!(labels["helm.toolkit.fluxcd.io/name"], "combined");
+    let nohooks = config_maps.get("nohooks-installed").await.unwrap();
+    assert_eq!(nohooks.data.unwrap()["by"], "chart");
+    assert!(nohooks.metadata.labels.unwrap_or_default().is_empty());
+    // The manifests are post-rendered either way.
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "flux-system");
+    for name in ["combined-app", "nohooks-app"] {
+        let labels = deployments
+            .get(name)
+            .await
+            .unwrap()
+            .metadata
+            .labels
+            .unwrap();
+        assert_eq!(labels["team"], "web", "{name}");
+    }
+}

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use ferroflux_helmrelease::{
-    CrdPolicy, InstallOptions, RollbackOptions, Status, TestOptions, UninstallOptions,
-    UpgradeOptions, WaitOptions,
+    CrdPolicy, InstallOptions, PostRender, PostRenderStrategy, RollbackOptions, Status,
+    TestOptions, UninstallOptions, UpgradeOptions, WaitOptions,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
@@ -397,7 +397,10 @@ async fn post_renderer_and_keep_policy() {
             Ok(objects)
         });
     let opts = InstallOptions {
-        post_renderer: Some(label),
+        post_renderer: Some(PostRender {
+            run: label.clone(),
+            strategy: PostRenderStrategy::NoHooks,
+        }),
         ..install_opts()
     };
     let rel = actions
@@ -418,8 +421,51 @@ async fn post_renderer_and_keep_policy() {
     )
     .unwrap();
     assert_eq!(deploy["metadata"]["labels"]["team"], "a");
-    // Hooks are not post-rendered (Flux's default).
+    // Helm 3's `nohooks`: hooks are not post-rendered.
     assert!(rel.hooks.iter().all(|h| !h.manifest.contains("team: a")));
+
+    // Helm 4's `combined` (Flux's default): hooks go through the post-renderer with the
+    // manifests, and the stored manifest keeps its `# Source:` lines.
+    let combined = target("pc", "apps");
+    let opts = InstallOptions {
+        post_renderer: Some(PostRender {
+            run: label,
+            strategy: PostRenderStrategy::Combined,
+        }),
+        ..install_opts()
+    };
+    let rel = actions
+        .install(&combined, chart.clone(), values(json!({})), &opts)
+        .await
+        .unwrap();
+    assert!(
+        rel.manifest.starts_with("---\n# Source: hooked/templates/"),
+        "{}",
+        rel.manifest
+    );
+    assert!(rel.manifest.contains("team: a"), "{}", rel.manifest);
+    assert_eq!(rel.hooks.len(), 4, "{:?}", rel.hooks);
+    assert!(rel.hooks.iter().all(|h| h.manifest.contains("team: a")));
+    assert!(
+        rel.hooks
+            .iter()
+            .all(|h| !h.manifest.contains("postrender-filename"))
+    );
+    let installed: serde_json::Value = serde_json::from_slice(
+        &cluster
+            .kubectl(&[
+                "get",
+                "configmap",
+                "pc-installed",
+                "-n",
+                "apps",
+                "-o",
+                "json",
+            ])
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(installed["metadata"]["labels"]["team"], "a", "{installed}");
 
     // `helm.sh/resource-policy: keep` survives the upgrade that drops it and the uninstall.
     actions
