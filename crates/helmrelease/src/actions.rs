@@ -102,6 +102,9 @@ pub struct InstallOptions {
     /// Install over a release whose latest revision is `uninstalled` or `failed`, as the next
     /// revision (Helm's `--replace`).
     pub replace: bool,
+    /// Adopt objects that already exist, whoever made them (Helm's `--take-ownership`; Flux's
+    /// default); otherwise such an object refuses the install.
+    pub take_ownership: bool,
     /// The description of a successful install (default `Install complete`).
     pub description: Option<String>,
     /// Labels of the storage Secret (not Helm's own).
@@ -129,6 +132,9 @@ pub struct UpgradeOptions {
     pub cleanup_on_fail: bool,
     /// Recreate objects whose immutable fields changed.
     pub force: bool,
+    /// Adopt objects the upgrade adds that already exist, whoever made them (Helm's
+    /// `--take-ownership`; Flux's default); otherwise such an object refuses the upgrade.
+    pub take_ownership: bool,
     /// The description of a successful upgrade (default `Upgrade complete`).
     pub description: Option<String>,
     /// Labels of the storage Secret, merged over the previous revision's.
@@ -169,6 +175,9 @@ pub struct UninstallOptions {
     pub description: Option<String>,
     /// A release that does not exist is no error (returns `None`).
     pub ignore_not_found: bool,
+    /// What becomes of the objects' dependents (Helm's `--cascade`, Flux's
+    /// `deletionPropagation`); `None` is `Background`, as in both.
+    pub deletion_propagation: Option<kube::api::PropagationPolicy>,
 }
 
 /// How to run the release's tests.
@@ -553,9 +562,11 @@ impl Actions {
                 "metadata": {"name": target.namespace, "labels": {"name": target.namespace}}});
             self.cluster.create(&ns).await.map_err(Error::Cluster)?;
         }
-        self.check_conflicts(&objects, &target.name, &target.namespace)
-            .await
-            .map_err(|e| Error::Refused(format!("unable to continue with install: {e}")))?;
+        if !opts.take_ownership {
+            self.check_conflicts(&objects, &target.name, &target.namespace)
+                .await
+                .map_err(|e| Error::Refused(format!("unable to continue with install: {e}")))?;
+        }
         let ts = now();
         let mut rel = Release {
             name: target.name.clone(),
@@ -744,9 +755,11 @@ impl Actions {
             .filter(|o| !existing.contains(&object_key(o)))
             .cloned()
             .collect();
-        self.check_conflicts(&created, &target.name, &namespace)
-            .await
-            .map_err(|e| Error::Refused(format!("unable to continue with update: {e}")))?;
+        if !opts.take_ownership {
+            self.check_conflicts(&created, &target.name, &namespace)
+                .await
+                .map_err(|e| Error::Refused(format!("unable to continue with update: {e}")))?;
+        }
         let mut labels = last.labels.clone();
         labels.retain(|k, _| !SYSTEM_LABELS.contains(&k.as_str()));
         labels.extend(opts.labels.clone());
@@ -1056,8 +1069,12 @@ impl Actions {
             }
         }
         let mut errs = Vec::new();
+        let propagation = opts
+            .deletion_propagation
+            .clone()
+            .unwrap_or(kube::api::PropagationPolicy::Background);
         for o in deletable.iter().rev() {
-            if let Err(e) = self.cluster.delete(o).await {
+            if let Err(e) = self.cluster.delete_with(o, propagation.clone()).await {
                 errs.push(e);
             }
         }

@@ -199,13 +199,22 @@ impl Cluster {
 
     /// Deletes one object in the background; absent is fine.
     pub async fn delete(&self, obj: &Value) -> Result<(), String> {
+        self.delete_with(obj, PropagationPolicy::Background).await
+    }
+
+    /// Deletes one object, its dependents as `propagation` says; absent is fine.
+    pub async fn delete_with(
+        &self,
+        obj: &Value,
+        propagation: PropagationPolicy,
+    ) -> Result<(), String> {
         let api = match self.api(obj).await {
             Ok(api) => api,
             // A kind no longer served has nothing left to delete.
             Err(_) => return Ok(()),
         };
         let dp = DeleteParams {
-            propagation_policy: Some(PropagationPolicy::Background),
+            propagation_policy: Some(propagation),
             ..Default::default()
         };
         match api.delete(meta(obj, "name"), &dp).await {

@@ -1253,6 +1253,7 @@ async fn run_action(
                         create_namespace: install.create_namespace.unwrap_or(false),
                         skip_schema_validation: install.disable_schema_validation.unwrap_or(false),
                         replace: install.replace.unwrap_or(false),
+                        take_ownership: !install.disable_take_ownership.unwrap_or(false),
                         max_history,
                         post_renderer: Some(renderer),
                         ..Default::default()
@@ -1272,6 +1273,7 @@ async fn run_action(
                         max_history,
                         cleanup_on_fail: upgrade.cleanup_on_fail.unwrap_or(false),
                         force: upgrade.force.unwrap_or(false),
+                        take_ownership: !upgrade.disable_take_ownership.unwrap_or(false),
                         post_renderer: Some(renderer),
                         ..Default::default()
                     };
@@ -1537,6 +1539,7 @@ async fn run_action(
                 keep_history: uninstall.keep_history.unwrap_or(false),
                 description: None,
                 ignore_not_found: true,
+                deletion_propagation: Some(propagation(uninstall.deletion_propagation)),
             };
             match prepared.actions.uninstall(target, &opts).await {
                 Ok(gone) => {
@@ -1955,6 +1958,7 @@ async fn finalize(
                     keep_history: uninstall.keep_history.unwrap_or(false),
                     description: None,
                     ignore_not_found: true,
+                    deletion_propagation: Some(propagation(uninstall.deletion_propagation)),
                 };
                 actions
                     .uninstall(&target, &opts)
@@ -2008,6 +2012,19 @@ async fn finalize(
     }
     finalizer::remove(api, hr).await?;
     Ok(Action::await_change())
+}
+
+/// Flux's `uninstall.deletionPropagation` as the API server's policy (`background` unset).
+fn propagation(
+    policy: Option<ferroflux_api::helmrelease::DeletionPropagation>,
+) -> kube::api::PropagationPolicy {
+    use ferroflux_api::helmrelease::DeletionPropagation as Flux;
+    use kube::api::PropagationPolicy as Api;
+    match policy.unwrap_or(Flux::Background) {
+        Flux::Background => Api::Background,
+        Flux::Foreground => Api::Foreground,
+        Flux::Orphan => Api::Orphan,
+    }
 }
 
 #[cfg(test)]

@@ -662,3 +662,63 @@ data:
         assert_eq!(labels["team"], "web", "{name}");
     }
 }
+
+/// An object the chart would create exists already, made by someone else: Flux takes it over by
+/// default (Helm's `--take-ownership`); with `install.disableTakeOwnership` the install fails
+/// with Helm's message and the object is left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn existing_objects_are_adopted_unless_take_ownership_is_disabled() {
+    let (_cluster, client) = start().await;
+    let settings = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-settings
+data:
+  owner: chart
+";
+    let server = serve_chart(&chart_files(
+        "app-basic",
+        "app",
+        &[("templates/settings.yaml", settings)],
+    ))
+    .await;
+    publish_chart(&client, "app", &server, "1.2.3").await;
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "flux-system");
+    for name in ["adopt-settings", "refuse-settings"] {
+        let theirs =
+            serde_json::from_value(json!({"metadata": {"name": name}, "data": {"owner": "me"}}))
+                .unwrap();
+        config_maps
+            .create(&PostParams::default(), &theirs)
+            .await
+            .unwrap();
+    }
+    let api: Api<HelmRelease> = Api::namespaced(client.clone(), "flux-system");
+    api.create(&PostParams::default(), &helm_release("adopt", json!({})))
+        .await
+        .unwrap();
+    api.create(
+        &PostParams::default(),
+        &helm_release("refuse", json!({"install": {"disableTakeOwnership": true}})),
+    )
+    .await
+    .unwrap();
+
+    condition(&api, "adopt", "Ready", |c| c["status"] == "True").await;
+    let adopted = config_maps.get("adopt-settings").await.unwrap();
+    assert_eq!(adopted.data.unwrap()["owner"], "chart");
+    let annotations = adopted.metadata.annotations.unwrap_or_default();
+    assert_eq!(annotations["meta.helm.sh/release-name"], "adopt");
+
+    let released = condition(&api, "refuse", "Released", |c| {
+        c["reason"] == "InstallFailed"
+    })
+    .await;
+    assert_eq!(
+        released["message"],
+        "Helm install failed for release flux-system/refuse with chart app@1.2.3: unable to continue with install: ConfigMap \"refuse-settings\" in namespace \"flux-system\" exists and cannot be imported into the current release: invalid ownership metadata; label validation error: missing key \"app.kubernetes.io/managed-by\": must be set to \"Helm\"; annotation validation error: missing key \"meta.helm.sh/release-name\": must be set to \"refuse\"; annotation validation error: missing key \"meta.helm.sh/release-namespace\": must be set to \"flux-system\""
+    );
+    let kept = config_maps.get("refuse-settings").await.unwrap();
+    assert_eq!(kept.data.unwrap()["owner"], "me");
+    assert!(kept.metadata.annotations.unwrap_or_default().is_empty());
+}

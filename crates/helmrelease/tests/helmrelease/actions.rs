@@ -644,3 +644,69 @@ async fn concurrent_renders_share_one_discovery() {
         assert_eq!(caps.api_versions, first.api_versions);
     }
 }
+
+/// The Deployment `name`'s ReplicaSets in `ns` (those the devcluster's Deployment controller
+/// made for it), as `kubectl get rs` lists them.
+async fn replica_sets_of(client: &kube::Client, ns: &str, name: &str) -> Vec<serde_json::Value> {
+    let api: Api<k8s_openapi::api::apps::v1::ReplicaSet> = Api::namespaced(client.clone(), ns);
+    api.list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|rs| serde_json::to_value(rs).unwrap())
+        .filter(|rs| {
+            rs["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with(&format!("{name}-")))
+        })
+        .collect()
+}
+
+/// `deletionPropagation` (Helm's `--cascade`): `Orphan` leaves the Deployment's ReplicaSet in
+/// place, without its owner; the default (`Background`) lets the garbage collector take it.
+#[tokio::test(flavor = "multi_thread")]
+async fn uninstall_propagates_deletion_as_asked() {
+    let (cluster, client, actions) = cluster("actions-cascade").await;
+    namespace(&client, "apps").await;
+    let chart = fixture_chart("hooked");
+    for (release, propagation) in [
+        ("orphans", Some(kube::api::PropagationPolicy::Orphan)),
+        ("cascades", None),
+    ] {
+        let t = target(release, "apps");
+        actions
+            .install(&t, chart.clone(), values(json!({})), &install_opts())
+            .await
+            .unwrap();
+        ferroflux_testkit::eventually(&format!("{release}'s ReplicaSet"), || async {
+            (!replica_sets_of(&client, "apps", release).await.is_empty()).then_some(())
+        })
+        .await;
+        actions
+            .uninstall(
+                &t,
+                &UninstallOptions {
+                    deletion_propagation: propagation,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert!(!exists(&cluster, "apps", "deployment", release));
+    }
+    let orphaned = replica_sets_of(&client, "apps", "orphans").await;
+    assert_eq!(orphaned.len(), 1, "{orphaned:?}");
+    assert!(
+        orphaned[0]["metadata"]["ownerReferences"].is_null(),
+        "{}",
+        orphaned[0]
+    );
+    ferroflux_testkit::eventually("the cascaded ReplicaSet gone", || async {
+        replica_sets_of(&client, "apps", "cascades")
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+}

@@ -3,7 +3,7 @@
 //! a release locked by an operation that never finished, an object owned by something else.
 
 use base64::Engine as _;
-use ferroflux_helmrelease::{Error, Status};
+use ferroflux_helmrelease::{Error, InstallOptions, Status};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -286,4 +286,26 @@ async fn a_locked_release_and_an_object_of_someone_else() {
         config_map(&client, "apps", "mine-cluster").await.unwrap()["owner"],
         "me"
     );
+
+    // Taking ownership (Helm's --take-ownership, Flux's default) adopts it instead.
+    let adopted = actions
+        .install(
+            &target("mine", "apps"),
+            chart.clone(),
+            values(json!({})),
+            &InstallOptions {
+                take_ownership: true,
+                ..install_opts()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (adopted.version, adopted.info.status),
+        (1, Status::Deployed)
+    );
+    let live = cms.get("mine-cluster").await.unwrap();
+    let annotations = live.metadata.annotations.unwrap_or_default();
+    assert_eq!(annotations["meta.helm.sh/release-name"], "mine");
+    assert_eq!(annotations["meta.helm.sh/release-namespace"], "apps");
 }
