@@ -1,7 +1,7 @@
 //! The cluster and identity a Flux object's objects are applied to: the controller's own
 //! cluster as itself, or the cluster of a `kubeConfig.secretRef` Secret, in either case
-//! impersonating `serviceAccountName` when set. Kustomizations use it today; HelmReleases carry
-//! the same two fields.
+//! impersonating `serviceAccountName` when set. Kustomizations and HelmReleases use it.
+//! `kubeConfig.configMapRef` (a cloud provider's workload identity) is refused.
 
 use ferroflux_api::kustomization::KubeConfigReference;
 use k8s_openapi::api::core::v1::Secret;
@@ -19,6 +19,17 @@ pub async fn config(
     service_account: Option<&str>,
 ) -> Result<Option<kube::Config>, String> {
     let secret_ref = kube_config.and_then(|k| k.secret_ref.as_ref());
+    // A remote cluster reached through a cloud provider's identity: without this refusal the
+    // object would fall through to the controller's own cluster and be applied (or pruned)
+    // there.
+    if let Some(cm) = kube_config.and_then(|k| k.config_map_ref.as_ref())
+        && secret_ref.is_none()
+    {
+        return Err(format!(
+            "spec.kubeConfig.configMapRef (ConfigMap '{ns}/{}': a cloud provider's identity for the remote cluster) is not supported yet by ferroflux; nothing was applied: give the remote cluster's kubeconfig in spec.kubeConfig.secretRef",
+            cm.name
+        ));
+    }
     if secret_ref.is_none() && service_account.is_none() {
         return Ok(None);
     }

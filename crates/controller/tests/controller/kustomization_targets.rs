@@ -112,6 +112,17 @@ async fn a_hub_applies_to_a_remote_cluster_through_its_kubeconfig() {
     )
     .await
     .unwrap();
+    // Workload identity is not supported: refused, not applied to the hub instead.
+    api.create(
+        &PostParams::default(),
+        &kustomization(
+            "identity",
+            "repo",
+            json!({"path": "./remote", "kubeConfig": {"configMapRef": {"name": "gke-identity"}}}),
+        ),
+    )
+    .await
+    .unwrap();
 
     let ready = ready_with_reason(&api, "production", "ReconciliationSucceeded").await;
     assert_eq!(ready["status"], "True");
@@ -128,6 +139,15 @@ async fn a_hub_applies_to_a_remote_cluster_through_its_kubeconfig() {
     assert_eq!(
         ready["message"],
         "unable to read KubeConfig secret 'flux-system/no-such-secret': not found"
+    );
+    let ready = ready_with_reason(&api, "identity", "ReconciliationFailed").await;
+    assert_eq!(
+        ready["message"],
+        "spec.kubeConfig.configMapRef (ConfigMap 'flux-system/gke-identity': a cloud provider's identity for the remote cluster) is not supported yet by ferroflux; nothing was applied: give the remote cluster's kubeconfig in spec.kubeConfig.secretRef"
+    );
+    assert!(
+        hub_cms.get_opt("remote-config").await.unwrap().is_none(),
+        "the hub is still untouched"
     );
     let ready = ready_with_reason(&api, "malformed", "ReconciliationFailed").await;
     let message = ready["message"].as_str().unwrap();
