@@ -688,6 +688,7 @@ async fn prerequisites(
     let mut chart = load_chart(&artifact, ctx, retry).await?;
     let oci_digest = oci_chart_version(obj, &mut chart, &artifact.revision, retry)?;
     let (actions, client) = target_actions(obj, ctx, retry).await?;
+    uninstall_moved(obj, ctx, &actions, &chart.metadata.name, retry).await?;
     let config_digest = values::digest(&values);
     let version = chart.metadata.version.clone();
     let generation = obj.metadata.generation;
@@ -1940,28 +1941,8 @@ async fn finalize(
                     .map_err(|f| f.message)?;
                 let target =
                     ReleaseRef::new(&hr.release_name(), &hr.target_namespace(), storage_ns);
-                let uninstall = hr.spec.uninstall.clone().unwrap_or_default();
-                let timeout = uninstall
-                    .timeout
-                    .as_deref()
-                    .or(hr.spec.timeout.as_deref())
-                    .and_then(|t| parse_duration(t).ok())
-                    .unwrap_or(Duration::from_secs(300));
-                let opts = UninstallOptions {
-                    wait: WaitOptions {
-                        wait: !uninstall.disable_wait.unwrap_or(false),
-                        wait_for_jobs: false,
-                        timeout,
-                        health: Default::default(),
-                    },
-                    disable_hooks: uninstall.disable_hooks.unwrap_or(false),
-                    keep_history: uninstall.keep_history.unwrap_or(false),
-                    description: None,
-                    ignore_not_found: true,
-                    deletion_propagation: Some(propagation(uninstall.deletion_propagation)),
-                };
                 actions
-                    .uninstall(&target, &opts)
+                    .uninstall(&target, &uninstall_options(hr))
                     .await
                     .map_err(|e| e.to_string())
             }
@@ -2012,6 +1993,89 @@ async fn finalize(
     }
     finalizer::remove(api, hr).await?;
     Ok(Action::await_change())
+}
+
+/// The uninstall of a release that is gone from the spec (the HelmRelease deleted, or its
+/// release moved): `spec.uninstall`, timing out after its `timeout` or the HelmRelease's.
+fn uninstall_options(hr: &HelmRelease) -> UninstallOptions {
+    let uninstall = hr.spec.uninstall.clone().unwrap_or_default();
+    let timeout = uninstall
+        .timeout
+        .as_deref()
+        .or(hr.spec.timeout.as_deref())
+        .and_then(|t| parse_duration(t).ok())
+        .unwrap_or(Duration::from_secs(300));
+    UninstallOptions {
+        wait: WaitOptions {
+            wait: !uninstall.disable_wait.unwrap_or(false),
+            wait_for_jobs: false,
+            timeout,
+            health: Default::default(),
+        },
+        disable_hooks: uninstall.disable_hooks.unwrap_or(false),
+        keep_history: uninstall.keep_history.unwrap_or(false),
+        description: None,
+        ignore_not_found: true,
+        deletion_propagation: Some(propagation(uninstall.deletion_propagation)),
+    }
+}
+
+/// Uninstalls the release last made for `obj` when it has moved (Flux's release target
+/// change, [`state::moved_release`]) and forgets it: history, failure counts and storage
+/// namespace, so that the spec's release is installed afresh.
+async fn uninstall_moved(
+    obj: &mut HelmRelease,
+    ctx: &Context,
+    actions: &Actions,
+    chart_name: &str,
+    retry: Duration,
+) -> Result<(), Failure> {
+    let Some(old) = state::moved_release(obj, chart_name) else {
+        return Ok(());
+    };
+    tracing::info!(
+        release = %format!("{}/{}", old.namespace, old.name),
+        "release target configuration changed (chart name or release namespace/name): running uninstall for current release"
+    );
+    let target = ReleaseRef::new(&old.name, &old.namespace, &old.storage_namespace);
+    match actions.uninstall(&target, &uninstall_options(obj)).await {
+        Ok(Some(rel)) => {
+            let message = format!(
+                "Helm uninstall succeeded for release {}/{}.v{} with chart {}@{}",
+                rel.namespace,
+                rel.name,
+                rel.version,
+                rel.chart_name(),
+                rel.chart_version()
+            );
+            publish(
+                ctx,
+                obj,
+                EventType::Normal,
+                hr_reason::UNINSTALL_SUCCEEDED,
+                message,
+            )
+            .await;
+        }
+        Ok(None) => {}
+        Err(e) => {
+            return Err(Failure::retry(
+                hr_reason::UNINSTALL_FAILED,
+                format!(
+                    "Helm uninstall failed for release {}/{}: {e}",
+                    old.namespace, old.name
+                ),
+                retry,
+            ));
+        }
+    }
+    let status = obj.status.get_or_insert_with(Default::default);
+    status.history = None;
+    status.failures = None;
+    status.install_failures = None;
+    status.upgrade_failures = None;
+    status.storage_namespace = None;
+    Ok(())
 }
 
 /// Flux's `uninstall.deletionPropagation` as the API server's policy (`background` unset).

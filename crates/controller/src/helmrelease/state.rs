@@ -5,7 +5,9 @@
 //! outcome writes. The reconciler runs the actions; nothing here talks to a cluster.
 
 use ferroflux_api::HelmRelease;
-use ferroflux_api::helmrelease::{ReleaseAction, RemediationStrategy, Snapshot, StrategyName};
+use ferroflux_api::helmrelease::{
+    ChartNameChangeStrategy, ReleaseAction, RemediationStrategy, Snapshot, StrategyName,
+};
 
 /// What storage holds about the newest revision of a release.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -113,6 +115,45 @@ pub struct Desired<'a> {
     pub post_renderers_digest: Option<String>,
     /// Digest of `spec.commonMetadata`, when set: a change to it calls for an upgrade too.
     pub common_metadata_digest: Option<String>,
+}
+
+/// Where the release last made for a HelmRelease lives: its name, its namespace and the
+/// namespace of its storage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MovedRelease {
+    /// The release's name.
+    pub name: String,
+    /// The namespace of its objects.
+    pub namespace: String,
+    /// The namespace of its storage Secrets.
+    pub storage_namespace: String,
+}
+
+/// Flux's `ReleaseTargetChanged`: the release last made for `hr` (the latest of its history,
+/// in `status.storageNamespace`) is not where the spec now puts a release (storage namespace,
+/// release namespace or name changed), or the chart changed its name from `chart_name` and
+/// `upgrade.chartNameChangeStrategy` is `Reinstall` (the default). That release is uninstalled
+/// before the new one is installed; `None` when there is none or it has not moved.
+pub fn moved_release(hr: &HelmRelease, chart_name: &str) -> Option<MovedRelease> {
+    let status = hr.status.as_ref()?;
+    let storage_namespace = status.storage_namespace.clone().filter(|s| !s.is_empty())?;
+    let cur = status.history.as_ref()?.first()?;
+    let reinstall = hr
+        .spec
+        .upgrade
+        .as_ref()
+        .and_then(|u| u.chart_name_change_strategy)
+        .unwrap_or(ChartNameChangeStrategy::Reinstall)
+        == ChartNameChangeStrategy::Reinstall;
+    let moved = hr.storage_namespace() != storage_namespace
+        || hr.target_namespace() != cur.namespace
+        || hr.release_name() != cur.name
+        || (reinstall && chart_name != cur.chart_name);
+    moved.then(|| MovedRelease {
+        name: cur.name.clone(),
+        namespace: cur.namespace.clone(),
+        storage_namespace,
+    })
 }
 
 /// Flux's `DetermineReleaseState` (without drift detection, which the reconciler adds).

@@ -722,3 +722,78 @@ data:
     assert_eq!(kept.data.unwrap()["owner"], "me");
     assert!(kept.metadata.annotations.unwrap_or_default().is_empty());
 }
+
+/// Flux's release target change: a HelmRelease whose `targetNamespace` changes (so its release
+/// name and namespace move) uninstalls the release it made before installing the new one;
+/// a chart that changes its name is reinstalled (`chartNameChangeStrategy: Reinstall`, the
+/// default), not upgraded in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_or_renamed_release_is_uninstalled_then_installed() {
+    let (_cluster, client) = start().await;
+    let server = serve_chart(&chart_files("app-basic", "app", &[])).await;
+    publish_chart(&client, "app", &server, "1.2.3").await;
+    let api: Api<HelmRelease> = Api::namespaced(client.clone(), "flux-system");
+    api.create(&PostParams::default(), &helm_release("mover", json!({})))
+        .await
+        .unwrap();
+    condition(&api, "mover", "Ready", |c| c["status"] == "True").await;
+    let old: Api<Deployment> = Api::namespaced(client.clone(), "flux-system");
+    assert!(old.get_opt("mover-app").await.unwrap().is_some());
+
+    api.patch(
+        "mover",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"spec": {"targetNamespace": "apps", "install": {"createNamespace": true}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let latest = |hr: &HelmRelease| {
+        hr.status
+            .as_ref()
+            .and_then(|s| s.history.as_ref())
+            .and_then(|h| h.first())
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    s.namespace.clone(),
+                    s.version,
+                    s.chart_name.clone(),
+                )
+            })
+    };
+    eventually("the release moved to apps", || async {
+        let hr = api.get("mover").await.ok()?;
+        (latest(&hr)? == ("apps-mover".into(), "apps".into(), 1, "app".into())).then_some(())
+    })
+    .await;
+    condition(&api, "mover", "Ready", |c| c["status"] == "True").await;
+    assert!(
+        old.get_opt("mover-app").await.unwrap().is_none(),
+        "the old release's objects are gone"
+    );
+    assert!(
+        release_secrets(&client, "mover").await.is_empty(),
+        "and its storage"
+    );
+    let moved: Api<Deployment> = Api::namespaced(client.clone(), "apps");
+    // "apps-mover" holds the chart's name, so the helpers' fullname is the release name.
+    assert!(moved.get_opt("apps-mover").await.unwrap().is_some());
+
+    // The chart is renamed: reinstalled, so the release starts again at revision 1.
+    let renamed = serve_chart(&chart_files(
+        "app-basic",
+        "web",
+        &[("Chart.yaml", "apiVersion: v2\nname: web\nversion: 2.0.0\n")],
+    ))
+    .await;
+    publish_chart(&client, "app", &renamed, "2.0.0").await;
+    eventually("the renamed chart reinstalled", || async {
+        let hr = api.get("mover").await.ok()?;
+        (latest(&hr)? == ("apps-mover".into(), "apps".into(), 1, "web".into())).then_some(())
+    })
+    .await;
+    let hr = api.get("mover").await.unwrap();
+    assert_eq!(hr.status.unwrap().history.unwrap().len(), 1);
+}

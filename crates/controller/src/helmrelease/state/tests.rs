@@ -188,3 +188,46 @@ fn failures_reset_when_the_spec_chart_or_values_change() {
         Some("generation differs from last attempt")
     );
 }
+
+#[test]
+fn a_release_moved_or_renamed_is_uninstalled_first() {
+    let made = observed(3, "deployed");
+    let status = json!({"storageNamespace": "apps", "history": history(&made)});
+    let old = MovedRelease {
+        name: "podinfo".into(),
+        namespace: "apps".into(),
+        storage_namespace: "apps".into(),
+    };
+    // Nothing moved.
+    assert_eq!(
+        moved_release(&release(spec(), status.clone()), "podinfo"),
+        None
+    );
+    // Never released, or no storage namespace recorded: nothing to uninstall.
+    assert_eq!(moved_release(&release(spec(), json!({})), "other"), None);
+    let mut no_ns = status.clone();
+    no_ns["storageNamespace"] = json!("");
+    assert_eq!(moved_release(&release(spec(), no_ns), "other"), None);
+    // The release name, its namespace or its storage moved.
+    for (field, value) in [
+        ("releaseName", "web"),
+        ("targetNamespace", "web"),
+        ("storageNamespace", "web"),
+    ] {
+        let mut moved = spec();
+        moved[field] = json!(value);
+        assert_eq!(
+            moved_release(&release(moved, status.clone()), "podinfo"),
+            Some(old.clone()),
+            "{field}"
+        );
+    }
+    // The chart's name changed: reinstalled by default, upgraded in place on request.
+    assert_eq!(
+        moved_release(&release(spec(), status.clone()), "podinfo2"),
+        Some(old.clone())
+    );
+    let mut in_place = spec();
+    in_place["upgrade"] = json!({"chartNameChangeStrategy": "InPlaceUpdate"});
+    assert_eq!(moved_release(&release(in_place, status), "podinfo2"), None);
+}
