@@ -64,9 +64,53 @@ pub fn stale_entries(
     Ok(stale)
 }
 
+/// `new` followed by the entries of `old` it does not hold: the inventory to record when
+/// pruning `old`'s stale entries failed part-way (a dropped connection), so that the next
+/// attempt prunes them again instead of forgetting they were ever applied. Entries already
+/// deleted are found gone then and skipped.
+pub fn with_unpruned(new: &ResourceInventory, old: &ResourceInventory) -> ResourceInventory {
+    let held: HashSet<&str> = new.entries.iter().map(|e| e.id.as_str()).collect();
+    let mut entries = new.entries.clone();
+    entries.extend(
+        old.entries
+            .iter()
+            .filter(|e| !held.contains(e.id.as_str()))
+            .cloned(),
+    );
+    ResourceInventory { entries }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_prune_keeps_the_stale_entries_for_the_next_attempt() {
+        let entry = |id: &str| ResourceRef {
+            id: id.into(),
+            v: "v1".into(),
+        };
+        let old = ResourceInventory {
+            entries: vec![entry("apps_a__ConfigMap"), entry("apps_b__ConfigMap")],
+        };
+        let new = ResourceInventory {
+            entries: vec![entry("apps_a__ConfigMap"), entry("apps_c__ConfigMap")],
+        };
+        let kept = with_unpruned(&new, &old);
+        let ids: Vec<&str> = kept.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "apps_a__ConfigMap",
+                "apps_c__ConfigMap",
+                "apps_b__ConfigMap"
+            ]
+        );
+        // The next attempt, with the same build, finds b stale again.
+        let stale = stale_entries(&kept, &new).unwrap();
+        assert_eq!(stale.len(), 1);
+        assert_eq!(stale[0].id.name, "b");
+    }
 
     #[test]
     fn records_flux_ids_and_versions() {

@@ -27,7 +27,7 @@ use ferroflux_apply::applier::{Applier, ApplyOptions};
 use ferroflux_apply::changeset::{Action as ChangeAction, ChangeSet};
 use ferroflux_apply::health::CustomHealth;
 use ferroflux_apply::ignore::IgnoreRules;
-use ferroflux_apply::inventory::{InventoryObject, inventory_of, stale_entries};
+use ferroflux_apply::inventory::{InventoryObject, inventory_of, stale_entries, with_unpruned};
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
@@ -500,10 +500,18 @@ async fn steps(
         .replace(inventory.clone())
         .unwrap_or_default();
     if ks.spec.prune {
-        let pruned = prune(ks, applier, &previous, &inventory, retry)
+        match prune(ks, applier, &previous, &inventory, retry)
             .instrument(tracing::info_span!("prune"))
-            .await?;
-        changes.extend(pruned);
+            .await
+        {
+            Ok(pruned) => changes.extend(pruned),
+            Err(failure) => {
+                // Stale objects not deleted yet stay in the inventory (as Flux 2.9 keeps
+                // them): the next attempt prunes them instead of leaving them behind.
+                status.inventory = Some(with_unpruned(&inventory, &previous));
+                return Err(failure);
+            }
+        }
     }
     let health = health(
         ks,

@@ -653,3 +653,41 @@ async fn a_conflict_at_apply_time_fails_or_recreates_with_force() {
     assert_eq!(recreated.data.unwrap()["value"], "3");
     assert_eq!(env.cluster.faults_injected(), injected + 1);
 }
+
+/// The deletion of a stale object fails (its connection dropped unanswered; a DELETE is not
+/// sent again by the client): the reconcile fails with PruneFailed and the object stays in the
+/// inventory, so the next reconcile deletes it instead of forgetting it was ever applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_prune_is_retried_not_forgotten() {
+    let attempts = 1;
+    let Changed {
+        env,
+        ks_api,
+        cms,
+        rev2,
+        ..
+    } = applied_then_changed("prune-drops", |c| {
+        c.set_fault_rules(vec![
+            FaultRule::new(FaultAction::Drop)
+                .methods(&["DELETE"])
+                .name("b")
+                .times(attempts),
+        ])
+        .unwrap();
+    })
+    .await;
+    let (_, status) = ready_where(&ks_api, "app", "prune failed", |ready, _| {
+        ready["status"] == "False" && ready["reason"] == "PruneFailed"
+    })
+    .await;
+    assert_eq!(env.cluster.faults_injected(), attempts);
+    assert_eq!(
+        inventory_ids(&status),
+        ["apps_a__ConfigMap", "apps_b__ConfigMap"],
+        "b is still recorded"
+    );
+    assert_eq!(value_of(&cms, "b").await.as_deref(), Some("1"));
+    let (_, status) = ready_where(&ks_api, "app", "converged", applied(&rev2)).await;
+    assert_eq!(inventory_ids(&status), ["apps_a__ConfigMap"]);
+    assert_eq!(value_of(&cms, "b").await, None, "b pruned on the retry");
+}
