@@ -65,6 +65,94 @@ fn source_error_message(e: &ferroflux_source::Error) -> String {
     e.to_string()
 }
 
+/// A spec field ferroflux does not honour yet, refused rather than ignored: Flux's reason and
+/// the message the status carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// `VerificationError` for `spec.verify`, else `UnsupportedFeature`.
+    pub reason: &'static str,
+    /// What is not supported, and what becomes of the artifact.
+    pub message: String,
+}
+
+/// Flux's reason for a spec field ferroflux does not do.
+pub const UNSUPPORTED_FEATURE: &str = "UnsupportedFeature";
+/// Flux's reason on `SourceVerified` (and Ready) when verification fails; here, cannot be done.
+pub const VERIFICATION_ERROR: &str = "VerificationError";
+/// The condition source-controller sets on the outcome of `spec.verify`.
+pub const SOURCE_VERIFIED: &str = "SourceVerified";
+
+/// The first field of `spec` that ferroflux does not honour yet. Each would change what the
+/// artifact holds (or, for `verify`, whether it may be served at all), so the object stalls
+/// instead of serving something Flux would not.
+pub fn refusal(spec: &ferroflux_api::gitrepository::GitRepositorySpec) -> Option<Refusal> {
+    use ferroflux_api::gitrepository::GitProvider;
+    let unsupported = |what: &str| {
+        Some(Refusal {
+            reason: UNSUPPORTED_FEATURE,
+            message: format!("not supported yet: {what}"),
+        })
+    };
+    if spec.verify.is_some() {
+        return Some(Refusal {
+            reason: VERIFICATION_ERROR,
+            message: "signature verification of commits and tags (spec.verify) is not supported yet by ferroflux; no artifact is served from this source while spec.verify is set".into(),
+        });
+    }
+    if spec.include.as_ref().is_some_and(|i| !i.is_empty()) {
+        return unsupported("include (the artifacts of other GitRepositories)");
+    }
+    if spec.recurse_submodules == Some(true) {
+        return unsupported("recurseSubmodules");
+    }
+    if spec.sparse_checkout.as_ref().is_some_and(|s| !s.is_empty()) {
+        return unsupported("sparseCheckout (the artifact would hold the whole tree)");
+    }
+    match spec.provider {
+        None | Some(GitProvider::Generic) => {}
+        Some(GitProvider::Aws) => return unsupported("provider 'aws' (only 'generic')"),
+        Some(GitProvider::Azure) => return unsupported("provider 'azure' (only 'generic')"),
+        Some(GitProvider::Github) => return unsupported("provider 'github' (only 'generic')"),
+    }
+    if spec.proxy_secret_ref.is_some() {
+        return unsupported("proxySecretRef");
+    }
+    if spec.service_account_name.is_some() {
+        return unsupported("serviceAccountName (use secretRef)");
+    }
+    None
+}
+
+/// The status of a refused spec: Ready False and Stalled with the refusal's reason. A refused
+/// `verify` also sets `SourceVerified` False and withdraws the artifact, so nothing unverified
+/// is applied; other refusals keep the last artifact, as a stalled fetch does. Returns the
+/// Warning event.
+pub fn refuse(
+    status: &mut GitRepositoryStatus,
+    generation: Option<i64>,
+    refusal: &Refusal,
+    now: Timestamp,
+) -> (String, String, String) {
+    let mut conds = Conditions::of(&mut status.conditions, generation, now);
+    conds
+        .mark_false(conditions::READY, refusal.reason, &refusal.message)
+        .mark_stalled(refusal.reason, &refusal.message)
+        .delete(conditions::RECONCILING)
+        .delete(conditions::FETCH_FAILED);
+    if refusal.reason == VERIFICATION_ERROR {
+        conds
+            .mark_false(SOURCE_VERIFIED, refusal.reason, &refusal.message)
+            .delete(conditions::ARTIFACT_IN_STORAGE);
+        status.artifact = None;
+    }
+    status.observed_generation = generation;
+    (
+        "Warning".to_string(),
+        refusal.reason.to_string(),
+        refusal.message.clone(),
+    )
+}
+
 /// Maps `status.artifact` to the source crate's record of it.
 fn previous(status: Option<&GitRepositoryStatus>) -> Option<Previous> {
     let status = status?;
@@ -180,6 +268,22 @@ pub async fn reconcile(
     };
     let (interval, timeout) =
         sourceloop::interval_and_timeout(&obj.spec.interval, obj.spec.timeout.as_deref());
+    if let Some(refused) = refusal(&obj.spec) {
+        let mut status = obj.status.clone().unwrap_or_default();
+        let event = refuse(
+            &mut status,
+            obj.metadata.generation,
+            &refused,
+            Timestamp::now(),
+        );
+        let failure = Failure::stalled(refused.reason, refused.message, interval);
+        step::log_failure(KIND, ns, name, &failure);
+        sourceloop::write_status(&api, &obj, &status, &["artifact"], FIELD_MANAGER).await?;
+        return Ok(Reconciled {
+            requeue_after: Some(interval),
+            event: Some(event),
+        });
+    }
 
     let result: Result<Outcome, ferroflux_source::Error> = async {
         let creds = match &obj.spec.secret_ref {
@@ -297,6 +401,97 @@ mod tests {
             size: 10,
             last_update_time: std::time::SystemTime::UNIX_EPOCH,
         }
+    }
+
+    #[test]
+    fn refusals_name_the_first_field_ferroflux_does_not_do() {
+        let spec = |extra: serde_json::Value| -> ferroflux_api::gitrepository::GitRepositorySpec {
+            let mut s = serde_json::json!({"url": "https://example.com/r.git", "interval": "1m"});
+            if let (Some(s), Some(e)) = (s.as_object_mut(), extra.as_object()) {
+                s.extend(e.clone());
+            }
+            serde_json::from_value(s).unwrap()
+        };
+        assert_eq!(refusal(&spec(serde_json::json!({}))), None);
+        assert_eq!(
+            refusal(&spec(
+                serde_json::json!({"provider": "generic", "recurseSubmodules": false})
+            )),
+            None
+        );
+        let message = |extra| refusal(&spec(extra)).map(|r| (r.reason, r.message));
+        assert_eq!(
+            message(serde_json::json!({"include": [{"repository": {"name": "other"}}]})),
+            Some((
+                UNSUPPORTED_FEATURE,
+                "not supported yet: include (the artifacts of other GitRepositories)".into()
+            ))
+        );
+        assert_eq!(
+            message(serde_json::json!({"provider": "github", "recurseSubmodules": true})),
+            Some((
+                UNSUPPORTED_FEATURE,
+                "not supported yet: recurseSubmodules".into()
+            ))
+        );
+        assert_eq!(
+            message(serde_json::json!({"provider": "azure"})),
+            Some((
+                UNSUPPORTED_FEATURE,
+                "not supported yet: provider 'azure' (only 'generic')".into()
+            ))
+        );
+        assert_eq!(
+            message(serde_json::json!({"verify": {"secretRef": {"name": "k"}}, "include": [{"repository": {"name": "o"}}]}))
+                .map(|m| m.0),
+            Some(VERIFICATION_ERROR)
+        );
+    }
+
+    #[test]
+    fn a_refused_verify_withdraws_the_artifact_other_refusals_keep_it() {
+        let with_artifact = || GitRepositoryStatus {
+            artifact: Some(to_status_artifact(
+                &artifact("main@sha1:aa"),
+                Timestamp::UNIX_EPOCH,
+            )),
+            ..Default::default()
+        };
+        let refused = |reason| Refusal {
+            reason,
+            message: "m".into(),
+        };
+        let mut st = with_artifact();
+        let event = refuse(
+            &mut st,
+            Some(2),
+            &refused(VERIFICATION_ERROR),
+            Timestamp::UNIX_EPOCH,
+        );
+        assert_eq!(event.1, VERIFICATION_ERROR);
+        assert!(st.artifact.is_none());
+        let conds = st.conditions.clone().unwrap();
+        assert_eq!(
+            conditions::find_condition(&conds, SOURCE_VERIFIED)
+                .unwrap()
+                .status,
+            "False"
+        );
+        assert_eq!(
+            conditions::find_condition(&conds, "Stalled")
+                .unwrap()
+                .status,
+            "True"
+        );
+        let mut st = with_artifact();
+        refuse(
+            &mut st,
+            Some(2),
+            &refused(UNSUPPORTED_FEATURE),
+            Timestamp::UNIX_EPOCH,
+        );
+        assert!(st.artifact.is_some());
+        assert_eq!(st.observed_generation, Some(2));
     }
 
     #[test]

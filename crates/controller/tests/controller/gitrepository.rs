@@ -145,3 +145,96 @@ async fn reconciles_status_finalizer_failures_and_deletion() {
     assert!(api.get_opt("fleet").await.unwrap().is_none());
     cluster.shutdown().await;
 }
+
+/// Spec fields ferroflux does not do yet are refused, not ignored: `verify` withdraws the
+/// artifact (nothing unverified is applied), the others stall and keep the last artifact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_ferroflux_does_not_do_are_refused_not_ignored() {
+    let cluster = DevCluster::start(Config::memory("src-refused"))
+        .await
+        .unwrap();
+    let client = cluster.client().await.unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in ferroflux_api::crds() {
+        crds.create(&PostParams::default(), &crd).await.unwrap();
+    }
+    let work = tempfile::tempdir().unwrap();
+    git(work.path(), &["init", "-q", "-b", "main", "repo"]);
+    let repo = work.path().join("repo");
+    std::fs::create_dir(repo.join("apps")).unwrap();
+    std::fs::write(repo.join("apps/app.yaml"), "kind: ConfigMap\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "one"]);
+    let store = tempfile::tempdir().unwrap();
+    let settings = SourceSettings {
+        storage: Storage::new(store.path(), "http://127.0.0.1:9090").unwrap(),
+        allow_file_urls: true,
+    };
+    let api: Api<GitRepository> = Api::namespaced(client.clone(), "default");
+    for name in ["signed", "sparse"] {
+        let obj: GitRepository = serde_json::from_value(serde_json::json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"url": format!("file://{}", repo.display()), "interval": "5m",
+                     "ref": {"branch": "main"}}
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &obj).await.unwrap();
+        reconcile(&client, &settings, "default", name)
+            .await
+            .unwrap();
+        assert!(
+            api.get(name)
+                .await
+                .unwrap()
+                .status
+                .unwrap()
+                .artifact
+                .is_some()
+        );
+    }
+
+    let verify = serde_json::json!({"spec": {"verify": {"mode": "HEAD", "secretRef": {"name": "pgp-keys"}}}});
+    api.patch("signed", &PatchParams::default(), &Patch::Merge(&verify))
+        .await
+        .unwrap();
+    let done = reconcile(&client, &settings, "default", "signed")
+        .await
+        .unwrap();
+    assert_eq!(done.event.as_ref().unwrap().1, "VerificationError");
+    let got = api.get("signed").await.unwrap();
+    let message = "signature verification of commits and tags (spec.verify) is not supported yet by ferroflux; no artifact is served from this source while spec.verify is set";
+    assert_eq!(
+        condition(&got, "Ready"),
+        ("False".into(), "VerificationError".into(), message.into())
+    );
+    assert_eq!(condition(&got, "SourceVerified").0, "False");
+    assert_eq!(condition(&got, "Stalled").0, "True");
+    assert!(
+        got.status.unwrap().artifact.is_none(),
+        "the artifact is withdrawn"
+    );
+
+    let sparse = serde_json::json!({"spec": {"sparseCheckout": ["apps"]}});
+    api.patch("sparse", &PatchParams::default(), &Patch::Merge(&sparse))
+        .await
+        .unwrap();
+    reconcile(&client, &settings, "default", "sparse")
+        .await
+        .unwrap();
+    let got = api.get("sparse").await.unwrap();
+    assert_eq!(
+        condition(&got, "Ready"),
+        (
+            "False".into(),
+            "UnsupportedFeature".into(),
+            "not supported yet: sparseCheckout (the artifact would hold the whole tree)".into()
+        )
+    );
+    assert_eq!(condition(&got, "Stalled").0, "True");
+    assert!(
+        got.status.unwrap().artifact.is_some(),
+        "the last artifact is kept"
+    );
+}
