@@ -1949,14 +1949,7 @@ async fn finalize(
             .await;
             match outcome {
                 Ok(Some(rel)) => {
-                    let message = format!(
-                        "Helm uninstall succeeded for release {}/{}.v{} with chart {}@{}",
-                        rel.namespace,
-                        rel.name,
-                        rel.version,
-                        rel.chart_name(),
-                        rel.chart_version()
-                    );
+                    let message = uninstalled(&rel);
                     publish(
                         ctx,
                         hr,
@@ -2040,14 +2033,7 @@ async fn uninstall_moved(
     let target = ReleaseRef::new(&old.name, &old.namespace, &old.storage_namespace);
     match actions.uninstall(&target, &uninstall_options(obj)).await {
         Ok(Some(rel)) => {
-            let message = format!(
-                "Helm uninstall succeeded for release {}/{}.v{} with chart {}@{}",
-                rel.namespace,
-                rel.name,
-                rel.version,
-                rel.chart_name(),
-                rel.chart_version()
-            );
+            let message = uninstalled(&rel);
             publish(
                 ctx,
                 obj,
@@ -2076,6 +2062,18 @@ async fn uninstall_moved(
     status.upgrade_failures = None;
     status.storage_namespace = None;
     Ok(())
+}
+
+/// helm-controller's message of a release it uninstalled.
+fn uninstalled(rel: &Release) -> String {
+    format!(
+        "Helm uninstall succeeded for release {}/{}.v{} with chart {}@{}",
+        rel.namespace,
+        rel.name,
+        rel.version,
+        rel.chart_name(),
+        rel.chart_version()
+    )
 }
 
 /// Flux's `uninstall.deletionPropagation` as the API server's policy (`background` unset).
