@@ -389,7 +389,8 @@ pub struct ReceiverSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-list-map-keys" = ["issuerURL"], "x-kubernetes-list-type" = "map"))]
     pub oidc_providers: Option<Vec<OidcProvider>>,
-    /// A CEL filter over the resources (not supported by ferroflux).
+    /// A CEL expression over `res` (each object's metadata) and `req` (the call's JSON body):
+    /// only the objects it accepts are reconciled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_filter: Option<String>,
     /// The objects a valid call requests a reconciliation of.
@@ -459,7 +460,7 @@ pub struct ReceiverResource {
     /// API version of the referent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
-    /// A CEL filter (not supported by ferroflux).
+    /// A CEL expression, as `resourceFilter`, for this entry's objects only (both must accept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub filter: Option<String>,
     /// Kind of the referent.

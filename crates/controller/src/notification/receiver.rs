@@ -12,9 +12,10 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use ferroflux_api::RECONCILE_REQUESTED_AT;
-use ferroflux_api::conditions::{Conditions, READY};
+use ferroflux_api::conditions::{Conditions, READY, reason};
 use ferroflux_api::duration::{format_duration, parse_duration};
 use ferroflux_api::notification::{Receiver, ReceiverStatus, ReceiverType, webhook_path};
+use ferroflux_cel::Expression;
 use ferroflux_notification::idtoken::fetch_keys;
 use ferroflux_notification::receiver::{
     GcrCheck, MAX_BODY_BYTES, Rejected, Verified, verify, verify_gcr,
@@ -161,13 +162,15 @@ async fn reconcile(
     if let Some(requested) = receiver.annotations().get(RECONCILE_REQUESTED_AT) {
         status.last_handled_reconcile_at = Some(requested.clone());
     }
-    let outcome = match receiver.spec.r#type {
-        // Flux runs the provider's CEL validations over the token's claims before it trusts a
-        // call; without a CEL evaluator ferroflux cannot, and accepting a token on its
-        // signature alone would let any holder of a token from the issuer in.
+    let outcome = match filter_error(&receiver) {
+        Some(message) => Err((reason::INVALID_CEL_EXPRESSION, message)),
+        None => match receiver.spec.r#type {
+        // Flux verifies the caller's token against the issuer's keys and runs the provider's
+        // CEL validations over its claims before it trusts a call; ferroflux does not verify
+        // OIDC tokens, and accepting a call without that would let anyone in.
         ReceiverType::GenericOidc => Err((
             "UnsupportedType",
-            "receiver type 'generic-oidc' is not supported by ferroflux: its oidcProviders' CEL validations cannot be evaluated".to_string(),
+            "receiver type 'generic-oidc' is not supported by ferroflux: it does not verify OIDC tokens against the providers' issuers".to_string(),
         )),
         ReceiverType::Gcr => match gcr_identity(client, &receiver).await {
             Ok(_) => token(client, &receiver)
@@ -178,6 +181,7 @@ async fn reconcile(
         _ => token(client, &receiver)
             .await
             .map_err(|e| ("TokenNotFound", e.to_string())),
+        },
     };
     {
         let mut conditions = Conditions::of(&mut status.conditions, generation, Timestamp::now());
@@ -233,6 +237,96 @@ async fn reconcile(
         tracing::debug!(error = %e, "failed to publish event");
     }
     Ok(Action::requeue(interval))
+}
+
+/// Why the Receiver's CEL filters cannot be used, in notification-controller's words: the
+/// top-level `resourceFilter` first, then each resource's `filter`.
+fn filter_error(receiver: &Receiver) -> Option<String> {
+    if let Some(expr) = receiver
+        .spec
+        .resource_filter
+        .as_deref()
+        .filter(|e| !e.is_empty())
+        && let Err(e) = Expression::parse(expr)
+    {
+        return Some(format!("invalid resourceFilter expression: {e}"));
+    }
+    for (i, resource) in receiver.spec.resources.iter().enumerate() {
+        if let Some(expr) = resource.filter.as_deref().filter(|e| !e.is_empty())
+            && let Err(e) = Expression::parse(expr)
+        {
+            return Some(format!(
+                "invalid filter expression for resources[{i}] (kind={:?}, name={:?}): {e}",
+                resource.kind.as_str(),
+                resource.name
+            ));
+        }
+    }
+    None
+}
+
+/// The CEL filters a webhook call applies to one `spec.resources` entry: the Receiver's
+/// `resourceFilter` and the entry's own `filter`, both over `res` (the object's metadata) and
+/// `req` (the call's JSON body). An object is annotated only when every filter says true.
+struct Filters {
+    expressions: Vec<Expression>,
+    request: Arc<serde_json::Value>,
+}
+
+impl Filters {
+    /// `None` when the entry has no filter at all (everything it names is annotated).
+    fn of(
+        receiver: &Receiver,
+        resource: &ferroflux_api::notification::ReceiverResource,
+        request: &Arc<serde_json::Value>,
+    ) -> Result<Option<Filters>, String> {
+        let mut expressions = Vec::new();
+        for expr in [
+            receiver.spec.resource_filter.as_deref(),
+            resource.filter.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|e| !e.is_empty())
+        {
+            expressions.push(Expression::parse(expr).map_err(|e| e.to_string())?);
+        }
+        Ok((!expressions.is_empty()).then(|| Filters {
+            expressions,
+            request: request.clone(),
+        }))
+    }
+
+    /// Whether the object (its `apiVersion`, `kind` and `metadata`) passes every filter.
+    fn accepts(&self, object: serde_json::Value) -> Result<bool, String> {
+        let mut vars = serde_json::Map::new();
+        vars.insert("res".into(), object);
+        vars.insert("req".into(), (*self.request).clone());
+        for e in &self.expressions {
+            if !e.evaluate_bool(&vars).map_err(|e| e.to_string())? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The JSON body of a webhook call for the filters: `{}` when the call is not JSON, as in
+/// notification-controller.
+fn request_body(
+    headers: &BTreeMap<String, String>,
+    body: &[u8],
+) -> Result<serde_json::Value, String> {
+    let json = headers.get("content-type").is_some_and(|t| {
+        t.split(',')
+            .next()
+            .and_then(|t| t.split(';').next())
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+    });
+    if !json {
+        return Ok(json!({}));
+    }
+    serde_json::from_slice(body).map_err(|e| format!("failed to parse request body as JSON: {e}"))
 }
 
 /// Equal but for condition timestamps (a re-read of the same token changes nothing).
@@ -405,9 +499,37 @@ async fn handle(
     if let Some(event) = &verified.event {
         tracing::info!(receiver = %name, namespace = %ns, event = %event, "handling event");
     }
+    let filtered = receiver
+        .spec
+        .resources
+        .iter()
+        .any(|r| r.filter.as_deref().is_some_and(|f| !f.is_empty()))
+        || receiver
+            .spec
+            .resource_filter
+            .as_deref()
+            .is_some_and(|f| !f.is_empty());
+    let request = if filtered {
+        match request_body(&lower, &body) {
+            Ok(v) => Arc::new(v),
+            Err(e) => {
+                tracing::error!(receiver = %name, namespace = %ns, error = %e, "unable to create resource filters");
+                return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n"));
+            }
+        }
+    } else {
+        Arc::new(json!({}))
+    };
     let mut failed = Vec::new();
     for resource in &receiver.spec.resources {
-        if let Err(e) = request_reconciliation(&client, &ns, resource).await {
+        let filters = match Filters::of(&receiver, resource, &request) {
+            Ok(f) => f,
+            Err(e) => {
+                tracing::error!(receiver = %name, namespace = %ns, error = %e, "unable to create resource filters");
+                return (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n"));
+            }
+        };
+        if let Err(e) = request_reconciliation(&client, &ns, resource, filters.as_ref()).await {
             tracing::error!(receiver = %name, namespace = %ns, error = %e, "unable to request reconciliation");
             failed.push(e);
         }
@@ -427,6 +549,7 @@ async fn request_reconciliation(
     client: &kube::Client,
     receiver_ns: &str,
     resource: &ferroflux_api::notification::ReceiverResource,
+    filters: Option<&Filters>,
 ) -> Result<(), String> {
     let kind = resource.kind;
     let api_version = resource
@@ -447,7 +570,7 @@ async fn request_reconciliation(
     };
     let ns = resource.namespace.as_deref().unwrap_or(receiver_ns);
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
-    let names: Vec<String> = if resource.name == "*" {
+    let names: Vec<(String, Option<DynamicObject>)> = if resource.name == "*" {
         let Some(labels) = &resource.match_labels else {
             return Err("matchLabels field not set when using wildcard '*' as name".into());
         };
@@ -468,12 +591,39 @@ async fn request_reconciliation(
                 kind.as_str()
             );
         }
-        list.items.iter().map(|o| o.name_any()).collect()
+        list.items
+            .into_iter()
+            .map(|o| (o.name_any(), Some(o)))
+            .collect()
     } else {
-        vec![resource.name.clone()]
+        vec![(resource.name.clone(), None)]
     };
     let now = Timestamp::now().to_string();
-    for name in names {
+    for (name, listed) in names {
+        if let Some(filters) = filters {
+            let object = match listed {
+                Some(o) => o,
+                None => api
+                    .get_opt(&name)
+                    .await
+                    .map_err(|e| format!("unable to read {} '{ns}/{name}': {e}", kind.as_str()))?
+                    .ok_or_else(|| {
+                        format!("unable to read {} '{ns}/{name}': not found", kind.as_str())
+                    })?,
+            };
+            let res = json!({
+                "apiVersion": api_version,
+                "kind": kind.as_str(),
+                "metadata": object.metadata,
+            });
+            if !filters.accepts(res)? {
+                tracing::debug!(
+                    "resource '{}/{name}.{ns}' NOT annotated because CEL expression returned false",
+                    kind.as_str()
+                );
+                continue;
+            }
+        }
         let patch = json!({"metadata": {"annotations": {RECONCILE_REQUESTED_AT: now}}});
         api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await

@@ -688,7 +688,7 @@ async fn a_nexus_receiver_checks_its_signature_and_generic_oidc_says_why_it_is_n
     );
     assert_eq!(
         condition.message,
-        "receiver type 'generic-oidc' is not supported by ferroflux: its oidcProviders' CEL validations cannot be evaluated"
+        "receiver type 'generic-oidc' is not supported by ferroflux: it does not verify OIDC tokens against the providers' issuers"
     );
     manager.shutdown().await.unwrap();
 }
@@ -809,5 +809,123 @@ async fn a_gcr_receiver_accepts_only_a_google_signed_token_for_its_account() {
     let reads = google.received();
     assert_eq!(reads.len(), 1, "{reads:?}");
     assert_eq!(reads[0].path, "/oauth2/v3/certs");
+    manager.shutdown().await.unwrap();
+}
+
+/// A Receiver's CEL filters: `resourceFilter` over `res` (the object's metadata) and `req` (the
+/// call's JSON body), stacked with a resource entry's own `filter`; only the objects both accept
+/// are annotated. A filter that does not parse makes the Receiver not ready with Flux's reason;
+/// a call whose body the filter cannot read annotates nothing and answers 500.
+#[tokio::test(flavor = "multi_thread")]
+async fn receiver_filters_choose_which_objects_are_reconciled() {
+    let (_cluster, client, config) = cluster("receiver-filters").await;
+    let release = |name: &str, team: &str| {
+        json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+               "metadata": {"name": name, "namespace": "flux-system", "labels": {"team": team, "tier": "web"}},
+               "spec": {"interval": "1h", "suspend": true,
+                        "chart": {"spec": {"chart": name,
+                                           "sourceRef": {"kind": "HelmRepository", "name": "charts"}}}}})
+    };
+    for object in [
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "hook-token", "namespace": "flux-system"},
+               "stringData": {"token": "filters-token"}}),
+        release("web", "a"),
+        release("api", "a"),
+        release("admin", "b"),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1", "kind": "Receiver",
+               "metadata": {"name": "images", "namespace": "flux-system"},
+               "spec": {"type": "generic", "secretRef": {"name": "hook-token"},
+                        "resourceFilter": "req.image.contains(res.metadata.name)",
+                        "resources": [{"kind": "HelmRelease", "name": "*", "matchLabels": {"tier": "web"},
+                                       "filter": "res.metadata.labels['team'] == 'a'"}]}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1", "kind": "Receiver",
+               "metadata": {"name": "broken", "namespace": "flux-system"},
+               "spec": {"type": "generic", "secretRef": {"name": "hook-token"},
+                        "resources": [{"kind": "HelmRelease", "name": "web", "filter": "res.metadata.name =="}]}}),
+    ] {
+        create(&client, object).await;
+    }
+    let mut settings = ManagerConfig::local(tempfile::tempdir().unwrap().keep());
+    settings.receiver_addr = Some(([127, 0, 0, 1], 0).into());
+    let manager = Manager::start(client.clone(), config, settings)
+        .await
+        .unwrap();
+    let base = manager.receiver_url().unwrap().to_string();
+    let receivers: Api<Receiver> = Api::namespaced(client.clone(), "flux-system");
+    let path = eventually("the images Receiver's webhook path", || async {
+        receivers.get("images").await.ok()?.status?.webhook_path
+    })
+    .await;
+    let url = format!("{base}{path}");
+    let releases: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "flux-system",
+        &kube::api::ApiResource {
+            group: "helm.toolkit.fluxcd.io".into(),
+            version: "v2".into(),
+            api_version: "helm.toolkit.fluxcd.io/v2".into(),
+            kind: "HelmRelease".into(),
+            plural: "helmreleases".into(),
+        },
+    );
+    let annotated = |name: &'static str| {
+        let releases = releases.clone();
+        async move {
+            releases
+                .get(name)
+                .await
+                .unwrap()
+                .metadata
+                .annotations
+                .unwrap_or_default()
+                .contains_key("reconcile.fluxcd.io/requestedAt")
+        }
+    };
+    let json_type = [("Content-Type", "application/json".to_string())];
+
+    // Not JSON: `req` is empty, so `req.image` cannot be read: nothing annotated.
+    let (status, text) = http_post(&url, &[], br#"{"image": "registry/web:1"}"#).await;
+    assert_eq!(status, 500, "{text}");
+    assert!(text.contains("no such key: image"), "{text}");
+    // Malformed JSON.
+    let (status, text) = http_post(&url, &json_type, b"{not json").await;
+    assert_eq!(status, 500, "{text}");
+    assert!(
+        text.starts_with("failed to parse request body as JSON"),
+        "{text}"
+    );
+    for name in ["web", "api", "admin"] {
+        assert!(!annotated(name).await, "{name} annotated by a bad call");
+    }
+
+    // `web` passes both filters; `api` fails the resourceFilter, `admin` the entry's filter.
+    let (status, text) = http_post(
+        &url,
+        &json_type,
+        br#"{"image": "registry/web:1 registry/admin:1"}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert!(annotated("web").await);
+    assert!(!annotated("api").await);
+    assert!(!annotated("admin").await);
+
+    let condition = eventually("the broken Receiver's Ready condition", || async {
+        let status = receivers.get("broken").await.ok()?.status?;
+        status.conditions?.into_iter().find(|c| c.type_ == "Ready")
+    })
+    .await;
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("False", "InvalidCELExpression")
+    );
+    assert!(
+        condition.message.starts_with(
+            "invalid filter expression for resources[0] (kind=\"HelmRelease\", name=\"web\"): failed to parse the CEL expression 'res.metadata.name ==': "
+        ),
+        "{}",
+        condition.message
+    );
     manager.shutdown().await.unwrap();
 }
