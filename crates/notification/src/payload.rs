@@ -61,6 +61,9 @@ pub struct ProviderConfig {
     pub uid: String,
     /// `namespace/name` of `spec.secretRef`, when set: messages about a missing key name it.
     pub secret: Option<String>,
+    /// The commit status' context (or key) for this event, as the Provider's `commitStatusExpr`
+    /// gave it; `None` for the default, [`commit_status_context`].
+    pub commit_status_id: Option<String>,
 }
 
 /// One HTTP request to perform.

@@ -242,12 +242,28 @@ impl Dispatcher {
             )
             .await;
         }
-        let config = self.provider_config(&provider).await.map_err(|e| {
+        let mut config = self.provider_config(&provider).await.map_err(|e| {
             format!(
                 "failed to initialize notifier for provider '{}': {e}",
                 provider.name_any()
             )
         })?;
+        if kind.is_commit_status()
+            && let Some(expr) = provider
+                .spec
+                .commit_status_expr
+                .as_deref()
+                .filter(|e| !e.is_empty())
+        {
+            config.commit_status_id = Some(
+                commit_status_id(expr, &notification, &provider, alert).map_err(|e| {
+                    format!(
+                        "failed to initialize notifier for provider '{}': {e}",
+                        provider.name_any()
+                    )
+                })?,
+            );
+        }
         // Refuse what cannot be sent before it is queued, naming the problem on the Alert.
         payload::plan(&config, &notification).map_err(|e| e.to_string())?;
         let key = (ns.clone(), name.clone());
@@ -417,5 +433,38 @@ async fn warn_on(recorder: &Recorder, alert: &Alert, reason: &str, note: String)
     };
     if let Err(e) = recorder.publish(&event, &alert.object_ref(&())).await {
         tracing::debug!(error = %e, "failed to publish event");
+    }
+}
+
+/// The commit status ID a Provider's `commitStatusExpr` gives for `event`: the expression over
+/// `event`, `provider` and `alert` (the objects as JSON), which must make a string.
+fn commit_status_id(
+    expr: &str,
+    event: &Event,
+    provider: &Provider,
+    alert: &Alert,
+) -> Result<String, String> {
+    let expression = ferroflux_cel::Expression::parse(expr)
+        .map_err(|e| format!("invalid commitStatusExpr: {e}"))?;
+    let mut vars = serde_json::Map::new();
+    for (name, value) in [
+        ("event", serde_json::to_value(event)),
+        ("provider", serde_json::to_value(provider)),
+        ("alert", serde_json::to_value(alert)),
+    ] {
+        vars.insert(name.into(), value.map_err(|e| e.to_string())?);
+    }
+    let value = expression
+        .evaluate(&vars)
+        .map_err(|e| format!("commitStatusExpr: {e}"))?;
+    match value.to_json() {
+        Some(serde_json::Value::String(id)) => Ok(id),
+        other => Err(format!(
+            "commitStatusExpr must evaluate to a string, got {}",
+            other.map_or_else(
+                || "a value with no JSON form".to_string(),
+                |v| v.to_string()
+            )
+        )),
     }
 }

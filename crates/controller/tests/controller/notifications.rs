@@ -929,3 +929,83 @@ async fn receiver_filters_choose_which_objects_are_reconciled() {
     );
     manager.shutdown().await.unwrap();
 }
+
+/// A commit-status Provider's `commitStatusExpr` names the status (GitLab's `name`) from
+/// `event`, `provider` and `alert`; an expression that does not evaluate to a string is
+/// reported on the Alert and nothing is sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn commit_status_expr_names_the_status() {
+    let (_cluster, client, config) = cluster("status-expr").await;
+    let gitlab = std::sync::Arc::new(WebhookSink::start());
+    let address = format!("{}/platform/fleet.git", gitlab.url());
+    for object in [
+        json!({"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "gitlab-token", "namespace": "flux-system"},
+               "stringData": {"token": "glpat"}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+               "metadata": {"name": "gitlab", "namespace": "flux-system"},
+               "spec": {"type": "gitlab", "address": address, "secretRef": {"name": "gitlab-token"},
+                        "commitStatusExpr": "(event.involvedObject.kind + '/' + event.involvedObject.name + '/' + provider.metadata.name + '/' + alert.metadata.name).lowerAscii()"}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+               "metadata": {"name": "status", "namespace": "flux-system"},
+               "spec": {"providerRef": {"name": "gitlab"},
+                        "eventSources": [{"kind": "Kustomization", "name": "apps"}]}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Provider",
+               "metadata": {"name": "not-a-string", "namespace": "flux-system"},
+               "spec": {"type": "gitlab", "address": address, "secretRef": {"name": "gitlab-token"},
+                        "commitStatusExpr": "size(event.involvedObject.name)"}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1beta3", "kind": "Alert",
+               "metadata": {"name": "broken", "namespace": "flux-system"},
+               "spec": {"providerRef": {"name": "not-a-string"},
+                        "eventSources": [{"kind": "Kustomization", "name": "apps"}]}}),
+    ] {
+        create(&client, object).await;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let mut settings = ManagerConfig::local(work.path().join("storage"));
+    settings.events_addr = Some(([127, 0, 0, 1], 0).into());
+    let manager = Manager::start(client.clone(), config, settings)
+        .await
+        .unwrap();
+    let url = manager.events_url().unwrap().to_string();
+    let sha = "0123456789abcdef0123456789abcdef01234567";
+    let event = json!({
+        "involvedObject": {"kind": "Kustomization", "namespace": "flux-system", "name": "apps",
+                           "apiVersion": "kustomize.toolkit.fluxcd.io/v1"},
+        "severity": "error", "timestamp": "2026-12-01T10:00:00Z",
+        "message": "health check failed", "reason": "HealthCheckFailed",
+        "metadata": {"kustomize.toolkit.fluxcd.io/revision": format!("main@sha1:{sha}")},
+        "reportingController": "kustomize-controller"
+    });
+    let (status, _) = http_post(
+        &format!("{url}/"),
+        &[],
+        &serde_json::to_vec(&event).unwrap(),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let got = wait_for(&gitlab, 2).await;
+    assert_eq!(
+        got[0].path,
+        format!(
+            "/api/v4/projects/platform%2Ffleet/repository/commits/{sha}/statuses?name=kustomization%2Fapps%2Fgitlab%2Fstatus"
+        )
+    );
+    let posted: Value = serde_json::from_slice(&got[1].body).unwrap();
+    assert_eq!(posted["name"], "kustomization/apps/gitlab/status");
+    let notes = eventually("the broken Alert's event", || async {
+        let notes = alert_events(&client, "broken").await;
+        (!notes.is_empty()).then_some(notes)
+    })
+    .await;
+    assert_eq!(
+        notes[0],
+        "NotificationDispatchFailed failed to dispatch notification for Kustomization/flux-system/apps: failed to initialize notifier for provider 'not-a-string': commitStatusExpr must evaluate to a string, got 4"
+    );
+    assert_eq!(
+        gitlab.received().len(),
+        2,
+        "nothing sent for the broken Provider"
+    );
+    manager.shutdown().await.unwrap();
+}

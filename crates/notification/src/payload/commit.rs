@@ -99,9 +99,13 @@ pub fn parse_git_address(address: &str) -> Result<(String, String), PayloadError
     Ok((format!("{scheme}://{host}"), id.to_string()))
 }
 
-/// The commit status context: `<kind>/<name>/<cluster>` when the cluster is known, else Flux's
+/// The commit status context: what the Provider's `commitStatusExpr` gave, else
+/// `<kind>/<name>/<cluster>` when the cluster is known, else Flux's
 /// `<kind>/<name>/<first part of the provider's UID>`; lower case.
 pub fn commit_status_context(provider: &ProviderConfig, event: &Event) -> String {
+    if let Some(id) = &provider.commit_status_id {
+        return id.clone();
+    }
     let last = match event.cluster() {
         Some(cluster) => cluster.to_string(),
         None => provider
