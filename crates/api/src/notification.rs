@@ -44,7 +44,7 @@ pub struct ProviderSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 2048))]
     pub channel: Option<String>,
-    /// A CEL expression for the commit status context (not evaluated by ferroflux).
+    /// A CEL expression over `event`, `provider` and `alert` naming the commit status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit_status_expr: Option<String>,
     /// Deprecated and unused in v1beta3.
