@@ -98,6 +98,33 @@ async fn alert_events(client: &kube::Client, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// The HelmReleases of `flux-system`, read as plain objects.
+fn helm_releases(client: &kube::Client) -> Api<kube::api::DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        "flux-system",
+        &kube::api::ApiResource {
+            group: "helm.toolkit.fluxcd.io".into(),
+            version: "v2".into(),
+            api_version: "helm.toolkit.fluxcd.io/v2".into(),
+            kind: "HelmRelease".into(),
+            plural: "helmreleases".into(),
+        },
+    )
+}
+
+/// Whether the HelmRelease `name` carries a reconcile request (a Receiver annotated it).
+async fn reconcile_requested(client: &kube::Client, name: &str) -> bool {
+    helm_releases(client)
+        .get(name)
+        .await
+        .unwrap()
+        .metadata
+        .annotations
+        .unwrap_or_default()
+        .contains_key("reconcile.fluxcd.io/requestedAt")
+}
+
 fn closed_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -628,17 +655,7 @@ async fn a_nexus_receiver_checks_its_signature_and_generic_oidc_says_why_it_is_n
     })
     .await;
     let url = format!("{base}{path}");
-    let repos: Api<kube::api::DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "flux-system",
-        &kube::api::ApiResource {
-            group: "helm.toolkit.fluxcd.io".into(),
-            version: "v2".into(),
-            api_version: "helm.toolkit.fluxcd.io/v2".into(),
-            kind: "HelmRelease".into(),
-            plural: "helmreleases".into(),
-        },
-    );
+    let repos = helm_releases(&client);
     let annotated = || async {
         repos
             .get("app")
@@ -749,17 +766,7 @@ async fn a_gcr_receiver_accepts_only_a_google_signed_token_for_its_account() {
     );
 
     let url = format!("{base}{path}");
-    let releases: Api<kube::api::DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "flux-system",
-        &kube::api::ApiResource {
-            group: "helm.toolkit.fluxcd.io".into(),
-            version: "v2".into(),
-            api_version: "helm.toolkit.fluxcd.io/v2".into(),
-            kind: "HelmRelease".into(),
-            plural: "helmreleases".into(),
-        },
-    );
+    let releases = helm_releases(&client);
     let annotated = || async {
         releases
             .get("app")
@@ -858,30 +865,7 @@ async fn receiver_filters_choose_which_objects_are_reconciled() {
     })
     .await;
     let url = format!("{base}{path}");
-    let releases: Api<kube::api::DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "flux-system",
-        &kube::api::ApiResource {
-            group: "helm.toolkit.fluxcd.io".into(),
-            version: "v2".into(),
-            api_version: "helm.toolkit.fluxcd.io/v2".into(),
-            kind: "HelmRelease".into(),
-            plural: "helmreleases".into(),
-        },
-    );
-    let annotated = |name: &'static str| {
-        let releases = releases.clone();
-        async move {
-            releases
-                .get(name)
-                .await
-                .unwrap()
-                .metadata
-                .annotations
-                .unwrap_or_default()
-                .contains_key("reconcile.fluxcd.io/requestedAt")
-        }
-    };
+    let annotated = |name: &'static str| reconcile_requested(&client, name);
     let json_type = [("Content-Type", "application/json".to_string())];
 
     // Not JSON: `req` is empty, so `req.image` cannot be read: nothing annotated.
