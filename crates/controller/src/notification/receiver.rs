@@ -164,24 +164,7 @@ async fn reconcile(
     }
     let outcome = match filter_error(&receiver) {
         Some(message) => Err((reason::INVALID_CEL_EXPRESSION, message)),
-        None => match receiver.spec.r#type {
-        // Flux verifies the caller's token against the issuer's keys and runs the provider's
-        // CEL validations over its claims before it trusts a call; ferroflux does not verify
-        // OIDC tokens, and accepting a call without that would let anyone in.
-        ReceiverType::GenericOidc => Err((
-            "UnsupportedType",
-            "receiver type 'generic-oidc' is not supported by ferroflux: it does not verify OIDC tokens against the providers' issuers".to_string(),
-        )),
-        ReceiverType::Gcr => match gcr_identity(client, &receiver).await {
-            Ok(_) => token(client, &receiver)
-                .await
-                .map_err(|e| ("TokenNotFound", e.to_string())),
-            Err(e) => Err(("TokenNotFound", e.to_string())),
-        },
-        _ => token(client, &receiver)
-            .await
-            .map_err(|e| ("TokenNotFound", e.to_string())),
-        },
+        None => token_for(client, &receiver).await,
     };
     {
         let mut conditions = Conditions::of(&mut status.conditions, generation, Timestamp::now());
@@ -237,6 +220,31 @@ async fn reconcile(
         tracing::debug!(error = %e, "failed to publish event");
     }
     Ok(Action::requeue(interval))
+}
+
+/// The Receiver's token once its type's own checks pass, or Flux's reason and message why not.
+async fn token_for(
+    client: &kube::Client,
+    receiver: &Receiver,
+) -> Result<String, (&'static str, String)> {
+    match receiver.spec.r#type {
+        // Flux verifies the caller's token against the issuer's keys and runs the provider's
+        // CEL validations over its claims before it trusts a call; ferroflux does not verify
+        // OIDC tokens, and accepting a call without that would let anyone in.
+        ReceiverType::GenericOidc => Err((
+            "UnsupportedType",
+            "receiver type 'generic-oidc' is not supported by ferroflux: it does not verify OIDC tokens against the providers' issuers".to_string(),
+        )),
+        ReceiverType::Gcr => match gcr_identity(client, receiver).await {
+            Ok(_) => token(client, receiver)
+                .await
+                .map_err(|e| ("TokenNotFound", e.to_string())),
+            Err(e) => Err(("TokenNotFound", e.to_string())),
+        },
+        _ => token(client, receiver)
+            .await
+            .map_err(|e| ("TokenNotFound", e.to_string())),
+    }
 }
 
 /// Why the Receiver's CEL filters cannot be used, in notification-controller's words: the
