@@ -1,12 +1,13 @@
 //! An interpreter for the subset of Google's Common Expression Language (CEL) that Flux users
-//! write in a Kustomization's `healthCheckExprs` and in `dependsOn[].readyExpr`, evaluated over
+//! write in `healthCheckExprs`, `dependsOn[].readyExpr`, a Receiver's `resourceFilter` and a
+//! Provider's `commitStatusExpr`, evaluated over
 //! JSON objects (`serde_json::Value`), with the semantics and error wording of cel-go as Flux
 //! configures it (cross-type numeric comparisons, optional types, the strings, sets and base64
 //! extensions).
 //!
 //! This crate owns the language only: lexing, parsing, evaluation and the error messages users
-//! see. It must not touch Kubernetes objects beyond the JSON it is given, nor decide health: the
-//! Kustomization controller maps results to statuses.
+//! see. It must not touch Kubernetes objects beyond the JSON it is given, nor decide health or
+//! what is reconciled: the controllers map results to statuses and actions.
 //!
 //! The subset:
 //! - literals: int (decimal, `0x` hex), uint (`1u`), double (`1.5`, `1e3`), strings in single,
