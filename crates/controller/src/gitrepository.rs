@@ -8,7 +8,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::finalizer;
 use crate::metrics::{Metrics, SOURCE_CONTROLLER};
 use crate::sourcefetch;
 use crate::sourceloop;
@@ -256,13 +255,8 @@ pub async fn reconcile(
 ) -> Result<Reconciled, ReconcileError> {
     let api: Api<GitRepository> = Api::namespaced(client.clone(), ns);
     let key = ObjectKey::new(ns, name);
-    let Some(obj) = finalizer::begin(&api, name, |_| async {
-        settings
-            .storage
-            .remove_all(&key)
-            .map_err(ReconcileError::from)
-    })
-    .await?
+    let Some(obj) =
+        sourceloop::begin_stored::<_, ReconcileError>(&api, name, &settings.storage, &key).await?
     else {
         return Ok(Reconciled::default());
     };

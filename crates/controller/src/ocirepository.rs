@@ -21,7 +21,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::finalizer;
 pub use crate::gitrepository::Reconciled;
 use crate::metrics::{Metrics, SOURCE_CONTROLLER};
 use crate::sourcefetch::FetchError;
@@ -527,13 +526,8 @@ pub async fn reconcile(
 ) -> Result<Reconciled, ReconcileError> {
     let api: Api<OCIRepository> = Api::namespaced(client.clone(), ns);
     let key = ObjectKey::of_kind(STORAGE_KIND, ns, name);
-    let Some(obj) = finalizer::begin(&api, name, |_| async {
-        settings
-            .storage
-            .remove_all(&key)
-            .map_err(ReconcileError::from)
-    })
-    .await?
+    let Some(obj) =
+        sourceloop::begin_stored::<_, ReconcileError>(&api, name, &settings.storage, &key).await?
     else {
         return Ok(Reconciled::default());
     };

@@ -324,6 +324,24 @@ where
     Ok(())
 }
 
+/// [`crate::finalizer::begin`] for a source whose artifacts are kept in `storage` under `key`:
+/// when the object is being deleted, its stored artifacts go before its finalizer does.
+pub(crate) async fn begin_stored<K, E>(
+    api: &Api<K>,
+    name: &str,
+    storage: &ferroflux_source::Storage,
+    key: &ferroflux_source::ObjectKey,
+) -> Result<Option<K>, E>
+where
+    K: FluxObject,
+    E: From<kube::Error> + From<ferroflux_source::Error>,
+{
+    crate::finalizer::begin(api, name, |_| async {
+        storage.remove_all(key).map_err(E::from)
+    })
+    .await
+}
+
 /// The data of Secret `ns/name` (`data` and `stringData`), or Flux's message why not.
 pub(crate) async fn secret_data(
     client: &kube::Client,
