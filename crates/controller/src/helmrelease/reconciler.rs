@@ -1941,40 +1941,23 @@ async fn finalize(
                     .map_err(|f| f.message)?;
                 let target =
                     ReleaseRef::new(&hr.release_name(), &hr.target_namespace(), storage_ns);
-                actions
-                    .uninstall(&target, &uninstall_options(hr))
-                    .await
-                    .map_err(|e| e.to_string())
+                uninstall_announced(ctx, hr, &actions, &target).await
             }
             .await;
-            match outcome {
-                Ok(Some(rel)) => {
-                    let message = uninstalled(&rel);
-                    publish(
-                        ctx,
-                        hr,
-                        EventType::Normal,
-                        hr_reason::UNINSTALL_SUCCEEDED,
-                        message,
-                    )
-                    .await;
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    let message = format!(
-                        "Helm uninstall failed for release {}: {e}",
-                        hr.release_name()
-                    );
-                    publish(
-                        ctx,
-                        hr,
-                        EventType::Warning,
-                        hr_reason::UNINSTALL_FAILED,
-                        message,
-                    )
-                    .await;
-                    return Ok(Action::requeue(Duration::from_secs(10)));
-                }
+            if let Err(e) = outcome {
+                let message = format!(
+                    "Helm uninstall failed for release {}: {e}",
+                    hr.release_name()
+                );
+                publish(
+                    ctx,
+                    hr,
+                    EventType::Warning,
+                    hr_reason::UNINSTALL_FAILED,
+                    message,
+                )
+                .await;
+                return Ok(Action::requeue(Duration::from_secs(10)));
             }
         }
         if let Some(helm_chart) = status.helm_chart.as_deref()
@@ -2031,30 +2014,18 @@ async fn uninstall_moved(
         "release target configuration changed (chart name or release namespace/name): running uninstall for current release"
     );
     let target = ReleaseRef::new(&old.name, &old.namespace, &old.storage_namespace);
-    match actions.uninstall(&target, &uninstall_options(obj)).await {
-        Ok(Some(rel)) => {
-            let message = uninstalled(&rel);
-            publish(
-                ctx,
-                obj,
-                EventType::Normal,
-                hr_reason::UNINSTALL_SUCCEEDED,
-                message,
-            )
-            .await;
-        }
-        Ok(None) => {}
-        Err(e) => {
-            return Err(Failure::retry(
+    uninstall_announced(ctx, obj, actions, &target)
+        .await
+        .map_err(|e| {
+            Failure::retry(
                 hr_reason::UNINSTALL_FAILED,
                 format!(
                     "Helm uninstall failed for release {}/{}: {e}",
                     old.namespace, old.name
                 ),
                 retry,
-            ));
-        }
-    }
+            )
+        })?;
     let status = obj.status.get_or_insert_with(Default::default);
     status.history = None;
     status.failures = None;
@@ -2064,16 +2035,37 @@ async fn uninstall_moved(
     Ok(())
 }
 
-/// helm-controller's message of a release it uninstalled.
-fn uninstalled(rel: &Release) -> String {
-    format!(
-        "Helm uninstall succeeded for release {}/{}.v{} with chart {}@{}",
-        rel.namespace,
-        rel.name,
-        rel.version,
-        rel.chart_name(),
-        rel.chart_version()
-    )
+/// Uninstalls `target` with `hr`'s `spec.uninstall`; a release that was there is announced
+/// with helm-controller's event. Errs with the action's message.
+async fn uninstall_announced(
+    ctx: &Context,
+    hr: &HelmRelease,
+    actions: &Actions,
+    target: &ReleaseRef,
+) -> Result<(), String> {
+    let gone = actions
+        .uninstall(target, &uninstall_options(hr))
+        .await
+        .map_err(|e| e.to_string())?;
+    if let Some(rel) = gone {
+        let message = format!(
+            "Helm uninstall succeeded for release {}/{}.v{} with chart {}@{}",
+            rel.namespace,
+            rel.name,
+            rel.version,
+            rel.chart_name(),
+            rel.chart_version()
+        );
+        publish(
+            ctx,
+            hr,
+            EventType::Normal,
+            hr_reason::UNINSTALL_SUCCEEDED,
+            message,
+        )
+        .await;
+    }
+    Ok(())
 }
 
 /// Flux's `uninstall.deletionPropagation` as the API server's policy (`background` unset).
