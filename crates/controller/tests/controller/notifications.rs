@@ -125,6 +125,18 @@ async fn reconcile_requested(client: &kube::Client, name: &str) -> bool {
         .contains_key("reconcile.fluxcd.io/requestedAt")
 }
 
+/// The address of Receiver `name`'s webhook on `manager`, once its status gives the path.
+async fn hook_url(manager: &Manager, client: &kube::Client, name: &str) -> String {
+    let base = manager.receiver_url().unwrap().to_string();
+    let receivers: Api<Receiver> = Api::namespaced(client.clone(), "flux-system");
+    let what = format!("the {name} Receiver's webhook path");
+    let path = eventually(&what, || async {
+        receivers.get(name).await.ok()?.status?.webhook_path
+    })
+    .await;
+    format!("{base}{path}")
+}
+
 fn closed_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -648,13 +660,8 @@ async fn a_nexus_receiver_checks_its_signature_and_generic_oidc_says_why_it_is_n
     let manager = Manager::start(client.clone(), config, settings)
         .await
         .unwrap();
-    let base = manager.receiver_url().unwrap().to_string();
+    let url = hook_url(&manager, &client, "nexus").await;
     let receivers: Api<Receiver> = Api::namespaced(client.clone(), "flux-system");
-    let path = eventually("the nexus Receiver's webhook path", || async {
-        receivers.get("nexus").await.ok()?.status?.webhook_path
-    })
-    .await;
-    let url = format!("{base}{path}");
     let repos = helm_releases(&client);
     let annotated = || async {
         repos
@@ -748,12 +755,8 @@ async fn a_gcr_receiver_accepts_only_a_google_signed_token_for_its_account() {
     let manager = Manager::start(client.clone(), config, settings)
         .await
         .unwrap();
-    let base = manager.receiver_url().unwrap().to_string();
+    let url = hook_url(&manager, &client, "gcr").await;
     let receivers: Api<Receiver> = Api::namespaced(client.clone(), "flux-system");
-    let path = eventually("the GCR Receiver's webhook path", || async {
-        receivers.get("gcr").await.ok()?.status?.webhook_path
-    })
-    .await;
     let condition = eventually("the Receiver without an email, not ready", || async {
         let status = receivers.get("gcr-no-email").await.ok()?.status?;
         status.conditions?.into_iter().find(|c| c.type_ == "Ready")
@@ -765,7 +768,6 @@ async fn a_gcr_receiver_accepts_only_a_google_signed_token_for_its_account() {
         "invalid 'flux-system/gcr-no-email' secret data: required field 'email' for GCR receiver"
     );
 
-    let url = format!("{base}{path}");
     let releases = helm_releases(&client);
     let annotated = || async {
         releases
@@ -858,13 +860,8 @@ async fn receiver_filters_choose_which_objects_are_reconciled() {
     let manager = Manager::start(client.clone(), config, settings)
         .await
         .unwrap();
-    let base = manager.receiver_url().unwrap().to_string();
+    let url = hook_url(&manager, &client, "images").await;
     let receivers: Api<Receiver> = Api::namespaced(client.clone(), "flux-system");
-    let path = eventually("the images Receiver's webhook path", || async {
-        receivers.get("images").await.ok()?.status?.webhook_path
-    })
-    .await;
-    let url = format!("{base}{path}");
     let annotated = |name: &'static str| reconcile_requested(&client, name);
     let json_type = [("Content-Type", "application/json".to_string())];
 
