@@ -37,6 +37,17 @@ pub enum Error {
         /// What Git said, credentials scrubbed.
         detail: String,
     },
+    /// Writing a commit on top of the fetched one failed (image automation).
+    #[error("failed to commit: {0}")]
+    Commit(String),
+    /// The remote refused a push, or the push could not be sent (image automation).
+    #[error("failed to push to '{url}': {detail}")]
+    Push {
+        /// The URL, without user info.
+        url: String,
+        /// What went wrong, credentials scrubbed.
+        detail: String,
+    },
     /// The remote has no commits at all.
     #[error("git repository is empty: '{url}' has no branches or tags")]
     EmptyRepository {
@@ -101,7 +112,9 @@ impl Error {
         match self {
             Error::InvalidUrl { .. } => reason::URL_INVALID,
             Error::InvalidSecret(_) | Error::Authentication { .. } => reason::AUTHENTICATION_FAILED,
-            Error::Git { .. } | Error::InvalidRef(_) => reason::GIT_OPERATION_FAILED,
+            Error::Git { .. } | Error::InvalidRef(_) | Error::Commit(_) | Error::Push { .. } => {
+                reason::GIT_OPERATION_FAILED
+            }
             Error::EmptyRepository { .. } => reason::EMPTY_GIT_REPOSITORY,
             Error::FileTooLarge { .. } | Error::ArtifactTooLarge { .. } | Error::Archive(_) => {
                 reason::ARCHIVE_OPERATION_FAILED

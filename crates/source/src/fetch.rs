@@ -147,7 +147,7 @@ impl Default for FetchOptions {
 }
 
 /// Keeps what a transport needs alive, and what it learnt about failures.
-enum Diagnostics {
+pub(crate) enum Diagnostics {
     Http(Arc<Mutex<HttpOutcome>>),
     Ssh(SshSetup),
     File,
@@ -230,7 +230,14 @@ impl GitSource {
     }
 
     fn transport(&self) -> Result<(Box<dyn Transport + Send>, Diagnostics)> {
-        use gix::protocol::transport::Protocol;
+        self.transport_for(gix::protocol::transport::Protocol::V2)
+    }
+
+    /// A transport speaking `protocol` (v2 to fetch; v1 to push, which v2 cannot).
+    pub(crate) fn transport_for(
+        &self,
+        protocol: gix::protocol::transport::Protocol,
+    ) -> Result<(Box<dyn Transport + Send>, Diagnostics)> {
         use gix::protocol::transport::client::blocking_io as bio;
         match self.url.scheme {
             Scheme::Http | Scheme::Https => {
@@ -244,7 +251,7 @@ impl GitSource {
                 let t = gix_transport::client::blocking_io::http::Transport::new_http(
                     client,
                     self.url.url.clone(),
-                    Protocol::V2,
+                    protocol,
                     false,
                 );
                 Ok((Box::new(t), Diagnostics::Http(outcome)))
@@ -256,12 +263,12 @@ impl GitSource {
                     disallow_shell: true,
                     kind: Some(bio::ssh::ProgramKind::Ssh),
                 };
-                let t = bio::ssh::connect(self.url.url.clone(), Protocol::V2, options, false)
+                let t = bio::ssh::connect(self.url.url.clone(), protocol, options, false)
                     .map_err(|e| self.git_error(&e))?;
                 Ok((Box::new(t), Diagnostics::Ssh(setup)))
             }
             Scheme::File => {
-                let t = bio::file::connect(self.url.url.path.clone(), Protocol::V2, false)
+                let t = bio::file::connect(self.url.url.path.clone(), protocol, false)
                     .map_err(|e| self.git_error(&e))?;
                 Ok((Box::new(t), Diagnostics::File))
             }
@@ -277,7 +284,11 @@ impl GitSource {
 
     /// Turns a transport failure into an error, using what the transport saw to tell an
     /// authentication failure from any other.
-    fn classify(&self, e: &(dyn std::error::Error + 'static), diag: &Diagnostics) -> Error {
+    pub(crate) fn classify(
+        &self,
+        e: &(dyn std::error::Error + 'static),
+        diag: &Diagnostics,
+    ) -> Error {
         let chain = self.creds.redact(&error_chain(e));
         let url = self.url.display.clone();
         match diag {

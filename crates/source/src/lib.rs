@@ -11,13 +11,16 @@
 //!
 //! Must not touch: Kubernetes (no client, no CRD types, no status writing — the reconciler in
 //! `crates/controller` maps [`Outcome`] and [`Error`] onto conditions and events), and nothing
-//! outside the storage root and its own temporary directories.
+//! outside the storage root and its own temporary directories. The one write to a remote is
+//! image automation's: a commit on top of a fetched one, pushed back ([`Fetched::commit_files`],
+//! [`GitSource::push`]).
 
 mod artifact;
 mod credentials;
 mod error;
 mod fetch;
 mod http;
+mod push;
 /// Masterminds semver, now shared from its own crate.
 pub use ferroflux_semver as semver;
 mod server;
@@ -32,6 +35,7 @@ pub use artifact::{
 pub use credentials::Credentials;
 pub use error::{Error, Result, reason};
 pub use fetch::{DEFAULT_BRANCH, FetchOptions, Fetched, GitRef, GitSource, RemoteRef, Resolved};
+pub use push::{CommitSigner, NewCommit, RefUpdate, Signature, clean_path};
 pub use server::{router, serve};
 pub use sourceignore::{DEFAULT_EXCLUDES, IGNORE_FILE, VCS_EXCLUDES};
 pub use storage::{Artifact, KEEP_ARTIFACTS, ObjectKey, Storage};

@@ -1,6 +1,7 @@
 //! The Git source's integration tests, one test binary: fetching and packing against real
 //! servers (`git http-backend` and sshd from `ferroflux-testkit`) and repositories made by the
-//! `git` program (`repo`).
+//! `git` program (`repo`); pushing back what image automation commits (`push`).
 
+mod push;
 mod repo;
 mod source;
