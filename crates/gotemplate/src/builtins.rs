@@ -149,6 +149,11 @@ fn length(item: &Val) -> Result<usize, String> {
     match item {
         Val::Missing => Err("reflect: call of reflect.Value.Type on zero Value".into()),
         Val::Iface(Value::Nil) | Val::Concrete(Value::Nil) => Err("len of nil pointer".into()),
+        Val::Iface(Value::Object(o)) | Val::Concrete(Value::Object(o))
+            if o.map_entries().is_some() =>
+        {
+            Ok(o.map_entries().map_or(0, |e| e.len()))
+        }
         Val::Iface(v) | Val::Concrete(v) => match &inner(v) {
             Value::String(s) => Ok(crate::gostr::byte_len(s)),
             Value::Bytes(b) => Ok(b.len()),

@@ -333,6 +333,22 @@ impl<'t> State<'t, '_> {
         let mark = self.vars.len();
         let mut v = val.indirect().cloned();
         if let Some(Value::Object(o)) = &v
+            && let Some(entries) = o.map_entries()
+        {
+            // A Go map with non-string keys, already in Go's key order.
+            let ran = self.iterate(
+                r,
+                mark,
+                entries
+                    .into_iter()
+                    .map(|(k, item)| (Val::Concrete(k), Val::Iface(item))),
+            )?;
+            if !ran && let Some(e) = &r.else_list {
+                self.walk_list(dot, e)?;
+            }
+            return Ok(());
+        }
+        if let Some(Value::Object(o)) = &v
             && let Some(inner) = o.as_value()
         {
             v = Some(inner);

@@ -515,6 +515,15 @@ pub trait Object: Send + Sync {
         None
     }
 
+    /// The entries `range` iterates and `len` counts when the object is a Go map whose keys
+    /// are not strings (a map keyed by a struct, as Flux's `ObjectChanges`), which [`Map`]
+    /// cannot hold. Give them in Go's sorted key order (`range` sorts a map's keys; structs
+    /// compare field by field). The key is what `range $k, $v := …` binds to `$k`. Checked
+    /// before [`Object::as_value`]. Default: not such a map.
+    fn map_entries(&self) -> Option<Vec<(Value, Value)>> {
+        None
+    }
+
     /// Whether the object may be passed where a parameter of type `t` is declared, as Go
     /// assigns a named type to its unnamed underlying type (Helm's `common.Values` is a
     /// `map[string]interface{}`, so `merge .Values …` accepts it). The function then receives
@@ -584,6 +593,49 @@ mod tests {
         let copy = m.shallow_copy();
         copy.insert("j", 2);
         assert!(!m.contains_key("j"));
+    }
+
+    /// A Go map keyed by a struct: `range` binds the host's keys in the order given, `len`
+    /// counts them, and an empty one runs `else`.
+    struct PairKeyed(Vec<(Value, Value)>);
+
+    impl Object for PairKeyed {
+        fn type_name(&self) -> String {
+            "main.PairKeyed".into()
+        }
+        fn kind_name(&self) -> String {
+            "map".into()
+        }
+        fn format(&self) -> String {
+            "map[…]".into()
+        }
+        fn map_entries(&self) -> Option<Vec<(Value, Value)>> {
+            Some(self.0.clone())
+        }
+    }
+
+    #[test]
+    fn host_maps_with_non_string_keys_range_and_len() {
+        let data = Map::new();
+        data.insert(
+            "m",
+            Value::object(PairKeyed(vec![
+                (Value::Int(1), Value::from("one")),
+                (Value::Int(2), Value::from("two")),
+            ])),
+        );
+        data.insert("e", Value::object(PairKeyed(vec![])));
+        let mut t = crate::Template::named("t");
+        t.parse(
+            "t",
+            "{{ range $k, $v := .m }}{{ $k }}={{ $v }};{{ end }}{{ len .m }}\
+             {{ range .m }}[{{ . }}]{{ end }}{{ range .e }}x{{ else }}empty{{ end }}",
+        )
+        .unwrap();
+        assert_eq!(
+            t.execute("t", &Value::Map(data)).unwrap(),
+            "1=one;2=two;2[one][two]empty"
+        );
     }
 
     #[test]
