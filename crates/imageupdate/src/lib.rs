@@ -20,11 +20,11 @@
 //! commit message cases.
 
 mod imageref;
-// pub mod message; (next commit)
+pub mod message;
 mod scalar;
 pub mod setters;
 
-// pub use message::{MessageError, render_message};
+pub use message::{MessageError, render_message};
 pub use setters::{
     Change, Changes, ImagePolicy, ImageRef, ObjectChanges, ObjectId, SetterError, SetterUpdate,
     update_with_setters,
