@@ -620,6 +620,7 @@ mod tests {
 
     #[test]
     fn each_style_is_kept() {
+        // The parser's span of a quoted scalar includes its quotes: they are replaced too.
         let cases = [
             ("t: v1 # M", "t: 1.1.0 # M"),
             ("t: 'v1' # M", "t: '1.1.0' # M"),
@@ -753,6 +754,17 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn offsets_are_bytes_and_crlf_is_kept() {
+        let text = "# 컨테이너\r\nspec: # 컨테이너\r\n  image: \"é:1\" # {\"$imagepolicy\": \"ns:app\"}\r\n  l:\r\n  # {\"$imagepolicy\": \"ns:app:tag\"}\r\n  - ü\r\n";
+        let (new, out) = run("a.yaml", text);
+        assert_eq!(
+            new.unwrap(),
+            "# 컨테이너\r\nspec: # 컨테이너\r\n  image: \"ghcr.io/org/app:1.1.0\" # {\"$imagepolicy\": \"ns:app\"}\r\n  l:\r\n  # {\"$imagepolicy\": \"ns:app:tag\"}\r\n  - 1.1.0\r\n"
+        );
+        assert_eq!(out.changes.changes().len(), 2);
     }
 
     #[test]
