@@ -3,8 +3,9 @@
 //! Owns [`Value`] (nil, bool, `int`, `int64`, `float64`, string, `[]byte`, `[]interface{}`,
 //! `map[string]interface{}` and host objects), [`Map`] (a shared, mutable map: Go maps are
 //! references, and charts rely on `set $d "k" v` changing `$d`), the [`Object`] trait for host
-//! structs with fields and methods, Go's truth rule, Go's type names, and the conversions from and
-//! to `serde_json::Value`. Formatting lives in `fmt`.
+//! structs with fields and methods (and for Go maps with non-string keys,
+//! [`Object::map_entries`]), Go's truth rule, Go's type names, and the conversions from and to
+//! `serde_json::Value`. Formatting lives in `fmt`.
 //!
 //! Containers are behind `Arc`, so cloning a value is cheap whatever its size. Dropping a deeply
 //! nested value is iterative, so 10,000-deep values cannot overflow the stack.
