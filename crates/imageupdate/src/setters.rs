@@ -661,6 +661,15 @@ mod tests {
     }
 
     #[test]
+    fn anchors_and_tags_stay() {
+        let text = "a: &x !!str v1 # {\"$imagepolicy\": \"ns:app:tag\"}\nb: *x\n";
+        assert_eq!(
+            run("a.yaml", text).0.unwrap(),
+            "a: &x !!str 1.1.0 # {\"$imagepolicy\": \"ns:app:tag\"}\nb: *x\n"
+        );
+    }
+
+    #[test]
     fn block_scalars_are_left_alone() {
         let text = "a: | # {\"$imagepolicy\": \"ns:app\"}\n  x\n";
         assert_eq!(run("a.yaml", text).0, None);
