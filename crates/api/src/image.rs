@@ -1,8 +1,8 @@
 //! The image automation kinds of `image.toolkit.fluxcd.io/v1`: `ImageRepository` (a registry
 //! repository whose tags are scanned), `ImagePolicy` (which of those tags is the latest by a
 //! semver range, alphabetical or numerical order) and `ImageUpdateAutomation` (writing the
-//! selected tags back to Git). ferroflux reconciles the first two; the third is stored only, with
-//! Flux's spec and status fields so that objects written for Flux round-trip unchanged.
+//! selected tags back to Git), with Flux's spec and status fields so that objects written for
+//! Flux round-trip unchanged. ferroflux's controller reconciles all three.
 
 use crate::common::{DURATION_PATTERN, LocalObjectReference};
 use crate::helmrepository::AccessFrom;
@@ -382,8 +382,8 @@ pub struct ImagePolicyStatus {
     pub observed_previous_ref: Option<ImageRef>,
 }
 
-/// Writing the tags ImagePolicies select back to a Git repository. Stored only: ferroflux runs
-/// no image automation controller.
+/// Writing the tags ImagePolicies select back to a Git repository (crates/controller's
+/// `imageupdateautomation`).
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "image.toolkit.fluxcd.io",
@@ -555,7 +555,7 @@ pub struct UpdateStrategy {
     pub strategy: Option<String>,
 }
 
-/// Observed state of an ImageUpdateAutomation (written by Flux's automation controller).
+/// Observed state of an ImageUpdateAutomation.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(extend("default" = {"observedGeneration": -1}))]

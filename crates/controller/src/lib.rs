@@ -34,6 +34,7 @@ pub mod helmrelease;
 pub mod helmrepository;
 pub mod imagepolicy;
 pub mod imagerepository;
+pub mod imageupdateautomation;
 pub mod kustomization;
 pub mod leader;
 pub mod manager;

@@ -488,6 +488,15 @@ async fn run_controllers(
         state.metrics.clone(),
         fired(stop_rx.clone()),
     );
+    let (_, image_update_task) = crate::imageupdateautomation::controller(
+        client.clone(),
+        crate::imageupdateautomation::Options {
+            allow_file_urls: config.allow_file_urls,
+        },
+        config.source_concurrency,
+        state.metrics.clone(),
+        fired(stop_rx.clone()),
+    );
     let (_, generator_task) = crate::artifactgenerator::controller(
         client.clone(),
         crate::artifactgenerator::Options::new(storage.clone()),
@@ -515,7 +524,7 @@ async fn run_controllers(
         fired(stop_rx),
     );
     // The source controllers (Git, Helm, OCI and ArtifactGenerator), the Receivers' status
-    // loop and the image reflector run and stop together.
+    // loop, the image reflector and the image automation run and stop together.
     let repo_task = async move {
         futures::join!(
             git_task,
@@ -526,7 +535,8 @@ async fn run_controllers(
             generator_task,
             bucket_task,
             image_repo_task,
-            image_policy_task
+            image_policy_task,
+            image_update_task
         );
     };
     state.metrics.watch_kustomizations(ks_store);
