@@ -126,7 +126,8 @@ pub async fn run(args: DeleteArgs) -> anyhow::Result<ExitCode> {
         Some(resource_of(kind)?.0)
     };
     let cluster = Cluster::connect(&args.kube).await?;
-    // ferroflux ships no image automation CRD: those kinds are what the cluster serves.
+    // The image kinds are found by discovery: a cluster installed before ferroflux shipped
+    // their CRDs does not serve them.
     let resource = match known {
         Some(resource) => resource,
         None => image_resource(&cluster, kind).await?,

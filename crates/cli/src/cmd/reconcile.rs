@@ -1,6 +1,6 @@
 //! `ferroflux reconcile kustomization NAME [--with-source]`, `reconcile helmrelease NAME
 //! [--with-source] [--force] [--reset]`, `reconcile source git|helm|chart|oci|bucket NAME`,
-//! `reconcile receiver NAME` and `reconcile image repository|policy NAME` (`alert` and
+//! `reconcile receiver NAME` and `reconcile image repository|policy|update NAME` (`alert` and
 //! `alert-provider` answer that they have no reconciler):
 //! ask the controller for an immediate reconciliation (`reconcile.fluxcd.io/requestedAt`), wait
 //! with a spinner until the controller has handled a request (`status.lastHandledReconcileAt`
@@ -82,6 +82,8 @@ enum ImageTarget {
     Repository { name: String },
     /// Select an ImagePolicy's latest image now and wait for it.
     Policy { name: String },
+    /// Run an ImageUpdateAutomation now and wait for it.
+    Update { name: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -156,6 +158,11 @@ pub async fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
             Target::Image(ImageTarget::Policy { name }) => {
                 let policy: ImagePolicy = fluxobj::get_object(&cluster, ns, name).await?;
                 reconcile_one(&cluster, ns, &policy, deadline).await
+            }
+            Target::Image(ImageTarget::Update { name }) => {
+                let update: ferroflux_api::ImageUpdateAutomation =
+                    fluxobj::get_object(&cluster, ns, name).await?;
+                reconcile_one(&cluster, ns, &update, deadline).await
             }
             Target::Source(SourceTarget::Oci { name }) => {
                 let repo: OCIRepository = fluxobj::get_object(&cluster, ns, name).await?;

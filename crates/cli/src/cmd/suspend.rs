@@ -122,10 +122,6 @@ pub async fn run(args: SuspendArgs, mode: Mode) -> anyhow::Result<ExitCode> {
         Target::Image(ImageTarget::Policy(names)) => {
             act::<ImagePolicy>(&args.kube, names, mode).await
         }
-        // Resuming waits for a reconcile that no controller here would make.
-        Target::Image(ImageTarget::Update(_)) if mode == Mode::Resume => Err(anyhow!(
-            "ferroflux runs no image automation controller: an ImageUpdateAutomation cannot be resumed here"
-        )),
         Target::Image(ImageTarget::Update(names)) => {
             act::<ImageUpdateAutomation>(&args.kube, names, mode).await
         }

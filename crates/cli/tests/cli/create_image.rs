@@ -1,9 +1,8 @@
 //! `ferroflux create image repository|policy|update` and `delete image ...` against a
 //! devcluster without the image reflector: without the image CRDs (a cluster installed before
-//! ferroflux shipped them), a clear refusal and nothing written; with ferroflux's image CRDs, an
-//! ImageUpdateAutomation is created with flux's lines and said plainly not to be acted on (no
-//! controller here writes to Git), the repository and policy written from their `--export`
-//! (their create-and-wait flow is image_reflector.rs's), read back with kubectl, and all three
+//! ferroflux shipped them), a clear refusal and nothing written; with ferroflux's image CRDs, the
+//! repository, policy and automation written from their `--export` (their create-and-wait flows
+//! are image_reflector.rs's and image_automation.rs's), read back with kubectl, and all three
 //! deleted with flux's lines. flux's `--export` goldens are run by the unit tests of
 //! `create/image.rs`.
 
@@ -106,7 +105,7 @@ fn image_objects_are_stored_and_deleted() {
     assert_eq!(got["spec"]["policy"]["semver"]["range"], "5.0.x");
     assert_eq!(got["spec"]["digestReflectionPolicy"], "Always");
 
-    // ImageUpdateAutomation: stored, and said plainly not to be acted on here.
+    // The automation too (its create-and-wait flow is image_automation.rs's).
     let out = run(&[
         "create",
         "image",
@@ -116,17 +115,10 @@ fn image_objects_are_stored_and_deleted() {
         "--checkout-branch=main",
         "--author-name=flux",
         "--author-email=flux@example.com",
+        "--export",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(
-        stderr(&out),
-        format!(
-            "✚ generating ImageUpdateAutomation\n► applying ImageUpdateAutomation\n\
-             ✔ ImageUpdateAutomation created\n⚠\u{fe0f} ImageUpdateAutomation {NS}/flux-system is \
-             stored, but ferroflux runs no image automation controller: nothing will write \
-             updates back to Git\n"
-        )
-    );
+    kubectl.ok(&["apply", "-f", "-"], &crate::run::stdout(&out));
     let got = kubectl.json(&["get", "imageupdateautomation", "flux-system", "-n", NS]);
     assert_eq!(got["spec"]["git"]["checkout"]["ref"]["branch"], "main");
 

@@ -46,6 +46,7 @@ mod helmrelease;
 mod helmrelease_controllers;
 mod helmsources;
 mod image;
+mod image_automation;
 mod image_reflector;
 mod install;
 mod kustomization_goldens;

@@ -3,9 +3,8 @@
 //! `flux create image ...` writes them, with flux's flags and messages. `--export` prints them.
 //! Otherwise each is created (or its labels and spec replaced) when the cluster serves its CRD;
 //! an ImageRepository or ImagePolicy is then waited on until ferroflux's image reflector reports
-//! it ready, as flux waits. ferroflux runs no image automation controller, so for an
-//! ImageUpdateAutomation the command says plainly that nothing will write updates back to Git
-//! instead of waiting for a Ready that would never come.
+//! it ready, as flux waits, and an ImageUpdateAutomation until ferroflux's image automation
+//! reports it ready.
 //! The kinds are found by discovery, so that a cluster installed before ferroflux shipped their
 //! CRDs gets a clear error; `delete image` shares [`image_resource`].
 
@@ -398,16 +397,14 @@ pub async fn run(kube: &KubeArgs, what: &ImageTarget) -> anyhow::Result<ExitCode
     match what {
         ImageTarget::Repository(_) => wait::<ImageRepository>(&cluster, ns, name, deadline).await?,
         ImageTarget::Policy(_) => wait::<ImagePolicy>(&cluster, ns, name, deadline).await?,
-        // flux would wait for the image automation controller here; none runs beside
-        // ferroflux, so a wait could only time out.
-        ImageTarget::Update(_) => progress::warning(format!(
-            "{kind} {ns}/{name} is stored, but ferroflux runs no image automation controller: nothing will write updates back to Git"
-        )),
+        ImageTarget::Update(_) => {
+            wait::<ferroflux_api::ImageUpdateAutomation>(&cluster, ns, name, deadline).await?
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// flux's tail of `create image repository|policy`: wait for the image reflector's Ready.
+/// flux's tail of `create image ...`: wait for the image controllers' Ready.
 async fn wait<K: FluxObject>(
     cluster: &Cluster,
     ns: &str,
