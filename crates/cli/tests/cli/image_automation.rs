@@ -11,6 +11,7 @@
 //! Bad input, each with the message a user reads in the Ready condition and nothing pushed: a
 //! template using the removed `.Updated` field (Stalled), a GitRepository that does not exist, and a push branch that cannot be inferred.
 
+use crate::image_reflector::push;
 use crate::run::{ferroflux, runtime, stderr};
 use ferroflux_api::ImageUpdateAutomation;
 use ferroflux_testkit::{
@@ -22,32 +23,6 @@ use std::process::Command;
 
 const NS: &str = "images";
 const PASSWORD: &str = "automation-pa55";
-
-fn push_tag(host: &str, tag: &str) {
-    let src = tempfile::tempdir().unwrap();
-    std::fs::write(
-        src.path().join("cm.yaml"),
-        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: podinfo\ndata:\n  v: {tag}\n"),
-    )
-    .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_ferroflux"))
-        .args([
-            "push",
-            "artifact",
-            &format!("oci://{host}/stefanprodan/podinfo:{tag}"),
-            "--path",
-        ])
-        .arg(src.path())
-        .args(["--source", "https://github.com/stefanprodan/podinfo"])
-        .args([
-            "--revision",
-            &format!("{tag}@sha1:67e2c98a60dc92283531412a9e604dd4bae005a9"),
-        ])
-        .env("DOCKER_CONFIG", "/nonexistent")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-}
 
 /// The fleet repository: `<root>/fleet.git`, served, and a work tree that made it.
 fn fleet(host: &str) -> tempfile::TempDir {
@@ -161,7 +136,7 @@ fn automation_commits_and_pushes_the_latest_images() {
     let reg = Registry::start(RegistryOptions::default());
     let host = reg.host();
     for tag in ["5.0.0", "5.0.3", "6.0.0"] {
-        push_tag(&host, tag);
+        push(&host, tag);
     }
     let root = fleet(&host);
     let server = GitHttpServer::start(
@@ -318,7 +293,7 @@ spec:
     );
 
     // A newer tag: the policy moves to it, and the automation commits on top.
-    push_tag(&host, "5.0.4");
+    push(&host, "5.0.4");
     kubectl.ok(
         &[
             "annotate",

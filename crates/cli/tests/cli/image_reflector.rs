@@ -79,7 +79,8 @@ fn relayout(table: &str, f: impl Fn(&str) -> String) -> String {
     out
 }
 
-fn push(host: &str, tag: &str) -> String {
+/// Pushes a small artifact as `<host>/stefanprodan/podinfo:<tag>`; returns its digest.
+pub(crate) fn push(host: &str, tag: &str) -> String {
     let src = tempfile::tempdir().unwrap();
     std::fs::write(
         src.path().join("deployment.yaml"),
