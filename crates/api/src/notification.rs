@@ -385,7 +385,7 @@ pub struct ReceiverSpec {
     )]
     #[schemars(regex(pattern = DURATION_PATTERN))]
     pub interval: Option<String>,
-    /// OIDC issuers for `generic-oidc` (not supported by ferroflux).
+    /// OIDC issuers for `generic-oidc`: the one whose URL is the token's `iss` verifies it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-list-map-keys" = ["issuerURL"], "x-kubernetes-list-type" = "map"))]
     pub oidc_providers: Option<Vec<OidcProvider>>,

@@ -6,7 +6,11 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ring::signature::{RSA_PKCS1_2048_8192_SHA256, RsaPublicKeyComponents};
+use ring::signature::{
+    ECDSA_P256_SHA256_FIXED, ECDSA_P384_SHA384_FIXED, RSA_PKCS1_2048_8192_SHA256,
+    RSA_PKCS1_2048_8192_SHA384, RSA_PKCS1_2048_8192_SHA512, RsaPublicKeyComponents,
+    UnparsedPublicKey,
+};
 use serde_json::Value;
 
 /// Where Google publishes the keys its ID tokens are signed with (JWK set).
@@ -34,54 +38,7 @@ fn decode_part(part: &str, what: &str) -> Result<Vec<u8>, InvalidToken> {
 /// `{"keys": [{"kid", "kty": "RSA", "n", "e"}, ...]}`), its audience is `audience` and it has
 /// not expired at `now` (Unix seconds).
 pub fn verify(token: &str, keys: &Value, audience: &str, now: i64) -> Result<Value, InvalidToken> {
-    let mut parts = token.split('.');
-    let (Some(header), Some(payload), Some(signature), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(invalid("the token is not a JWT"));
-    };
-    let header: Value = serde_json::from_slice(&decode_part(header, "header")?)
-        .map_err(|_| invalid("the token's header is not JSON"))?;
-    let alg = header
-        .get("alg")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if alg != "RS256" {
-        return Err(invalid(format!(
-            "the token is signed with {alg:?}, expected RS256"
-        )));
-    }
-    let kid = header
-        .get("kid")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let key = keys
-        .get("keys")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find(|k| k.get("kid").and_then(Value::as_str) == Some(kid))
-        .ok_or_else(|| invalid(format!("no signing key {kid:?} among Google's keys")))?;
-    let component = |name: &str| {
-        key.get(name)
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid(format!("signing key {kid:?} has no {name:?}")))
-            .and_then(|v| decode_part(v, "key"))
-    };
-    let public = RsaPublicKeyComponents {
-        n: component("n")?,
-        e: component("e")?,
-    };
-    let signed = &token[..header_and_payload_len(token)];
-    public
-        .verify(
-            &RSA_PKCS1_2048_8192_SHA256,
-            signed.as_bytes(),
-            &decode_part(signature, "signature")?,
-        )
-        .map_err(|_| invalid("the token's signature does not verify"))?;
-    let claims: Value = serde_json::from_slice(&decode_part(payload, "payload")?)
-        .map_err(|_| invalid("the token's payload is not JSON"))?;
+    let claims = verified_claims(token, keys, "Google's")?;
     let audiences: Vec<&str> = match claims.get("aud") {
         Some(Value::String(a)) => vec![a.as_str()],
         Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
@@ -98,6 +55,96 @@ pub fn verify(token: &str, keys: &Value, audience: &str, now: i64) -> Result<Val
         return Err(invalid("the token has expired"));
     }
     Ok(claims)
+}
+
+/// The claims of a JWT whose signature verifies with one of `keys` (a JWK set; `owner` names
+/// it in messages, e.g. "Google's"): the key whose `kid` the header names, or any key when the
+/// header names none. RS256/384/512 with RSA keys, ES256/384 with P-256/P-384 keys; nothing
+/// else (in particular never `none`).
+pub fn verified_claims(token: &str, keys: &Value, owner: &str) -> Result<Value, InvalidToken> {
+    let mut parts = token.split('.');
+    let (Some(header), Some(payload), Some(signature), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(invalid("the token is not a JWT"));
+    };
+    let header: Value = serde_json::from_slice(&decode_part(header, "header")?)
+        .map_err(|_| invalid("the token's header is not JSON"))?;
+    let alg = header
+        .get("alg")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kid = header.get("kid").and_then(Value::as_str);
+    let candidates: Vec<&Value> = keys
+        .get("keys")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|k| kid.is_none() || k.get("kid").and_then(Value::as_str) == kid)
+        .collect();
+    if candidates.is_empty() {
+        return Err(invalid(format!(
+            "no signing key {:?} among {owner} keys",
+            kid.unwrap_or_default()
+        )));
+    }
+    let signed = &token[..header_and_payload_len(token)];
+    let signature = decode_part(signature, "signature")?;
+    let mut verified = false;
+    for key in candidates {
+        let shown = key.get("kid").and_then(Value::as_str).unwrap_or_default();
+        let component = |name: &str| {
+            key.get(name)
+                .and_then(Value::as_str)
+                .ok_or_else(|| invalid(format!("signing key {shown:?} has no {name:?}")))
+                .and_then(|v| decode_part(v, "key"))
+        };
+        let ok = match alg {
+            "RS256" | "RS384" | "RS512" => {
+                let params = match alg {
+                    "RS256" => &RSA_PKCS1_2048_8192_SHA256,
+                    "RS384" => &RSA_PKCS1_2048_8192_SHA384,
+                    _ => &RSA_PKCS1_2048_8192_SHA512,
+                };
+                let public = RsaPublicKeyComponents {
+                    n: component("n")?,
+                    e: component("e")?,
+                };
+                public.verify(params, signed.as_bytes(), &signature).is_ok()
+            }
+            "ES256" | "ES384" => {
+                let (params, curve) = if alg == "ES256" {
+                    (&ECDSA_P256_SHA256_FIXED, "P-256")
+                } else {
+                    (&ECDSA_P384_SHA384_FIXED, "P-384")
+                };
+                if key.get("crv").and_then(Value::as_str) != Some(curve) {
+                    continue;
+                }
+                // An uncompressed SEC1 point: 0x04, then x and y.
+                let mut point = vec![4u8];
+                point.extend(component("x")?);
+                point.extend(component("y")?);
+                UnparsedPublicKey::new(params, point)
+                    .verify(signed.as_bytes(), &signature)
+                    .is_ok()
+            }
+            other => {
+                return Err(invalid(format!(
+                    "the token is signed with {other:?}, expected one of RS256, RS384, RS512, ES256, ES384"
+                )));
+            }
+        };
+        if ok {
+            verified = true;
+            break;
+        }
+    }
+    if !verified {
+        return Err(invalid("the token's signature does not verify"));
+    }
+    serde_json::from_slice(&decode_part(payload, "payload")?)
+        .map_err(|_| invalid("the token's payload is not JSON"))
 }
 
 fn header_and_payload_len(token: &str) -> usize {
@@ -129,8 +176,18 @@ pub fn check_google_claims(claims: &Value, email: &str) -> Result<(), InvalidTok
     Ok(())
 }
 
-/// Reads a JWK set (Google's at [`GOOGLE_CERTS_URL`]), blocking, within `timeout`.
+/// Reads a JWK set (Google's at [`GOOGLE_CERTS_URL`], an OIDC issuer's at its `jwks_uri`),
+/// blocking, within `timeout`.
 pub fn fetch_keys(url: &str, timeout: std::time::Duration) -> Result<Value, String> {
+    let keys = fetch_json(url, timeout, "the signing keys")?;
+    if keys.get("keys").and_then(Value::as_array).is_none() {
+        return Err(format!("the signing keys from {url} are not a JWK set"));
+    }
+    Ok(keys)
+}
+
+/// A JSON document (`what` names it in messages), blocking, within `timeout`, at most 1 MiB.
+pub fn fetch_json(url: &str, timeout: std::time::Duration, what: &str) -> Result<Value, String> {
     let agent = ureq::Agent::config_builder()
         .timeout_global(Some(timeout))
         .build()
@@ -138,17 +195,12 @@ pub fn fetch_keys(url: &str, timeout: std::time::Duration) -> Result<Value, Stri
     let mut response = agent
         .get(url)
         .call()
-        .map_err(|e| format!("cannot fetch the signing keys from {url}: {e}"))?;
+        .map_err(|e| format!("cannot fetch {what} from {url}: {e}"))?;
     let body = response
         .body_mut()
         .with_config()
         .limit(1024 * 1024)
         .read_to_vec()
-        .map_err(|e| format!("cannot read the signing keys from {url}: {e}"))?;
-    let keys: Value = serde_json::from_slice(&body)
-        .map_err(|e| format!("the signing keys from {url} are not JSON: {e}"))?;
-    if keys.get("keys").and_then(Value::as_array).is_none() {
-        return Err(format!("the signing keys from {url} are not a JWK set"));
-    }
-    Ok(keys)
+        .map_err(|e| format!("cannot read {what} from {url}: {e}"))?;
+    serde_json::from_slice(&body).map_err(|e| format!("{what} from {url} are not JSON: {e}"))
 }

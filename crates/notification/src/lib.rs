@@ -4,8 +4,9 @@
 //! what a sender needs, or the problem a user must fix (`config`), the metadata rules applied to it on
 //! the way to a Provider (`event`), each Provider type's HTTP payload and the keys it needs (`payload`), sending with
 //! Flux's retries and timeouts (`send`), which Alerts an event matches and Flux's rate limit of
-//! identical events (`alert`), how each Receiver type verifies a webhook call (`receiver`), and the check of a Google ID
-//! token against Google's signing keys (`idtoken`), and the TLS keys of a Provider's
+//! identical events (`alert`), how each Receiver type verifies a webhook call (`receiver`), the check of a Google ID
+//! token against Google's signing keys (`idtoken`) and of an OIDC token against its issuer's
+//! (`oidc`), and the TLS keys of a Provider's
 //! `certSecretRef` (`tls`).
 //!
 //! Why a crate of its own: these are pure rules over JSON and HTTP that are tested against a
@@ -20,6 +21,7 @@ pub mod alert;
 pub mod config;
 pub mod event;
 pub mod idtoken;
+pub mod oidc;
 pub mod payload;
 pub mod receiver;
 pub mod send;

@@ -253,12 +253,11 @@ pub fn verify(
             status: 500,
             message: "a GCR call is verified with Google's signing keys (verify_gcr)".into(),
         }),
+        // A generic-oidc call is checked against its issuer's keys and the Receiver's CEL
+        // validations, which the caller holds: see [`crate::oidc`].
         ReceiverType::GenericOidc => Err(Rejected {
-            status: 501,
-            message: format!(
-                "receiver type '{}' is not supported by ferroflux",
-                kind.as_str()
-            ),
+            status: 500,
+            message: "a generic-oidc call is verified with its issuer's keys (oidc::verify)".into(),
         }),
     }
 }

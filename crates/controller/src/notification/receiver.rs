@@ -5,16 +5,22 @@
 //! controllers reconcile them at once. Answers: 200 done, 401 bad or missing signature or token
 //! (nothing annotated; the log names the Receiver, never the token), 404 unknown path, 413 body
 //! over 3 MiB, 503 suspended or not ready (or Google's signing keys out of reach, for a GCR
-//! call), 400 payload or event refused, 500 an annotation failed.
+//! call; the issuer's, for a generic-oidc call), 400 payload or event refused, 500 an
+//! annotation failed. A generic-oidc call's token is verified against its issuer's keys
+//! (discovery, then `jwks_uri`, cached an hour and read again on an unknown key id) and the
+//! provider's CEL validations; its claims are then `claims` in the Receiver's filters.
 
 use crate::events::Recorder;
+use crate::step::TERMINAL_ERROR;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use ferroflux_api::RECONCILE_REQUESTED_AT;
-use ferroflux_api::conditions::{Conditions, READY, reason};
+use ferroflux_api::conditions::{Conditions, READY, STALLED, reason};
 use ferroflux_api::duration::{format_duration, parse_duration};
-use ferroflux_api::notification::{Receiver, ReceiverStatus, ReceiverType, webhook_path};
+use ferroflux_api::notification::{
+    OidcProvider, Receiver, ReceiverStatus, ReceiverType, webhook_path,
+};
 use ferroflux_cel::Expression;
 use ferroflux_notification::idtoken::fetch_keys;
 use ferroflux_notification::receiver::{
@@ -37,6 +43,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const STATUS_MANAGER: &str = "notification-controller";
+/// notification-controller's reason for Receiver fields that do not go together.
+const VALIDATION_FAILED: &str = "ValidationFailed";
+/// How long an OIDC issuer's signing keys are kept before they are read again (sooner when a
+/// token names a key the cached set does not have: the issuer rotated its keys).
+const OIDC_KEYS_TTL: Duration = Duration::from_secs(3600);
 
 /// Why a Receiver's token could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -162,8 +173,11 @@ async fn reconcile(
     if let Some(requested) = receiver.annotations().get(RECONCILE_REQUESTED_AT) {
         status.last_handled_reconcile_at = Some(requested.clone());
     }
-    let outcome = match filter_error(&receiver) {
-        Some(message) => Err((reason::INVALID_CEL_EXPRESSION, message)),
+    // A configuration error stays until the Receiver changes: Flux marks it terminal.
+    let terminal = configuration_error(&receiver)
+        .map(|(reason, message)| (reason, format!("{TERMINAL_ERROR}: {message}")));
+    let outcome = match &terminal {
+        Some(failure) => Err(failure.clone()),
         None => token_for(client, &receiver).await,
     };
     {
@@ -171,15 +185,22 @@ async fn reconcile(
         match &outcome {
             Ok(token) => {
                 let path = webhook_path(token, &name, &ns);
-                conditions.mark_true(
-                    READY,
-                    "Succeeded",
-                    &format!("Receiver initialized for path: {path}"),
-                );
+                conditions
+                    .mark_true(
+                        READY,
+                        "Succeeded",
+                        &format!("Receiver initialized for path: {path}"),
+                    )
+                    .delete(STALLED);
                 status.webhook_path = Some(path);
             }
             Err((reason, message)) => {
                 conditions.mark_false(READY, reason, message);
+                if terminal.is_some() {
+                    conditions.mark_stalled(reason, message);
+                } else {
+                    conditions.delete(STALLED);
+                }
             }
         }
     }
@@ -228,13 +249,9 @@ async fn token_for(
     receiver: &Receiver,
 ) -> Result<String, (&'static str, String)> {
     match receiver.spec.r#type {
-        // Flux verifies the caller's token against the issuer's keys and runs the provider's
-        // CEL validations over its claims before it trusts a call; ferroflux does not verify
-        // OIDC tokens, and accepting a call without that would let anyone in.
-        ReceiverType::GenericOidc => Err((
-            "UnsupportedType",
-            "receiver type 'generic-oidc' is not supported by ferroflux: it does not verify OIDC tokens against the providers' issuers".to_string(),
-        )),
+        // No Secret: calls carry an OIDC token instead, and the webhook path is derived from
+        // the Receiver's name and namespace alone.
+        ReceiverType::GenericOidc => Ok(String::new()),
         ReceiverType::Gcr => match gcr_identity(client, receiver).await {
             Ok(_) => token(client, receiver)
                 .await
@@ -244,6 +261,159 @@ async fn token_for(
         _ => token(client, receiver)
             .await
             .map_err(|e| ("TokenNotFound", e.to_string())),
+    }
+}
+
+/// Why the Receiver cannot be used as written, with notification-controller's reason and words,
+/// in its order: the CEL filters, the `generic-oidc` fields that go together, the OIDC
+/// providers' fields, their CEL expressions.
+fn configuration_error(receiver: &Receiver) -> Option<(&'static str, String)> {
+    if let Some(message) = filter_error(receiver) {
+        return Some((reason::INVALID_CEL_EXPRESSION, message));
+    }
+    let oidc = receiver.spec.r#type == ReceiverType::GenericOidc;
+    let providers = receiver.spec.oidc_providers.as_deref().unwrap_or_default();
+    let spec_error = if oidc && providers.is_empty() {
+        Some("generic-oidc receiver requires at least one oidcProvider")
+    } else if !oidc && !providers.is_empty() {
+        Some("oidcProviders can only be set when type is generic-oidc")
+    } else if oidc && receiver.spec.secret_ref.is_some() {
+        Some("secretRef cannot be set when type is generic-oidc")
+    } else if !oidc && receiver.spec.secret_ref.is_none() {
+        Some("secretRef is required when type is not generic-oidc")
+    } else {
+        None
+    };
+    if let Some(message) = spec_error {
+        return Some((VALIDATION_FAILED, message.to_string()));
+    }
+    if let Err(message) = providers_error(providers) {
+        return Some((VALIDATION_FAILED, message));
+    }
+    for (i, provider) in providers.iter().enumerate() {
+        if let Err(e) = ClaimsChecks::compile(provider) {
+            return Some((
+                reason::INVALID_CEL_EXPRESSION,
+                format!(
+                    "oidcProviders[{i}] (issuerURL={:?}): {e}",
+                    provider.issuer_url
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// notification-controller's checks of `oidcProviders` beyond the CRD's schema.
+fn providers_error(providers: &[OidcProvider]) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, p) in providers.iter().enumerate() {
+        let issuer = &p.issuer_url;
+        if issuer.is_empty() {
+            return Err(format!("oidcProviders[{i}]: issuerURL is required"));
+        }
+        if !issuer.starts_with("http://") && !issuer.starts_with("https://") {
+            return Err(format!(
+                "oidcProviders[{i}]: issuerURL {issuer:?} must start with http:// or https://"
+            ));
+        }
+        if !seen.insert(issuer.as_str()) {
+            return Err(format!(
+                "oidcProviders[{i}]: duplicate issuerURL {issuer:?}"
+            ));
+        }
+        if p.validations.is_empty() {
+            return Err(format!(
+                "oidcProviders[{i}] (issuerURL={issuer:?}): at least one validation is required; without validations any caller able to obtain a token from this issuer can trigger the Receiver"
+            ));
+        }
+        for (j, v) in p.variables.iter().flatten().enumerate() {
+            if v.name.is_empty() {
+                return Err(format!(
+                    "oidcProviders[{i}] (issuerURL={issuer:?}): variables[{j}]: name is required"
+                ));
+            }
+            if v.expression.is_empty() {
+                return Err(format!(
+                    "oidcProviders[{i}] (issuerURL={issuer:?}): variables[{j}] (name={:?}): expression is required",
+                    v.name
+                ));
+            }
+        }
+        for (j, v) in p.validations.iter().enumerate() {
+            if v.expression.is_empty() {
+                return Err(format!(
+                    "oidcProviders[{i}] (issuerURL={issuer:?}): validations[{j}]: expression is required"
+                ));
+            }
+            if v.message.is_empty() {
+                return Err(format!(
+                    "oidcProviders[{i}] (issuerURL={issuer:?}): validations[{j}]: message is required"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An OIDC provider's CEL variables (`vars.<name>`, each seeing `claims` and the variables
+/// before it) and validations (all must be true; the message of each false one goes back to
+/// the caller).
+struct ClaimsChecks {
+    variables: Vec<(String, Expression)>,
+    validations: Vec<(Expression, String)>,
+}
+
+impl ClaimsChecks {
+    fn compile(provider: &OidcProvider) -> Result<ClaimsChecks, String> {
+        let mut variables = Vec::new();
+        for v in provider.variables.iter().flatten() {
+            let e = Expression::parse(&v.expression)
+                .map_err(|e| format!("invalid expression for variable {:?}: {e}", v.name))?;
+            variables.push((v.name.clone(), e));
+        }
+        let mut validations = Vec::new();
+        for v in &provider.validations {
+            let e = Expression::parse(&v.expression)
+                .map_err(|e| format!("invalid expression for validation {:?}: {e}", v.message))?;
+            validations.push((e, v.message.clone()));
+        }
+        Ok(ClaimsChecks {
+            variables,
+            validations,
+        })
+    }
+
+    /// `Ok` when every validation holds for `claims`; Flux's messages otherwise.
+    fn evaluate(&self, claims: &serde_json::Value) -> Result<(), String> {
+        let mut vars = serde_json::Map::new();
+        let mut data = serde_json::Map::new();
+        data.insert("claims".into(), claims.clone());
+        for (name, e) in &self.variables {
+            data.insert("vars".into(), serde_json::Value::Object(vars.clone()));
+            let value = e
+                .evaluate(&data)
+                .map_err(|err| format!("failed to evaluate variable {name:?}: {err}"))?;
+            let value = value.to_json().ok_or_else(|| {
+                format!("failed to evaluate variable {name:?}: its value has no JSON form")
+            })?;
+            vars.insert(name.clone(), value);
+        }
+        data.insert("vars".into(), serde_json::Value::Object(vars));
+        let mut failures = Vec::new();
+        for (e, message) in &self.validations {
+            let ok = e
+                .evaluate_bool(&data)
+                .map_err(|err| format!("failed to evaluate validation: {err}"))?;
+            if !ok {
+                failures.push(message.as_str());
+            }
+        }
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("token validation failed: {}", failures.join("; ")))
+        }
     }
 }
 
@@ -279,6 +449,8 @@ fn filter_error(receiver: &Receiver) -> Option<String> {
 struct Filters {
     expressions: Vec<Expression>,
     request: Arc<serde_json::Value>,
+    /// A generic-oidc call's verified token claims (`claims`).
+    claims: Option<Arc<serde_json::Value>>,
 }
 
 impl Filters {
@@ -287,6 +459,7 @@ impl Filters {
         receiver: &Receiver,
         resource: &ferroflux_api::notification::ReceiverResource,
         request: &Arc<serde_json::Value>,
+        claims: Option<&Arc<serde_json::Value>>,
     ) -> Result<Option<Filters>, String> {
         let mut expressions = Vec::new();
         for expr in [
@@ -302,6 +475,7 @@ impl Filters {
         Ok((!expressions.is_empty()).then(|| Filters {
             expressions,
             request: request.clone(),
+            claims: claims.cloned(),
         }))
     }
 
@@ -310,6 +484,9 @@ impl Filters {
         let mut vars = serde_json::Map::new();
         vars.insert("res".into(), object);
         vars.insert("req".into(), (*self.request).clone());
+        if let Some(claims) = &self.claims {
+            vars.insert("claims".into(), (**claims).clone());
+        }
         for e in &self.expressions {
             if !e.evaluate_bool(&vars).map_err(|e| e.to_string())? {
                 return Ok(false);
@@ -360,6 +537,8 @@ struct Server {
     /// Where Google's signing keys are read (GCR receivers).
     google_keys_url: String,
     google_keys: tokio::sync::Mutex<Option<(std::time::Instant, serde_json::Value)>>,
+    /// Each OIDC issuer's signing keys, by issuer URL, with when they were read.
+    oidc_keys: tokio::sync::Mutex<BTreeMap<String, (std::time::Instant, serde_json::Value)>>,
 }
 
 /// The webhook server's router: `POST /hook/<digest>`. GCR calls are checked against the
@@ -373,6 +552,7 @@ pub fn router(client: kube::Client, google_keys_url: String) -> axum::Router {
             client,
             google_keys_url,
             google_keys: tokio::sync::Mutex::new(None),
+            oidc_keys: tokio::sync::Mutex::new(BTreeMap::new()),
         }))
 }
 
@@ -391,6 +571,91 @@ impl Server {
             .map_err(|e| e.to_string())??;
         *cached = Some((std::time::Instant::now(), keys.clone()));
         Ok(keys)
+    }
+
+    /// An issuer's signing keys: its discovery document's `jwks_uri`, read and cached; read
+    /// again when `fresh` (a token named a key the cached set lacks).
+    async fn oidc_keys(&self, issuer: &str, fresh: bool) -> Result<serde_json::Value, String> {
+        let mut cached = self.oidc_keys.lock().await;
+        if !fresh
+            && let Some((at, keys)) = cached.get(issuer)
+            && at.elapsed() < OIDC_KEYS_TTL
+        {
+            return Ok(keys.clone());
+        }
+        let owned = issuer.to_string();
+        let keys = tokio::task::spawn_blocking(move || {
+            let timeout = Duration::from_secs(15);
+            let discovery = ferroflux_notification::oidc::fetch_discovery(&owned, timeout)?;
+            let uri = ferroflux_notification::oidc::jwks_uri(&owned, &discovery)?;
+            fetch_keys(&uri, timeout)
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        cached.insert(
+            issuer.to_string(),
+            (std::time::Instant::now(), keys.clone()),
+        );
+        Ok(keys)
+    }
+
+    /// Verifies a generic-oidc call as notification-controller does: the bearer token's issuer
+    /// picks the provider, the token must verify with the issuer's keys for the provider's
+    /// audience, then every CEL validation must hold for its claims, which it returns.
+    async fn verify_oidc(
+        &self,
+        receiver: &Receiver,
+        headers: &BTreeMap<String, String>,
+    ) -> Result<serde_json::Value, Rejected> {
+        let refuse = |message: String| Rejected {
+            status: 401,
+            message,
+        };
+        let token = headers
+            .get("authorization")
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .ok_or_else(|| refuse("the Authorization header is missing or malformed".into()))?
+            .trim();
+        if token.is_empty() {
+            return Err(refuse(
+                "the Authorization header is missing a bearer token".into(),
+            ));
+        }
+        let issuer = ferroflux_notification::oidc::unverified_issuer(token)
+            .map_err(|e| refuse(format!("failed to parse bearer token: {e}")))?;
+        let provider = receiver
+            .spec
+            .oidc_providers
+            .iter()
+            .flatten()
+            .find(|p| p.issuer_url == issuer)
+            .ok_or_else(|| refuse(format!("no oidcProvider configured for issuer {issuer:?}")))?;
+        let audience = provider
+            .audience
+            .as_deref()
+            .filter(|a| !a.is_empty())
+            .unwrap_or(ferroflux_notification::oidc::DEFAULT_AUDIENCE);
+        let unreachable = |e: String| Rejected {
+            status: 503,
+            message: format!("failed to initialize OIDC provider for issuer {issuer:?}: {e}"),
+        };
+        let now = Timestamp::now().as_second();
+        let keys = self.oidc_keys(&issuer, false).await.map_err(unreachable)?;
+        let verified =
+            match ferroflux_notification::oidc::verify(token, &keys, &issuer, audience, now) {
+                Err(e) if e.0.starts_with("no signing key") => {
+                    let keys = self.oidc_keys(&issuer, true).await.map_err(unreachable)?;
+                    ferroflux_notification::oidc::verify(token, &keys, &issuer, audience, now)
+                }
+                other => other,
+            };
+        let claims = verified.map_err(|e| refuse(format!("failed to verify OIDC token: {e}")))?;
+        let checks = ClaimsChecks::compile(provider).map_err(|e| Rejected {
+            status: 500,
+            message: format!("invalid oidcProvider configuration for issuer {issuer:?}: {e}"),
+        })?;
+        checks.evaluate(&claims).map_err(refuse)?;
+        Ok(claims)
     }
 
     /// Verifies a GCR call: the Secret's identity, Google's keys, the token and payload.
@@ -465,7 +730,12 @@ async fn handle(
         tracing::error!(receiver = %name, namespace = %ns, "unable to process request: {why}");
         return (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n"));
     }
-    let token = match token(&client, &receiver).await {
+    let oidc = receiver.spec.r#type == ReceiverType::GenericOidc;
+    let token = match if oidc {
+        Ok(String::new())
+    } else {
+        token(&client, &receiver).await
+    } {
         Ok(t) => t,
         Err(e) => {
             tracing::error!(receiver = %name, namespace = %ns, error = %e, "unable to validate payload");
@@ -486,10 +756,14 @@ async fn handle(
         })
         .collect();
     let events = receiver.spec.events.clone().unwrap_or_default();
-    let verified = if receiver.spec.r#type == ReceiverType::Gcr {
-        server.verify_gcr(&receiver, &lower, &body).await
-    } else {
-        verify(receiver.spec.r#type, &token, &events, &lower, &body)
+    let mut claims = None;
+    let verified = match receiver.spec.r#type {
+        ReceiverType::Gcr => server.verify_gcr(&receiver, &lower, &body).await,
+        ReceiverType::GenericOidc => server.verify_oidc(&receiver, &lower).await.map(|c| {
+            claims = Some(Arc::new(c));
+            Verified::default()
+        }),
+        kind => verify(kind, &token, &events, &lower, &body),
     };
     let verified = match verified {
         Ok(v) => v,
@@ -530,7 +804,7 @@ async fn handle(
     };
     let mut failed = Vec::new();
     for resource in &receiver.spec.resources {
-        let filters = match Filters::of(&receiver, resource, &request) {
+        let filters = match Filters::of(&receiver, resource, &request, claims.as_ref()) {
             Ok(f) => f,
             Err(e) => {
                 tracing::error!(receiver = %name, namespace = %ns, error = %e, "unable to create resource filters");

@@ -4,7 +4,8 @@
 //! a generic provider; a certSecretRef's client certificate passes a server that requires one;
 //! a Receiver call after a push to a real Git repository re-applies the
 //! Kustomization without waiting for the interval, and bad calls are refused; a Nexus Receiver
-//! checks its HMAC-SHA1 signature, and a generic-oidc one says why it is not ready.
+//! checks its HMAC-SHA1 signature; a generic-oidc one verifies tokens against a local issuer
+//! (discovery document and key set) and its CEL validations, and its claims reach the filters.
 
 use ferroflux_api::notification::Receiver;
 use ferroflux_api::{GitRepository, Kustomization};
@@ -629,7 +630,7 @@ async fn a_receiver_call_after_a_push_reapplies_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_nexus_receiver_checks_its_signature_and_generic_oidc_says_why_it_is_not_ready() {
+async fn a_nexus_receiver_checks_its_signature() {
     let (_cluster, client, config) = cluster("nexus").await;
     let token = "nexus-token-456";
     for object in [
@@ -645,13 +646,6 @@ async fn a_nexus_receiver_checks_its_signature_and_generic_oidc_says_why_it_is_n
                "spec": {"interval": "1h", "suspend": true,
                         "chart": {"spec": {"chart": "app",
                                            "sourceRef": {"kind": "HelmRepository", "name": "charts"}}}}}),
-        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1", "kind": "Receiver",
-               "metadata": {"name": "oidc", "namespace": "flux-system"},
-               "spec": {"type": "generic-oidc",
-                        "oidcProviders": [{"issuerURL": "https://token.actions.githubusercontent.com",
-                                           "validations": [{"expression": "claims.repository == 'org/fleet'",
-                                                            "message": "wrong repository"}]}],
-                        "resources": [{"kind": "HelmRelease", "name": "app"}]}}),
     ] {
         create(&client, object).await;
     }
@@ -661,7 +655,6 @@ async fn a_nexus_receiver_checks_its_signature_and_generic_oidc_says_why_it_is_n
         .await
         .unwrap();
     let url = hook_url(&manager, &client, "nexus").await;
-    let receivers: Api<Receiver> = Api::namespaced(client.clone(), "flux-system");
     let repos = helm_releases(&client);
     let annotated = || async {
         repos
@@ -700,20 +693,6 @@ async fn a_nexus_receiver_checks_its_signature_and_generic_oidc_says_why_it_is_n
     assert_eq!(status, 200, "{text}");
     assert!(annotated().await.is_some());
 
-    // generic-oidc: not ready, and the condition says why.
-    let condition = eventually("the generic-oidc Receiver's Ready condition", || async {
-        let status = receivers.get("oidc").await.ok()?.status?;
-        status.conditions?.into_iter().find(|c| c.type_ == "Ready")
-    })
-    .await;
-    assert_eq!(
-        (condition.status.as_str(), condition.reason.as_str()),
-        ("False", "UnsupportedType")
-    );
-    assert_eq!(
-        condition.message,
-        "receiver type 'generic-oidc' is not supported by ferroflux: it does not verify OIDC tokens against the providers' issuers"
-    );
     manager.shutdown().await.unwrap();
 }
 
@@ -903,7 +882,7 @@ async fn receiver_filters_choose_which_objects_are_reconciled() {
     );
     assert!(
         condition.message.starts_with(
-            "invalid filter expression for resources[0] (kind=\"HelmRelease\", name=\"web\"): failed to parse the CEL expression 'res.metadata.name ==': "
+            "Reconciliation failed terminally due to configuration error: invalid filter expression for resources[0] (kind=\"HelmRelease\", name=\"web\"): failed to parse the CEL expression 'res.metadata.name ==': "
         ),
         "{}",
         condition.message
@@ -988,5 +967,157 @@ async fn commit_status_expr_names_the_status() {
         2,
         "nothing sent for the broken Provider"
     );
+    manager.shutdown().await.unwrap();
+}
+
+/// A generic-oidc Receiver: no Secret; a call's bearer token must come from a listed issuer
+/// (here a local one serving its discovery document and key set), be signed with the issuer's
+/// key for the provider's audience, and pass every CEL validation (over `claims` and the
+/// provider's `vars`); its claims are `claims` in the filters. Bad calls answer 401 with the
+/// reason and annotate nothing; a provider whose validation does not parse makes the Receiver
+/// Stalled with Flux's terminal message.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_generic_oidc_receiver_accepts_only_tokens_its_validations_allow() {
+    let (_cluster, client, config) = cluster("oidc").await;
+    let signer = ferroflux_testkit::GoogleSigner::new();
+    let root = tempfile::tempdir().unwrap();
+    let issuer_server =
+        ferroflux_testkit::StaticServer::start(root.path(), ferroflux_testkit::Auth::None, None);
+    let issuer = issuer_server.url();
+    std::fs::create_dir_all(root.path().join(".well-known")).unwrap();
+    std::fs::write(
+        root.path().join(".well-known/openid-configuration"),
+        json!({"issuer": issuer, "jwks_uri": format!("{issuer}/keys")}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(root.path().join("keys"), signer.keys().to_string()).unwrap();
+    let provider = json!({"issuerURL": issuer, "audience": "fleet-hooks",
+        "variables": [{"name": "repo", "expression": "claims.repository"}],
+        "validations": [
+            {"expression": "vars.repo == 'org/fleet'", "message": "only org/fleet may call"},
+            {"expression": "claims.ref == 'refs/heads/main'", "message": "only main may call"}]});
+    for object in [
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1", "kind": "Receiver",
+               "metadata": {"name": "ci", "namespace": "flux-system"},
+               "spec": {"type": "generic-oidc", "oidcProviders": [provider],
+                        "resourceFilter": "res.metadata.name == claims.environment",
+                        "resources": [{"kind": "HelmRelease", "name": "*",
+                                       "matchLabels": {"team": "web"}}]}}),
+        json!({"apiVersion": "notification.toolkit.fluxcd.io/v1", "kind": "Receiver",
+               "metadata": {"name": "broken", "namespace": "flux-system"},
+               "spec": {"type": "generic-oidc",
+                        "oidcProviders": [{"issuerURL": issuer,
+                            "validations": [{"expression": "claims.sub ==", "message": "bad"}]}],
+                        "resources": [{"kind": "HelmRelease", "name": "staging"}]}}),
+    ] {
+        create(&client, object).await;
+    }
+    for name in ["staging", "production"] {
+        create(
+            &client,
+            json!({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                   "metadata": {"name": name, "namespace": "flux-system", "labels": {"team": "web"}},
+                   "spec": {"interval": "1h", "suspend": true,
+                            "chart": {"spec": {"chart": "app",
+                                               "sourceRef": {"kind": "HelmRepository", "name": "charts"}}}}}),
+        )
+        .await;
+    }
+    let mut settings = ManagerConfig::local(tempfile::tempdir().unwrap().keep());
+    settings.receiver_addr = Some(([127, 0, 0, 1], 0).into());
+    let manager = Manager::start(client.clone(), config, settings)
+        .await
+        .unwrap();
+    let url = hook_url(&manager, &client, "ci").await;
+    // Without a Secret the path is the digest of the name and namespace alone, as Flux's.
+    assert!(url.ends_with(&ferroflux_api::notification::webhook_path(
+        "",
+        "ci",
+        "flux-system"
+    )));
+
+    let receivers: Api<Receiver> = Api::namespaced(client.clone(), "flux-system");
+    let stalled = eventually("the broken Receiver's Stalled condition", || async {
+        let status = receivers.get("broken").await.ok()?.status?;
+        status
+            .conditions?
+            .into_iter()
+            .find(|c| c.type_ == "Stalled")
+    })
+    .await;
+    assert_eq!(stalled.reason, "InvalidCELExpression");
+    assert!(
+        stalled.message.starts_with(&format!(
+            "Reconciliation failed terminally due to configuration error: oidcProviders[0] (issuerURL={issuer:?}): invalid expression for validation \"bad\": failed to parse the CEL expression 'claims.sub ==': "
+        )),
+        "{}",
+        stalled.message
+    );
+
+    let releases = helm_releases(&client);
+    let annotated = |name: &'static str| {
+        let releases = releases.clone();
+        async move {
+            releases
+                .get(name)
+                .await
+                .unwrap()
+                .metadata
+                .annotations
+                .unwrap_or_default()
+                .contains_key("reconcile.fluxcd.io/requestedAt")
+        }
+    };
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let claims = |repo: &str, git_ref: &str| {
+        json!({"iss": issuer, "aud": "fleet-hooks", "repository": repo, "ref": git_ref,
+               "environment": "staging", "iat": now, "exp": now + 600})
+    };
+    let bearer = |token: String| vec![("Authorization", format!("Bearer {token}"))];
+    let refused: Vec<(Vec<(&str, String)>, &str)> = vec![
+        (vec![], "the Authorization header is missing or malformed"),
+        (
+            bearer("not-a-jwt".into()),
+            "failed to parse bearer token: token is not a JWT",
+        ),
+        (
+            bearer(signer.token(&json!({"iss": "https://elsewhere.example", "exp": now + 60}))),
+            "no oidcProvider configured for issuer \"https://elsewhere.example\"",
+        ),
+        (
+            bearer(
+                signer.token(
+                    &json!({"iss": issuer, "aud": "notification-controller", "exp": now + 60}),
+                ),
+            ),
+            "failed to verify OIDC token: oidc: expected audience \"fleet-hooks\" got [\"notification-controller\"]",
+        ),
+        (
+            bearer(signer.token(&claims("attacker/fleet", "refs/heads/dev"))),
+            "token validation failed: only org/fleet may call; only main may call",
+        ),
+    ];
+    for (headers, message) in refused {
+        let (status, text) = http_post(&url, &headers, b"{}").await;
+        assert_eq!(
+            (status, text.as_str()),
+            (401, format!("{message}\n").as_str())
+        );
+    }
+    assert!(!annotated("staging").await && !annotated("production").await);
+
+    let good = signer.token(&claims("org/fleet", "refs/heads/main"));
+    let (status, text) = http_post(&url, &bearer(good), b"{}").await;
+    assert_eq!(status, 200, "{text}");
+    // The filter reads the token's `environment` claim: only staging is annotated.
+    assert!(annotated("staging").await);
+    assert!(!annotated("production").await);
+    // Discovery and keys were read once, and kept.
+    let reads: Vec<String> = issuer_server
+        .requests()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(reads, ["/.well-known/openid-configuration", "/keys"]);
     manager.shutdown().await.unwrap();
 }

@@ -433,3 +433,138 @@ mod gcr {
         );
     }
 }
+
+/// generic-oidc: the token checks as go-oidc's verifier makes them, over a token signed with the
+/// test key and its JWK set (the issuer's, as its discovery document would point to).
+mod oidc {
+    use ferroflux_notification::oidc::verify;
+    use ferroflux_testkit::GoogleSigner;
+    use serde_json::{Value, json};
+
+    const ISSUER: &str = "https://token.actions.example";
+    const NOW: i64 = 1_767_323_045;
+
+    fn claims() -> Value {
+        json!({"iss": ISSUER, "aud": "notification-controller", "repository": "org/fleet",
+               "iat": NOW - 10, "nbf": NOW - 10, "exp": NOW + 300})
+    }
+
+    fn refused(c: &Value) -> String {
+        let signer = GoogleSigner::new();
+        verify(
+            &signer.token(c),
+            &signer.keys(),
+            ISSUER,
+            "notification-controller",
+            NOW,
+        )
+        .unwrap_err()
+        .to_string()
+    }
+
+    #[test]
+    fn a_token_from_the_issuer_for_the_audience_gives_its_claims() {
+        let signer = GoogleSigner::new();
+        let got = verify(
+            &signer.token(&claims()),
+            &signer.keys(),
+            ISSUER,
+            "notification-controller",
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(got["repository"], "org/fleet");
+        let mut c = claims();
+        c["aud"] = json!(["sts.amazonaws.com", "notification-controller"]);
+        assert!(
+            verify(
+                &signer.token(&c),
+                &signer.keys(),
+                ISSUER,
+                "notification-controller",
+                NOW
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn each_wrong_claim_is_named() {
+        let mut c = claims();
+        c["iss"] = json!("https://elsewhere");
+        assert_eq!(
+            refused(&c),
+            "oidc: id token issued by a different provider, expected \"https://token.actions.example\" got \"https://elsewhere\""
+        );
+        let mut c = claims();
+        c["aud"] = json!("other");
+        assert_eq!(
+            refused(&c),
+            "oidc: expected audience \"notification-controller\" got [\"other\"]"
+        );
+        let mut c = claims();
+        c["exp"] = json!(NOW - 1);
+        assert_eq!(
+            refused(&c),
+            "oidc: token is expired (Token Expiry: 2026-01-02T03:04:04Z)"
+        );
+        let mut c = claims();
+        c["nbf"] = json!(NOW + 301);
+        assert!(refused(&c).starts_with("oidc: current time 2026-01-02T03:04:05Z before the nbf"));
+        let mut c = claims();
+        c.as_object_mut().unwrap().remove("exp");
+        assert_eq!(refused(&c), "oidc: token has no expiry ('exp' claim)");
+    }
+
+    #[test]
+    fn a_token_not_signed_by_the_issuers_keys_is_refused() {
+        let signer = GoogleSigner::new();
+        let token = signer.token(&claims());
+        // The payload swapped for another: the signature no longer covers it.
+        let mut forged = claims();
+        forged["repository"] = json!("attacker/fleet");
+        let other = signer.token(&forged);
+        let parts: Vec<&str> = token.split('.').collect();
+        let forged_payload = other.split('.').nth(1).unwrap();
+        let tampered = format!("{}.{}.{}", parts[0], forged_payload, parts[2]);
+        let err = verify(
+            &tampered,
+            &signer.keys(),
+            ISSUER,
+            "notification-controller",
+            NOW,
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "the token's signature does not verify");
+        // Unknown key id, and `alg: none`.
+        let err = verify(
+            &token,
+            &json!({"keys": []}),
+            ISSUER,
+            "notification-controller",
+            NOW,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "no signing key \"test-key\" among the issuer's keys"
+        );
+        use base64::Engine;
+        let b64 =
+            |v: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+        let none = format!("{}.{}.", b64(&json!({"alg": "none"})), b64(&claims()));
+        let err = verify(
+            &none,
+            &signer.keys(),
+            ISSUER,
+            "notification-controller",
+            NOW,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("the token is signed with \"none\""),
+            "{err}"
+        );
+    }
+}
