@@ -170,6 +170,50 @@ mod tests {
         );
     }
 
+    /// ES256: a P-256 key made for the test, its JWK (`x`, `y`), a token it signs.
+    #[test]
+    fn es256_tokens_verify_with_the_issuers_p256_key() {
+        use ring::rand::SystemRandom;
+        use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        let point = key.public_key().as_ref();
+        let jwk = |crv: &str| {
+            serde_json::json!({"keys": [{"kid": "ec", "kty": "EC", "crv": crv,
+                "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
+                "y": URL_SAFE_NO_PAD.encode(&point[33..65])}]})
+        };
+        let part = |v: &Value| URL_SAFE_NO_PAD.encode(serde_json::to_vec(v).unwrap());
+        let claims = serde_json::json!({"iss": "https://i.example", "aud": DEFAULT_AUDIENCE, "exp": 2_000_000_000});
+        let signed = format!(
+            "{}.{}",
+            part(&serde_json::json!({"alg": "ES256", "kid": "ec"})),
+            part(&claims)
+        );
+        let signature = key.sign(&rng, signed.as_bytes()).unwrap();
+        let token = format!("{signed}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()));
+        let got = verify(
+            &token,
+            &jwk("P-256"),
+            "https://i.example",
+            DEFAULT_AUDIENCE,
+            1_900_000_000,
+        );
+        assert_eq!(got.unwrap()["iss"], "https://i.example");
+        // A key of another curve is no key for ES256.
+        let err = verify(
+            &token,
+            &jwk("P-384"),
+            "https://i.example",
+            DEFAULT_AUDIENCE,
+            1_900_000_000,
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "the token's signature does not verify");
+    }
+
     #[test]
     fn a_discovery_document_must_name_its_issuer() {
         let doc = serde_json::json!({
