@@ -39,11 +39,7 @@ fn decode_part(part: &str, what: &str) -> Result<Vec<u8>, InvalidToken> {
 /// not expired at `now` (Unix seconds).
 pub fn verify(token: &str, keys: &Value, audience: &str, now: i64) -> Result<Value, InvalidToken> {
     let claims = verified_claims(token, keys, "Google's")?;
-    let audiences: Vec<&str> = match claims.get("aud") {
-        Some(Value::String(a)) => vec![a.as_str()],
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
+    let audiences = audiences(&claims);
     if !audiences.contains(&audience) {
         return Err(invalid(format!(
             "audience is '{}', want '{audience}'",
@@ -55,6 +51,15 @@ pub fn verify(token: &str, keys: &Value, audience: &str, now: i64) -> Result<Val
         return Err(invalid("the token has expired"));
     }
     Ok(claims)
+}
+
+/// The `aud` claim, a string or a list of them.
+pub fn audiences(claims: &Value) -> Vec<&str> {
+    match claims.get("aud") {
+        Some(Value::String(a)) => vec![a.as_str()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The claims of a JWT whose signature verifies with one of `keys` (a JWK set; `owner` names

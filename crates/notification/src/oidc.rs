@@ -11,7 +11,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::Value;
 
-use crate::idtoken::{InvalidToken, verified_claims};
+use crate::idtoken::{InvalidToken, audiences, verified_claims};
 
 /// The default `aud` a `generic-oidc` Receiver expects (notification-controller's).
 pub const DEFAULT_AUDIENCE: &str = "notification-controller";
@@ -98,11 +98,7 @@ pub fn verify(
             "oidc: id token issued by a different provider, expected {issuer:?} got {iss:?}"
         )));
     }
-    let audiences: Vec<&str> = match claims.get("aud") {
-        Some(Value::String(a)) => vec![a.as_str()],
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
+    let audiences = audiences(&claims);
     if !audiences.contains(&audience) {
         return Err(invalid(format!(
             "oidc: expected audience {audience:?} got {audiences:?}"

@@ -1054,20 +1054,7 @@ async fn a_generic_oidc_receiver_accepts_only_tokens_its_validations_allow() {
         stalled.message
     );
 
-    let releases = helm_releases(&client);
-    let annotated = |name: &'static str| {
-        let releases = releases.clone();
-        async move {
-            releases
-                .get(name)
-                .await
-                .unwrap()
-                .metadata
-                .annotations
-                .unwrap_or_default()
-                .contains_key("reconcile.fluxcd.io/requestedAt")
-        }
-    };
+    let annotated = |name: &'static str| reconcile_requested(&client, name);
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     let claims = |repo: &str, git_ref: &str| {
         json!({"iss": issuer, "aud": "fleet-hooks", "repository": repo, "ref": git_ref,
