@@ -104,9 +104,6 @@ pub fn refusal(spec: &ferroflux_api::gitrepository::GitRepositorySpec) -> Option
     if spec.recurse_submodules == Some(true) {
         return unsupported("recurseSubmodules");
     }
-    if spec.sparse_checkout.as_ref().is_some_and(|s| !s.is_empty()) {
-        return unsupported("sparseCheckout (the artifact would hold the whole tree)");
-    }
     match spec.provider {
         None | Some(GitProvider::Generic) => {}
         Some(GitProvider::Aws) => return unsupported("provider 'aws' (only 'generic')"),
@@ -167,6 +164,7 @@ fn previous(status: Option<&GitRepositoryStatus>) -> Option<Previous> {
             last_update_time: std::time::SystemTime::UNIX_EPOCH,
         },
         observed_ignore: status.observed_ignore.clone(),
+        observed_sparse: status.observed_sparse_checkout.clone().unwrap_or_default(),
     })
 }
 
@@ -304,6 +302,7 @@ pub async fn reconcile(
         let storage = settings.storage.clone();
         let pack = PackOptions {
             ignore: obj.spec.ignore.clone(),
+            sparse: obj.spec.sparse_checkout.clone().unwrap_or_default(),
             ..Default::default()
         };
         let prev = previous(obj.status.as_ref());
@@ -347,7 +346,21 @@ pub async fn reconcile(
         obj.spec.ignore.as_deref(),
         now,
     );
-    sourceloop::write_status(&api, &obj, &status, &[], FIELD_MANAGER).await?;
+    if result.is_ok() {
+        status.observed_sparse_checkout = obj
+            .spec
+            .sparse_checkout
+            .clone()
+            .filter(|dirs| !dirs.is_empty());
+    }
+    sourceloop::write_status(
+        &api,
+        &obj,
+        &status,
+        &["observedSparseCheckout"],
+        FIELD_MANAGER,
+    )
+    .await?;
     Ok(Reconciled {
         requeue_after: Some(interval),
         event,

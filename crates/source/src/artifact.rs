@@ -35,6 +35,9 @@ pub struct PackOptions {
     pub max_file_size: u64,
     /// A tar.gz larger than this fails the packing (bytes).
     pub max_artifact_size: u64,
+    /// `spec.sparseCheckout`: when not empty, only these directories (and the directories
+    /// above them) are packed, as a sparse checkout holds them; each must exist.
+    pub sparse: Vec<String>,
 }
 
 impl Default for PackOptions {
@@ -43,6 +46,7 @@ impl Default for PackOptions {
             ignore: None,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             max_artifact_size: DEFAULT_MAX_ARTIFACT_SIZE,
+            sparse: Vec::new(),
         }
     }
 }
@@ -103,6 +107,33 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// The entries a sparse checkout of `dirs` holds: those below each directory, the directory
+/// itself and the directories above it. Flux's message when a directory is not in the commit.
+fn sparse_entries(entries: Vec<Entry>, dirs: &[String]) -> Result<Vec<Entry>> {
+    let cleaned: Vec<(String, String)> = dirs
+        .iter()
+        .map(|d| (d.clone(), crate::push::clean_path(d).join("/")))
+        .collect();
+    for (given, dir) in &cleaned {
+        let exists = dir.is_empty() || entries.iter().any(|e| e.path == dir.as_bytes());
+        if !exists {
+            return Err(Error::SparseCheckout(format!(
+                "sparse checkout dir '{given}' does not exist in repository"
+            )));
+        }
+    }
+    let keep = |path: &[u8]| {
+        cleaned.iter().any(|(_, dir)| {
+            let dir = dir.as_bytes();
+            dir.is_empty()
+                || path == dir
+                || (path.starts_with(dir) && path.get(dir.len()) == Some(&b'/'))
+                || (dir.starts_with(path) && dir.get(path.len()) == Some(&b'/'))
+        })
+    };
+    Ok(entries.into_iter().filter(|e| keep(&e.path)).collect())
 }
 
 /// Resolves a symlink's target against the tree; `None` when it leaves the repository.
@@ -171,6 +202,9 @@ pub fn pack_tree(
 ) -> Result<PackStats> {
     let mut entries = Vec::new();
     walk(repo, tree, BStr::new(""), &mut entries)?;
+    if !opts.sparse.is_empty() {
+        entries = sparse_entries(entries, &opts.sparse)?;
+    }
 
     let read_blob = |oid: gix::ObjectId| -> Result<Vec<u8>> {
         repo.find_object(oid)
@@ -315,5 +349,47 @@ mod tests {
         assert_eq!(r("a/link", "../../etc/passwd"), None);
         assert_eq!(r("link", "/etc/passwd"), None);
         assert_eq!(r("link", ".."), None);
+    }
+}
+
+#[cfg(test)]
+mod sparse_tests {
+    use super::*;
+
+    fn entry(path: &str, kind: EntryKind) -> Entry {
+        Entry {
+            path: BString::from(path),
+            kind,
+            oid: gix::ObjectId::null(gix::hash::Kind::Sha1),
+        }
+    }
+
+    #[test]
+    fn a_sparse_checkout_keeps_its_directories_and_those_above_them() {
+        let all = || {
+            vec![
+                entry("README.md", EntryKind::Blob),
+                entry("apps", EntryKind::Tree),
+                entry("apps/base", EntryKind::Tree),
+                entry("apps/base/a.yaml", EntryKind::Blob),
+                entry("apps/prod", EntryKind::Tree),
+                entry("apps/prod/p.yaml", EntryKind::Blob),
+                entry("apps-old", EntryKind::Tree),
+                entry("apps-old/x.yaml", EntryKind::Blob),
+            ]
+        };
+        let kept: Vec<String> = sparse_entries(all(), &["./apps/prod/".into()])
+            .unwrap()
+            .into_iter()
+            .map(|e| e.path.to_string())
+            .collect();
+        assert_eq!(kept, ["apps", "apps/prod", "apps/prod/p.yaml"]);
+        let kept = sparse_entries(all(), &["apps".into()]).unwrap();
+        assert_eq!(kept.len(), 5, "a sibling named apps-old is not below apps");
+        let err = sparse_entries(all(), &["apps/staging".into()]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "failed to sparse checkout directories : sparse checkout dir 'apps/staging' does not exist in repository"
+        );
     }
 }

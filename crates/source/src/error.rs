@@ -37,6 +37,9 @@ pub enum Error {
         /// What Git said, credentials scrubbed.
         detail: String,
     },
+    /// A `spec.sparseCheckout` directory is not in the commit.
+    #[error("failed to sparse checkout directories : {0}")]
+    SparseCheckout(String),
     /// Writing a commit on top of the fetched one failed (image automation).
     #[error("failed to commit: {0}")]
     Commit(String),
@@ -112,9 +115,11 @@ impl Error {
         match self {
             Error::InvalidUrl { .. } => reason::URL_INVALID,
             Error::InvalidSecret(_) | Error::Authentication { .. } => reason::AUTHENTICATION_FAILED,
-            Error::Git { .. } | Error::InvalidRef(_) | Error::Commit(_) | Error::Push { .. } => {
-                reason::GIT_OPERATION_FAILED
-            }
+            Error::Git { .. }
+            | Error::InvalidRef(_)
+            | Error::Commit(_)
+            | Error::Push { .. }
+            | Error::SparseCheckout(_) => reason::GIT_OPERATION_FAILED,
             Error::EmptyRepository { .. } => reason::EMPTY_GIT_REPOSITORY,
             Error::FileTooLarge { .. } | Error::ArtifactTooLarge { .. } | Error::Archive(_) => {
                 reason::ARCHIVE_OPERATION_FAILED

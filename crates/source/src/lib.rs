@@ -51,6 +51,8 @@ pub struct Previous {
     pub artifact: Artifact,
     /// `status.observedIgnore`: the `spec.ignore` the artifact was packed with.
     pub observed_ignore: Option<String>,
+    /// `status.observedSparseCheckout`: the directories the artifact was packed with.
+    pub observed_sparse: Vec<String>,
 }
 
 /// The result of [`reconcile`].
@@ -103,6 +105,7 @@ pub fn reconcile(
         && revision_commit(&prev.artifact.revision) == Some(resolved.commit.as_str())
         && prev.artifact.revision == resolved.revision
         && prev.observed_ignore == pack.ignore
+        && prev.observed_sparse == pack.sparse
         && storage.exists(&prev.artifact.path)
     {
         let mut artifact = prev.artifact.clone();

@@ -147,7 +147,8 @@ async fn reconciles_status_finalizer_failures_and_deletion() {
 }
 
 /// Spec fields ferroflux does not do yet are refused, not ignored: `verify` withdraws the
-/// artifact (nothing unverified is applied), the others stall and keep the last artifact.
+/// artifact (nothing unverified is applied). `sparseCheckout`, once refused here too, narrows
+/// the artifact, and a directory the commit lacks fails the fetch with Flux's message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fields_ferroflux_does_not_do_are_refused_not_ignored() {
     let cluster = DevCluster::start(Config::memory("src-refused"))
@@ -163,6 +164,7 @@ async fn fields_ferroflux_does_not_do_are_refused_not_ignored() {
     let repo = work.path().join("repo");
     std::fs::create_dir(repo.join("apps")).unwrap();
     std::fs::write(repo.join("apps/app.yaml"), "kind: ConfigMap\n").unwrap();
+    std::fs::write(repo.join("README.md"), "fleet\n").unwrap();
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-qm", "one"]);
     let store = tempfile::tempdir().unwrap();
@@ -216,8 +218,45 @@ async fn fields_ferroflux_does_not_do_are_refused_not_ignored() {
         "the artifact is withdrawn"
     );
 
-    let sparse = serde_json::json!({"spec": {"sparseCheckout": ["apps"]}});
+    // sparseCheckout: the artifact holds the listed directories only, repacked from the same
+    // commit; a directory the commit lacks fails the fetch and keeps the last artifact.
+    let whole = api
+        .get("sparse")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .artifact
+        .unwrap();
+    let sparse = serde_json::json!({"spec": {"sparseCheckout": ["./apps"]}});
     api.patch("sparse", &PatchParams::default(), &Patch::Merge(&sparse))
+        .await
+        .unwrap();
+    reconcile(&client, &settings, "default", "sparse")
+        .await
+        .unwrap();
+    let got = api.get("sparse").await.unwrap();
+    assert_eq!(condition(&got, "Ready").0, "True");
+    let status = got.status.unwrap();
+    assert_eq!(
+        status.observed_sparse_checkout,
+        Some(vec!["./apps".to_string()])
+    );
+    let narrowed = status.artifact.unwrap();
+    assert_eq!(narrowed.revision, whole.revision);
+    assert_ne!(narrowed.digest, whole.digest);
+    let listing = std::process::Command::new("tar")
+        .arg("tzf")
+        .arg(store.path().join(&narrowed.path))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&listing.stdout),
+        "apps/\napps/app.yaml\n"
+    );
+
+    let missing = serde_json::json!({"spec": {"sparseCheckout": ["apps", "missing"]}});
+    api.patch("sparse", &PatchParams::default(), &Patch::Merge(&missing))
         .await
         .unwrap();
     reconcile(&client, &settings, "default", "sparse")
@@ -228,13 +267,13 @@ async fn fields_ferroflux_does_not_do_are_refused_not_ignored() {
         condition(&got, "Ready"),
         (
             "False".into(),
-            "UnsupportedFeature".into(),
-            "not supported yet: sparseCheckout (the artifact would hold the whole tree)".into()
+            "GitOperationFailed".into(),
+            "failed to sparse checkout directories : sparse checkout dir 'missing' does not exist in repository".into()
         )
     );
-    assert_eq!(condition(&got, "Stalled").0, "True");
-    assert!(
-        got.status.unwrap().artifact.is_some(),
+    assert_eq!(
+        got.status.unwrap().artifact.unwrap().digest,
+        narrowed.digest,
         "the last artifact is kept"
     );
 }

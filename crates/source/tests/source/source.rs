@@ -436,6 +436,7 @@ fn no_op_poll_downloads_nothing_and_force_push_is_followed() {
     let prev = Previous {
         artifact: a1.clone(),
         observed_ignore: None,
+        observed_sparse: Vec::new(),
     };
     let again = reconcile(&src, &storage, &key, &opts, Some(&prev)).unwrap();
     assert_eq!(
