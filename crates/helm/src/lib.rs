@@ -60,6 +60,7 @@ mod yaml;
 
 pub use chart::{Chart, Dependency, File, Maintainer, Metadata};
 pub use cli::{TemplateArgs, error_message, run_template};
+pub use coalesce::{Warnings, coalesce_tables};
 pub use error::Error;
 pub use loader::{
     MAX_DECOMPRESSED_CHART_SIZE, MAX_DECOMPRESSED_FILE_SIZE, load, load_archive, load_dir,

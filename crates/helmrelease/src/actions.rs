@@ -141,6 +141,10 @@ pub struct UpgradeOptions {
     pub labels: BTreeMap<String, String>,
     /// Rewrites the manifests before they are applied.
     pub post_renderer: Option<PostRender>,
+    /// Helm's `--reuse-values` (Flux's `upgrade.preserveValues`): the current release's values
+    /// are merged under the new ones, and the chart's defaults are the current release's
+    /// (its chart's values with its values over them), not the new chart's.
+    pub reuse_values: bool,
 }
 
 /// How to roll back.
@@ -725,6 +729,11 @@ impl Actions {
             )));
         }
         let revision = last.version + 1;
+        let (chart, values) = if opts.reuse_values {
+            reuse_values(&chart, values, &current)
+        } else {
+            (chart, values)
+        };
         let r = self
             .crds_then_render(
                 target,
@@ -1156,4 +1165,35 @@ impl Actions {
             }),
         }
     }
+}
+
+/// Helm's `reuseValues`: the values become the new ones with the current release's under them
+/// (`CoalesceTables(new, current.Config)`), and the chart renders with the current release's
+/// coalesced values as its defaults (`CoalesceValues(current.Chart, current.Config)`), so the
+/// new chart's own defaults are not read, as in Helm.
+fn reuse_values(
+    chart: &Arc<Chart>,
+    values: Map<String, Value>,
+    current: &Release,
+) -> (Arc<Chart>, Map<String, Value>) {
+    let mut warnings = ferroflux_helm::Warnings::new();
+    let old_defaults = current
+        .chart
+        .get("values")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut old_values = current.config.clone();
+    ferroflux_helm::coalesce_tables(&mut old_values, old_defaults, "", false, &mut warnings);
+    let mut new_values = values;
+    ferroflux_helm::coalesce_tables(
+        &mut new_values,
+        current.config.clone(),
+        "",
+        false,
+        &mut warnings,
+    );
+    let mut reused = (**chart).clone();
+    reused.values = old_values;
+    (Arc::new(reused), new_values)
 }

@@ -1276,6 +1276,7 @@ async fn run_action(
                         force: upgrade.force.unwrap_or(false),
                         take_ownership: !upgrade.disable_take_ownership.unwrap_or(false),
                         post_renderer: Some(renderer),
+                        reuse_values: upgrade.preserve_values.unwrap_or(false),
                         ..Default::default()
                     };
                     prepared

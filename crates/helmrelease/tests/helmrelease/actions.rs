@@ -710,3 +710,82 @@ async fn uninstall_propagates_deletion_as_asked() {
     })
     .await;
 }
+
+/// Helm's `--reuse-values` (Flux's `upgrade.preserveValues`): an upgrade with only a new
+/// replica count keeps the Ingress the previous values turned on; the chart's defaults are the
+/// previous release's, so a new chart default is not read (nor is a kept value that a `null`
+/// takes out of the release's values: it is a default now); an upgrade without it goes back to
+/// the given values over the new chart's defaults.
+#[tokio::test(flavor = "multi_thread")]
+async fn reuse_values_merges_the_current_release_values_under_the_new_ones() {
+    let (cluster, _client, actions) = cluster("actions-reuse").await;
+    let chart = corpus_chart("app-basic");
+    let t = target("web", "apps");
+    let opts = InstallOptions {
+        create_namespace: true,
+        ..install_opts()
+    };
+    actions
+        .install(
+            &t,
+            chart.clone(),
+            values(json!({"replicaCount": 2, "ingress": {"enabled": true}})),
+            &opts,
+        )
+        .await
+        .unwrap();
+    let replicas = |cluster: &ferroflux_testkit::Cluster| -> serde_json::Value {
+        let deploy: serde_json::Value = serde_json::from_slice(
+            &cluster
+                .kubectl(&["get", "deployment", "web-app", "-n", "apps", "-o", "json"])
+                .stdout,
+        )
+        .unwrap();
+        deploy["spec"]["replicas"].clone()
+    };
+    // The next chart version defaults to a port the previous one did not have.
+    let mut next = (*chart).clone();
+    next.values
+        .insert("service".into(), json!({"type": "ClusterIP", "port": 9999}));
+    let next = std::sync::Arc::new(next);
+    let reuse = UpgradeOptions {
+        reuse_values: true,
+        ..upgrade_opts()
+    };
+    let rel = actions
+        .upgrade(&t, next.clone(), values(json!({"replicaCount": 3})), &reuse)
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::Value::Object(rel.config.clone()),
+        json!({"replicaCount": 3, "ingress": {"enabled": true}})
+    );
+    assert_eq!(replicas(&cluster), 3);
+    assert!(exists(&cluster, "apps", "ingress", "web-app"));
+    assert!(
+        !rel.manifest.contains("9999"),
+        "the previous release's defaults are used, not the new chart's"
+    );
+
+    // A null in the new values deletes the kept value from the release's values, but, as in
+    // Helm, not from the defaults the previous release's values became: the Ingress stays.
+    let rel = actions
+        .upgrade(&t, next.clone(), values(json!({"ingress": null})), &reuse)
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::Value::Object(rel.config.clone()),
+        json!({"replicaCount": 3})
+    );
+    assert!(exists(&cluster, "apps", "ingress", "web-app"));
+
+    // Without it, only the given values count, over the new chart's defaults.
+    let rel = actions
+        .upgrade(&t, next, values(json!({})), &upgrade_opts())
+        .await
+        .unwrap();
+    assert!(rel.config.is_empty());
+    assert_eq!(replicas(&cluster), 1);
+    assert!(!exists(&cluster, "apps", "ingress", "web-app"));
+    assert!(rel.manifest.contains("9999"));
+}
