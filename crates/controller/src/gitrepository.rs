@@ -98,9 +98,6 @@ pub fn refusal(spec: &ferroflux_api::gitrepository::GitRepositorySpec) -> Option
             message: "signature verification of commits and tags (spec.verify) is not supported yet by ferroflux; no artifact is served from this source while spec.verify is set".into(),
         });
     }
-    if spec.include.as_ref().is_some_and(|i| !i.is_empty()) {
-        return unsupported("include (the artifacts of other GitRepositories)");
-    }
     if spec.recurse_submodules == Some(true) {
         return unsupported("recurseSubmodules");
     }
@@ -165,6 +162,24 @@ fn previous(status: Option<&GitRepositoryStatus>) -> Option<Previous> {
         },
         observed_ignore: status.observed_ignore.clone(),
         observed_sparse: status.observed_sparse_checkout.clone().unwrap_or_default(),
+        observed_includes: status
+            .observed_include
+            .iter()
+            .flatten()
+            .zip(status.included_artifacts.iter().flatten())
+            .map(|(incl, artifact)| {
+                let name = &incl.repository.name;
+                ferroflux_source::include_fingerprint(
+                    name,
+                    incl.from_path.as_deref().unwrap_or_default(),
+                    incl.to_path
+                        .as_deref()
+                        .filter(|p| !p.is_empty())
+                        .unwrap_or(name),
+                    &artifact.digest,
+                )
+            })
+            .collect(),
     })
 }
 
@@ -233,6 +248,64 @@ pub fn apply_result(
     event
 }
 
+/// source-controller's condition while an included repository has no artifact.
+pub const INCLUDE_UNAVAILABLE: &str = "IncludeUnavailable";
+/// How soon a GitRepository waiting for an included one looks again (Flux's
+/// `--requeue-dependency` default).
+const INCLUDE_REQUEUE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What `spec.include` names, each with its artifact in storage, and those artifacts as the
+/// status records them; or Flux's reason and message when one is missing or has none yet.
+async fn includes(
+    client: &kube::Client,
+    ns: &str,
+    obj: &GitRepository,
+    storage: &Storage,
+) -> Result<(Vec<ferroflux_source::Include>, Vec<Artifact>), (&'static str, String)> {
+    let api: Api<GitRepository> = Api::namespaced(client.clone(), ns);
+    let mut includes = Vec::new();
+    let mut artifacts = Vec::new();
+    for incl in obj.spec.include.iter().flatten() {
+        let name = &incl.repository.name;
+        let dep = match api.get_opt(name).await {
+            Ok(Some(dep)) => dep,
+            Ok(None) => {
+                return Err((
+                    "NotFound",
+                    format!(
+                        "could not get resource for include '{name}': gitrepositories.source.toolkit.fluxcd.io \"{name}\" not found"
+                    ),
+                ));
+            }
+            Err(e) => {
+                return Err((
+                    "NotFound",
+                    format!("could not get resource for include '{name}': {e}"),
+                ));
+            }
+        };
+        let Some(artifact) = dep.status.and_then(|s| s.artifact) else {
+            return Err((
+                "NoArtifact",
+                format!("no artifact available for include '{name}'"),
+            ));
+        };
+        includes.push(ferroflux_source::Include {
+            name: name.clone(),
+            from_path: incl.from_path.clone().unwrap_or_default(),
+            to_path: incl
+                .to_path
+                .clone()
+                .filter(|p| !p.is_empty())
+                .unwrap_or_else(|| name.clone()),
+            archive: storage.local_path(&artifact.path),
+            digest: artifact.digest.clone(),
+        });
+        artifacts.push(artifact);
+    }
+    Ok((includes, artifacts))
+}
+
 async fn read_secret(
     client: &kube::Client,
     ns: &str,
@@ -277,6 +350,28 @@ pub async fn reconcile(
         });
     }
 
+    let (includes, included_artifacts) = match includes(client, ns, &obj, &settings.storage).await {
+        Ok(found) => found,
+        Err((reason, message)) => {
+            // Flux waits for the included repositories; the last artifact stays served.
+            let mut status = obj.status.clone().unwrap_or_default();
+            let now = Timestamp::now();
+            let mut conds = Conditions::of(&mut status.conditions, obj.metadata.generation, now);
+            conds
+                .mark_true(INCLUDE_UNAVAILABLE, reason, &message)
+                .mark_false(conditions::READY, reason, &message)
+                .mark_reconciling(reason::PROGRESSING_WITH_RETRY, &message)
+                .delete(conditions::STALLED);
+            let failure = Failure::retry(reason, message.clone(), INCLUDE_REQUEUE);
+            step::log_failure(KIND, ns, name, &failure);
+            sourceloop::write_status(&api, &obj, &status, &[], FIELD_MANAGER).await?;
+            return Ok(Reconciled {
+                requeue_after: Some(INCLUDE_REQUEUE.min(interval)),
+                event: Some(("Warning".into(), reason.into(), message)),
+            });
+        }
+    };
+
     let result: Result<Outcome, ferroflux_source::Error> = async {
         let creds = match &obj.spec.secret_ref {
             Some(r) => read_secret(client, ns, &r.name).await?,
@@ -303,6 +398,7 @@ pub async fn reconcile(
         let pack = PackOptions {
             ignore: obj.spec.ignore.clone(),
             sparse: obj.spec.sparse_checkout.clone().unwrap_or_default(),
+            includes,
             ..Default::default()
         };
         let prev = previous(obj.status.as_ref());
@@ -352,12 +448,21 @@ pub async fn reconcile(
             .sparse_checkout
             .clone()
             .filter(|dirs| !dirs.is_empty());
+        let spec_includes = obj.spec.include.clone().unwrap_or_default();
+        status.observed_include = (!spec_includes.is_empty()).then_some(spec_includes);
+        status.included_artifacts = (!included_artifacts.is_empty()).then_some(included_artifacts);
+        Conditions::of(&mut status.conditions, obj.metadata.generation, now)
+            .delete(INCLUDE_UNAVAILABLE);
     }
     sourceloop::write_status(
         &api,
         &obj,
         &status,
-        &["observedSparseCheckout"],
+        &[
+            "observedSparseCheckout",
+            "observedInclude",
+            "includedArtifacts",
+        ],
         FIELD_MANAGER,
     )
     .await?;
@@ -427,12 +532,13 @@ mod tests {
             None
         );
         let message = |extra| refusal(&spec(extra)).map(|r| (r.reason, r.message));
+        // include and sparseCheckout are done now.
         assert_eq!(
-            message(serde_json::json!({"include": [{"repository": {"name": "other"}}]})),
-            Some((
-                UNSUPPORTED_FEATURE,
-                "not supported yet: include (the artifacts of other GitRepositories)".into()
-            ))
+            message(
+                serde_json::json!({"include": [{"repository": {"name": "other"}}],
+                                       "sparseCheckout": ["apps"]})
+            ),
+            None
         );
         assert_eq!(
             message(serde_json::json!({"provider": "github", "recurseSubmodules": true})),

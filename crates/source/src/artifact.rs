@@ -38,6 +38,25 @@ pub struct PackOptions {
     /// `spec.sparseCheckout`: when not empty, only these directories (and the directories
     /// above them) are packed, as a sparse checkout holds them; each must exist.
     pub sparse: Vec<String>,
+    /// `spec.include`: other GitRepositories' artifacts copied in, in order.
+    pub includes: Vec<Include>,
+}
+
+/// One `spec.include`: `from_path` of another GitRepository's artifact becomes `to_path` of
+/// this one, as source-controller copies it into the checkout before archiving (the including
+/// repository's ignore rules then apply to it too). `to_path` must not be in the commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Include {
+    /// The included GitRepository's name (messages only).
+    pub name: String,
+    /// The path in its artifact; empty for all of it.
+    pub from_path: String,
+    /// Where it goes; Flux's default is the GitRepository's name.
+    pub to_path: String,
+    /// Its artifact (a tar.gz in storage).
+    pub archive: std::path::PathBuf,
+    /// Its artifact's digest: a change of it repacks this repository.
+    pub digest: String,
 }
 
 impl Default for PackOptions {
@@ -47,6 +66,7 @@ impl Default for PackOptions {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             max_artifact_size: DEFAULT_MAX_ARTIFACT_SIZE,
             sparse: Vec::new(),
+            includes: Vec::new(),
         }
     }
 }
@@ -67,6 +87,8 @@ struct Entry {
     path: BString,
     kind: EntryKind,
     oid: gix::ObjectId,
+    /// The bytes of a file copied in from an included artifact (not in the object database).
+    content: Option<std::sync::Arc<[u8]>>,
 }
 
 fn archive_err(what: &str, e: impl std::fmt::Display) -> Error {
@@ -101,6 +123,7 @@ fn walk(
             path: path.clone(),
             kind,
             oid,
+            content: None,
         });
         if kind == EntryKind::Tree {
             walk(repo, oid, path.as_bstr(), out)?;
@@ -134,6 +157,135 @@ fn sparse_entries(entries: Vec<Entry>, dirs: &[String]) -> Result<Vec<Entry>> {
         })
     };
     Ok(entries.into_iter().filter(|e| keep(&e.path)).collect())
+}
+
+/// `entries` with each include's files copied in under its `to_path` (and the directories
+/// above it), in the order a directory walk writes them. Source-controller renames the
+/// included directory into the checkout, which fails when the path is taken: so does this.
+fn with_includes(
+    mut entries: Vec<Entry>,
+    includes: &[Include],
+    max_file_size: u64,
+) -> Result<Vec<Entry>> {
+    for incl in includes {
+        let fail = |why: String| {
+            Error::Include(format!(
+                "failed to copy '{}' include from {} to {}: {why}",
+                incl.name, incl.from_path, incl.to_path
+            ))
+        };
+        let to = crate::push::clean_path(&incl.to_path).join("/");
+        let from = crate::push::clean_path(&incl.from_path).join("/");
+        if to.is_empty() {
+            return Err(fail("the include would replace the whole artifact".into()));
+        }
+        let taken = entries.iter().any(|e| {
+            e.path == to.as_bytes()
+                || (e.path.starts_with(to.as_bytes()) && e.path.get(to.len()) == Some(&b'/'))
+        });
+        if taken {
+            return Err(fail(format!("'{to}' is already in the repository")));
+        }
+        let file = std::fs::File::open(&incl.archive)
+            .map_err(|e| fail(format!("reading the included artifact: {e}")))?;
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+        let mut copied = Vec::new();
+        let entries_iter = archive
+            .entries()
+            .map_err(|e| fail(format!("reading the included artifact: {e}")))?;
+        for item in entries_iter {
+            let mut item = item.map_err(|e| fail(format!("reading the included artifact: {e}")))?;
+            let raw = item
+                .path()
+                .map_err(|e| fail(format!("reading the included artifact: {e}")))?
+                .to_string_lossy()
+                .into_owned();
+            let rel = crate::push::clean_path(&raw).join("/");
+            let below = if from.is_empty() {
+                Some(rel.as_str())
+            } else if rel == from {
+                Some("")
+            } else {
+                rel.strip_prefix(&format!("{from}/"))
+            };
+            let Some(below) = below else { continue };
+            let path = if below.is_empty() {
+                to.clone()
+            } else {
+                format!("{to}/{below}")
+            };
+            let kind = item.header().entry_type();
+            if kind.is_dir() {
+                copied.push(Entry {
+                    path: BString::from(path),
+                    kind: EntryKind::Tree,
+                    oid: gix::ObjectId::null(gix::hash::Kind::Sha1),
+                    content: None,
+                });
+            } else if kind.is_file() {
+                let size = item.header().size().unwrap_or(0);
+                if size > max_file_size {
+                    return Err(Error::FileTooLarge {
+                        path,
+                        size,
+                        limit: max_file_size,
+                    });
+                }
+                let mut data = Vec::with_capacity(size as usize);
+                std::io::Read::read_to_end(&mut item, &mut data)
+                    .map_err(|e| fail(format!("reading the included artifact: {e}")))?;
+                let executable = item.header().mode().unwrap_or(0o644) & 0o111 != 0;
+                copied.push(Entry {
+                    path: BString::from(path),
+                    kind: if executable {
+                        EntryKind::BlobExecutable
+                    } else {
+                        EntryKind::Blob
+                    },
+                    oid: gix::ObjectId::null(gix::hash::Kind::Sha1),
+                    content: Some(data.into()),
+                });
+            }
+        }
+        if copied.is_empty() {
+            return Err(fail(format!(
+                "'{}' is not in the included artifact",
+                if from.is_empty() { "." } else { &from }
+            )));
+        }
+        // The directories down to `to_path`, and `to_path` itself when a file was not copied
+        // there: those a checkout would hold.
+        let mut dirs: Vec<String> = Vec::new();
+        let parts: Vec<&str> = to.split('/').collect();
+        for i in 1..=parts.len() {
+            let dir = parts[..i].join("/");
+            let is_file = i == parts.len()
+                && copied
+                    .iter()
+                    .any(|c| c.path == dir.as_bytes() && c.kind != EntryKind::Tree);
+            if !is_file {
+                dirs.push(dir);
+            }
+        }
+        for dir in dirs {
+            let present = entries
+                .iter()
+                .chain(copied.iter())
+                .any(|e| e.path == dir.as_bytes());
+            if !present {
+                copied.push(Entry {
+                    path: BString::from(dir),
+                    kind: EntryKind::Tree,
+                    oid: gix::ObjectId::null(gix::hash::Kind::Sha1),
+                    content: None,
+                });
+            }
+        }
+        entries.extend(copied);
+    }
+    // A directory walk's order: component by component, each directory before what it holds.
+    entries.sort_by(|a, b| a.path.split_str("/").cmp(b.path.split_str("/")));
+    Ok(entries)
 }
 
 /// Resolves a symlink's target against the tree; `None` when it leaves the repository.
@@ -205,6 +357,9 @@ pub fn pack_tree(
     if !opts.sparse.is_empty() {
         entries = sparse_entries(entries, &opts.sparse)?;
     }
+    if !opts.includes.is_empty() {
+        entries = with_includes(entries, &opts.includes, opts.max_file_size)?;
+    }
 
     let read_blob = |oid: gix::ObjectId| -> Result<Vec<u8>> {
         repo.find_object(oid)
@@ -222,7 +377,11 @@ pub fn pack_tree(
                 .rsplit_once_str("/")
                 .map(|(d, _)| d)
                 .unwrap_or_default();
-            sourceignores.push((BString::from(dir), read_blob(e.oid)?));
+            let data = match &e.content {
+                Some(data) => data.to_vec(),
+                None => read_blob(e.oid)?,
+            };
+            sourceignores.push((BString::from(dir), data));
         }
     }
     let matcher = Rules::for_artifact(&sourceignores, opts.ignore.as_deref())
@@ -270,6 +429,27 @@ pub fn pack_tree(
             }
             // Submodules are not fetched (recurseSubmodules is not supported).
             EntryKind::Commit => continue,
+            EntryKind::Blob | EntryKind::BlobExecutable if e.content.is_some() => {
+                let data = e.content.as_deref().unwrap_or_default();
+                let size = data.len() as u64;
+                stats.content_bytes += size;
+                if stats.content_bytes > opts.max_artifact_size {
+                    return Err(Error::ArtifactTooLarge {
+                        limit: opts.max_artifact_size,
+                    });
+                }
+                header.set_entry_type(tar::EntryType::Regular);
+                header.set_mode(if e.kind == EntryKind::BlobExecutable {
+                    0o755
+                } else {
+                    0o644
+                });
+                header.set_size(size);
+                tar.append_data(&mut header, path, data)
+                    .map_err(|err| archive_err("writing the archive", err))?;
+                stats.files += 1;
+                continue;
+            }
             EntryKind::Blob => (e.oid, 0o644),
             EntryKind::BlobExecutable => (e.oid, 0o755),
             EntryKind::Link => {
@@ -353,7 +533,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod sparse_tests {
+mod entry_tests {
     use super::*;
 
     fn entry(path: &str, kind: EntryKind) -> Entry {
@@ -361,6 +541,7 @@ mod sparse_tests {
             path: BString::from(path),
             kind,
             oid: gix::ObjectId::null(gix::hash::Kind::Sha1),
+            content: None,
         }
     }
 
@@ -391,5 +572,119 @@ mod sparse_tests {
             err.to_string(),
             "failed to sparse checkout directories : sparse checkout dir 'apps/staging' does not exist in repository"
         );
+    }
+
+    /// An included artifact as source-controller stores one: a tar.gz with directories.
+    fn artifact(dir: &std::path::Path, files: &[(&str, &str)]) -> std::path::PathBuf {
+        let path = dir.join("included.tar.gz");
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            flate2::Compression::default(),
+        );
+        let mut tar = tar::Builder::new(gz);
+        let mut dirs = std::collections::BTreeSet::new();
+        for (name, _) in files {
+            let mut parts: Vec<&str> = name.split('/').collect();
+            parts.pop();
+            for i in 1..=parts.len() {
+                dirs.insert(parts[..i].join("/"));
+            }
+        }
+        for d in dirs {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Directory);
+            h.set_mode(0o755);
+            h.set_size(0);
+            tar.append_data(&mut h, format!("{d}/"), std::io::empty())
+                .unwrap();
+        }
+        for (name, text) in files {
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o644);
+            h.set_size(text.len() as u64);
+            tar.append_data(&mut h, name, text.as_bytes()).unwrap();
+        }
+        tar.into_inner().unwrap().finish().unwrap();
+        path
+    }
+
+    #[test]
+    fn includes_are_copied_under_their_path_in_walk_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = artifact(
+            dir.path(),
+            &[
+                ("README.md", "other\n"),
+                ("deploy/kubernetes/a.yaml", "a\n"),
+                ("deploy/kubernetes/sub/b.yaml", "b\n"),
+            ],
+        );
+        let include = |from: &str, to: &str| Include {
+            name: "other".into(),
+            from_path: from.into(),
+            to_path: to.into(),
+            archive: archive.clone(),
+            digest: "sha256:x".into(),
+        };
+        let repo = || {
+            vec![
+                entry("README.md", EntryKind::Blob),
+                entry("base", EntryKind::Tree),
+                entry("base/other.yaml", EntryKind::Blob),
+                entry("base-x.yaml", EntryKind::Blob),
+            ]
+        };
+        let got = with_includes(
+            repo(),
+            &[include("./deploy/kubernetes", "base/app")],
+            u64::MAX,
+        )
+        .unwrap();
+        let paths: Vec<String> = got.iter().map(|e| e.path.to_string()).collect();
+        assert_eq!(
+            paths,
+            [
+                "README.md",
+                "base",
+                "base/app",
+                "base/app/a.yaml",
+                "base/app/sub",
+                "base/app/sub/b.yaml",
+                "base/other.yaml",
+                "base-x.yaml"
+            ]
+        );
+        let b = got
+            .iter()
+            .find(|e| e.path == "base/app/sub/b.yaml")
+            .unwrap();
+        assert_eq!(b.content.as_deref(), Some(&b"b\n"[..]));
+
+        // The whole artifact, under a path of its own.
+        let got = with_includes(repo(), &[include("", "vendor/other")], u64::MAX).unwrap();
+        assert!(
+            got.iter()
+                .any(|e| e.path == "vendor/other/deploy/kubernetes/a.yaml")
+        );
+        assert!(
+            got.iter()
+                .any(|e| e.path == "vendor" && e.kind == EntryKind::Tree)
+        );
+
+        // A path the commit holds, and a path the artifact lacks.
+        let err = with_includes(repo(), &[include("deploy", "base")], u64::MAX).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "failed to copy 'other' include from deploy to base: 'base' is already in the repository"
+        );
+        let err = with_includes(repo(), &[include("nowhere", "x")], u64::MAX).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "failed to copy 'other' include from nowhere to x: 'nowhere' is not in the included artifact"
+        );
+        assert!(matches!(
+            with_includes(repo(), &[include("", "big")], 1),
+            Err(Error::FileTooLarge { .. })
+        ));
     }
 }

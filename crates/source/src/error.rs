@@ -37,6 +37,9 @@ pub enum Error {
         /// What Git said, credentials scrubbed.
         detail: String,
     },
+    /// An included artifact could not be copied in (Flux's `CopyFailure`).
+    #[error("{0}")]
+    Include(String),
     /// A `spec.sparseCheckout` directory is not in the commit.
     #[error("failed to sparse checkout directories : {0}")]
     SparseCheckout(String),
@@ -107,6 +110,8 @@ pub mod reason {
     pub const ARCHIVE_OPERATION_FAILED: &str = "ArchiveOperationFailed";
     /// Writing or collecting artifacts in the storage directory failed.
     pub const STORAGE_OPERATION_FAILED: &str = "StorageOperationFailed";
+    /// An included artifact could not be copied into this one.
+    pub const COPY_FAILURE: &str = "CopyFailure";
 }
 
 impl Error {
@@ -125,6 +130,7 @@ impl Error {
                 reason::ARCHIVE_OPERATION_FAILED
             }
             Error::Storage { .. } => reason::STORAGE_OPERATION_FAILED,
+            Error::Include(_) => reason::COPY_FAILURE,
         }
     }
 

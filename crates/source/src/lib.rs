@@ -30,7 +30,7 @@ mod storage;
 mod url;
 
 pub use artifact::{
-    DEFAULT_MAX_ARTIFACT_SIZE, DEFAULT_MAX_FILE_SIZE, PackOptions, PackStats, pack_tree,
+    DEFAULT_MAX_ARTIFACT_SIZE, DEFAULT_MAX_FILE_SIZE, Include, PackOptions, PackStats, pack_tree,
 };
 pub use credentials::Credentials;
 pub use error::{Error, Result, reason};
@@ -53,6 +53,15 @@ pub struct Previous {
     pub observed_ignore: Option<String>,
     /// `status.observedSparseCheckout`: the directories the artifact was packed with.
     pub observed_sparse: Vec<String>,
+    /// What the artifact's includes were ([`include_fingerprint`] of `status.observedInclude`
+    /// and `status.includedArtifacts`).
+    pub observed_includes: Vec<String>,
+}
+
+/// What makes two includes the same for repacking: the paths, the included repository and its
+/// artifact's digest.
+pub fn include_fingerprint(name: &str, from_path: &str, to_path: &str, digest: &str) -> String {
+    format!("{name}\0{from_path}\0{to_path}\0{digest}")
 }
 
 /// The result of [`reconcile`].
@@ -106,6 +115,12 @@ pub fn reconcile(
         && prev.artifact.revision == resolved.revision
         && prev.observed_ignore == pack.ignore
         && prev.observed_sparse == pack.sparse
+        && prev.observed_includes
+            == pack
+                .includes
+                .iter()
+                .map(|i| include_fingerprint(&i.name, &i.from_path, &i.to_path, &i.digest))
+                .collect::<Vec<_>>()
         && storage.exists(&prev.artifact.path)
     {
         let mut artifact = prev.artifact.clone();

@@ -277,3 +277,188 @@ async fn fields_ferroflux_does_not_do_are_refused_not_ignored() {
         "the last artifact is kept"
     );
 }
+
+/// `spec.include`: while the included GitRepository is missing or has no artifact the
+/// including one waits (IncludeUnavailable, its last artifact kept); then `fromPath` of the
+/// included artifact is packed under `toPath`, the status records the included artifacts, a
+/// new artifact of the included repository repacks the same commit, and a `toPath` the commit
+/// already holds fails with Flux's CopyFailure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn included_artifacts_are_copied_in_and_followed() {
+    let cluster = DevCluster::start(Config::memory("src-include"))
+        .await
+        .unwrap();
+    let client = cluster.client().await.unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in ferroflux_api::crds() {
+        crds.create(&PostParams::default(), &crd).await.unwrap();
+    }
+    let work = tempfile::tempdir().unwrap();
+    let repo = |name: &str, files: &[(&str, &str)]| {
+        git(work.path(), &["init", "-q", "-b", "main", name]);
+        let dir = work.path().join(name);
+        for (path, text) in files {
+            let p = dir.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        git(&dir, &["add", "-A"]);
+        git(&dir, &["commit", "-qm", "one"]);
+        dir
+    };
+    let app = repo(
+        "app",
+        &[
+            ("deploy/kubernetes/a.yaml", "a: 1\n"),
+            ("README.md", "app\n"),
+        ],
+    );
+    let fleet = repo("fleet", &[("base/other.yaml", "o: 1\n")]);
+    let store = tempfile::tempdir().unwrap();
+    let settings = SourceSettings {
+        storage: Storage::new(store.path(), "http://127.0.0.1:9090").unwrap(),
+        allow_file_urls: true,
+    };
+    let api: Api<GitRepository> = Api::namespaced(client.clone(), "default");
+    let object = |name: &str, dir: &std::path::Path, include: serde_json::Value| -> GitRepository {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"url": format!("file://{}", dir.display()), "interval": "5m",
+                     "ref": {"branch": "main"}, "include": include}
+        }))
+        .unwrap()
+    };
+    let include = serde_json::json!([{"repository": {"name": "app"},
+        "fromPath": "deploy/kubernetes", "toPath": "base/app"}]);
+    api.create(&PostParams::default(), &object("fleet", &fleet, include))
+        .await
+        .unwrap();
+    let pass = |name: &'static str| {
+        let client = client.clone();
+        let settings = settings.clone();
+        async move {
+            reconcile(&client, &settings, "default", name)
+                .await
+                .unwrap();
+        }
+    };
+    pass("fleet").await;
+    let got = api.get("fleet").await.unwrap();
+    assert_eq!(
+        condition(&got, "Ready"),
+        (
+            "False".into(),
+            "NotFound".into(),
+            "could not get resource for include 'app': gitrepositories.source.toolkit.fluxcd.io \"app\" not found".into()
+        )
+    );
+    assert_eq!(condition(&got, "IncludeUnavailable").0, "True");
+
+    api.create(
+        &PostParams::default(),
+        &object("app", &app, serde_json::json!([])),
+    )
+    .await
+    .unwrap();
+    pass("fleet").await;
+    assert_eq!(
+        condition(&api.get("fleet").await.unwrap(), "Ready"),
+        (
+            "False".into(),
+            "NoArtifact".into(),
+            "no artifact available for include 'app'".into()
+        )
+    );
+
+    pass("app").await;
+    pass("fleet").await;
+    let got = api.get("fleet").await.unwrap();
+    assert_eq!(condition(&got, "Ready").0, "True");
+    let status = got.status.clone().unwrap();
+    let app_artifact = api
+        .get("app")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .artifact
+        .unwrap();
+    assert_eq!(
+        status.included_artifacts.as_ref().unwrap()[0].digest,
+        app_artifact.digest
+    );
+    assert_eq!(status.observed_include.as_ref().unwrap().len(), 1);
+    assert!(
+        status
+            .conditions
+            .unwrap()
+            .iter()
+            .all(|c| c.type_ != "IncludeUnavailable")
+    );
+    let first = status.artifact.unwrap();
+    let list = |artifact: &ferroflux_api::Artifact| {
+        let out = std::process::Command::new("tar")
+            .arg("tzf")
+            .arg(store.path().join(&artifact.path))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(
+        list(&first),
+        "base/\nbase/app/\nbase/app/a.yaml\nbase/other.yaml\n"
+    );
+
+    // Nothing changed: nothing repacked.
+    pass("fleet").await;
+    assert_eq!(
+        api.get("fleet")
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .artifact
+            .unwrap()
+            .digest,
+        first.digest
+    );
+
+    // A new commit of the included repository: the same fleet commit, repacked.
+    std::fs::write(app.join("deploy/kubernetes/b.yaml"), "b: 2\n").unwrap();
+    git(&app, &["add", "-A"]);
+    git(&app, &["commit", "-qm", "two"]);
+    pass("app").await;
+    pass("fleet").await;
+    let second = api
+        .get("fleet")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .artifact
+        .unwrap();
+    assert_eq!(second.revision, first.revision);
+    assert_ne!(second.digest, first.digest);
+    assert!(list(&second).contains("base/app/b.yaml\n"));
+
+    // A toPath the commit already holds: CopyFailure, the last artifact kept.
+    let taken = serde_json::json!({"spec": {"include": [{"repository": {"name": "app"}, "toPath": "base"}]}});
+    api.patch("fleet", &PatchParams::default(), &Patch::Merge(&taken))
+        .await
+        .unwrap();
+    pass("fleet").await;
+    let got = api.get("fleet").await.unwrap();
+    assert_eq!(
+        condition(&got, "Ready"),
+        (
+            "False".into(),
+            "CopyFailure".into(),
+            "failed to copy 'app' include from  to base: 'base' is already in the repository"
+                .into()
+        )
+    );
+    assert_eq!(got.status.unwrap().artifact.unwrap().digest, second.digest);
+    cluster.shutdown().await;
+}

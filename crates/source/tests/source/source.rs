@@ -437,6 +437,7 @@ fn no_op_poll_downloads_nothing_and_force_push_is_followed() {
         artifact: a1.clone(),
         observed_ignore: None,
         observed_sparse: Vec::new(),
+        observed_includes: Vec::new(),
     };
     let again = reconcile(&src, &storage, &key, &opts, Some(&prev)).unwrap();
     assert_eq!(
