@@ -13,7 +13,8 @@ use crate::sourcefetch;
 use crate::sourceloop;
 use crate::step::{self, Failure};
 use ferroflux_api::conditions::{self, Conditions, reason};
-use ferroflux_api::{Artifact, GitRepository, GitRepositoryStatus};
+use ferroflux_api::gitrepository::GitVerificationMode;
+use ferroflux_api::{Artifact, FluxObject, GitRepository, GitRepositoryStatus};
 use ferroflux_source::{
     Credentials, FetchOptions, GitRef, GitSource, ObjectKey, Outcome, PackOptions, Previous,
     Storage,
@@ -68,7 +69,7 @@ fn source_error_message(e: &ferroflux_source::Error) -> String {
 /// the message the status carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
-    /// `VerificationError` for `spec.verify`, else `UnsupportedFeature`.
+    /// `UnsupportedFeature`.
     pub reason: &'static str,
     /// What is not supported, and what becomes of the artifact.
     pub message: String,
@@ -76,14 +77,11 @@ pub struct Refusal {
 
 /// Flux's reason for a spec field ferroflux does not do.
 pub const UNSUPPORTED_FEATURE: &str = "UnsupportedFeature";
-/// Flux's reason on `SourceVerified` (and Ready) when verification fails; here, cannot be done.
-pub const VERIFICATION_ERROR: &str = "VerificationError";
 /// The condition source-controller sets on the outcome of `spec.verify`.
 pub const SOURCE_VERIFIED: &str = "SourceVerified";
 
 /// The first field of `spec` that ferroflux does not honour yet. Each would change what the
-/// artifact holds (or, for `verify`, whether it may be served at all), so the object stalls
-/// instead of serving something Flux would not.
+/// artifact holds, so the object stalls instead of serving something Flux would not.
 pub fn refusal(spec: &ferroflux_api::gitrepository::GitRepositorySpec) -> Option<Refusal> {
     use ferroflux_api::gitrepository::GitProvider;
     let unsupported = |what: &str| {
@@ -92,12 +90,6 @@ pub fn refusal(spec: &ferroflux_api::gitrepository::GitRepositorySpec) -> Option
             message: format!("not supported yet: {what}"),
         })
     };
-    if spec.verify.is_some() {
-        return Some(Refusal {
-            reason: VERIFICATION_ERROR,
-            message: "signature verification of commits and tags (spec.verify) is not supported yet by ferroflux; no artifact is served from this source while spec.verify is set".into(),
-        });
-    }
     if spec.recurse_submodules == Some(true) {
         return unsupported("recurseSubmodules");
     }
@@ -116,10 +108,8 @@ pub fn refusal(spec: &ferroflux_api::gitrepository::GitRepositorySpec) -> Option
     None
 }
 
-/// The status of a refused spec: Ready False and Stalled with the refusal's reason. A refused
-/// `verify` also sets `SourceVerified` False and withdraws the artifact, so nothing unverified
-/// is applied; other refusals keep the last artifact, as a stalled fetch does. Returns the
-/// Warning event.
+/// The status of a refused spec: Ready False and Stalled with the refusal's reason; the last
+/// artifact is kept, as a stalled fetch keeps it. Returns the Warning event.
 pub fn refuse(
     status: &mut GitRepositoryStatus,
     generation: Option<i64>,
@@ -132,12 +122,6 @@ pub fn refuse(
         .mark_stalled(refusal.reason, &refusal.message)
         .delete(conditions::RECONCILING)
         .delete(conditions::FETCH_FAILED);
-    if refusal.reason == VERIFICATION_ERROR {
-        conds
-            .mark_false(SOURCE_VERIFIED, refusal.reason, &refusal.message)
-            .delete(conditions::ARTIFACT_IN_STORAGE);
-        status.artifact = None;
-    }
     status.observed_generation = generation;
     (
         "Warning".to_string(),
@@ -372,7 +356,27 @@ pub async fn reconcile(
         }
     };
 
+    let verify = obj.spec.verify.as_ref().map(|v| {
+        (
+            v.mode.unwrap_or(GitVerificationMode::HEAD),
+            v.secret_ref.name.clone(),
+        )
+    });
+    let verified_message = Arc::new(std::sync::Mutex::new(None::<String>));
     let result: Result<Outcome, ferroflux_source::Error> = async {
+        let keys = match &verify {
+            Some((mode, secret)) => {
+                let data = sourceloop::secret_data(client, ns, secret)
+                    .await
+                    .map_err(|e| ferroflux_source::Error::Verification {
+                        reason: crate::gitverify::VERIFICATION_ERROR,
+                        message: format!("public keys secret error: {e}"),
+                        stalling: false,
+                    })?;
+                Some((*mode, crate::gitverify::keys_of(data)))
+            }
+            None => None,
+        };
         let creds = match &obj.spec.secret_ref {
             Some(r) => read_secret(client, ns, &r.name).await?,
             None => Credentials::default(),
@@ -401,10 +405,27 @@ pub async fn reconcile(
             includes,
             ..Default::default()
         };
-        let prev = previous(obj.status.as_ref());
+        // A commit stored before verification was asked for (or under another mode) is
+        // fetched and verified again, as source-controller does.
+        let verified_as_asked = keys.as_ref().is_none_or(|(mode, _)| {
+            obj.status.as_ref().is_some_and(|s| {
+                s.source_verification_mode.as_deref() == Some(crate::gitverify::mode_name(*mode))
+                    && conditions::is_true(obj.conditions(), SOURCE_VERIFIED)
+            })
+        });
+        let prev = previous(obj.status.as_ref()).filter(|_| verified_as_asked);
         let src = source.clone();
+        let message_slot = verified_message.clone();
         let task = tokio::task::spawn_blocking(move || {
-            ferroflux_source::reconcile(&src, &storage, &key, &pack, prev.as_ref())
+            ferroflux_source::reconcile_checked(&src, &storage, &key, &pack, prev.as_ref(), |f| {
+                if let Some((mode, keys)) = &keys {
+                    let message = crate::gitverify::check(f, *mode, keys)?;
+                    if let Ok(mut slot) = message_slot.lock() {
+                        *slot = Some(message);
+                    }
+                }
+                Ok(())
+            })
         });
         match tokio::time::timeout(timeout, task).await {
             Ok(Ok(r)) => r,
@@ -442,6 +463,32 @@ pub async fn reconcile(
         obj.spec.ignore.as_deref(),
         now,
     );
+    let mut conds = Conditions::of(&mut status.conditions, obj.metadata.generation, now);
+    match (&verify, &result) {
+        (None, _) => {
+            conds.delete(SOURCE_VERIFIED);
+            status.source_verification_mode = None;
+        }
+        (
+            Some(_),
+            Err(ferroflux_source::Error::Verification {
+                reason, message, ..
+            }),
+        ) => {
+            conds
+                .mark_false(SOURCE_VERIFIED, reason, message)
+                .delete(conditions::FETCH_FAILED);
+        }
+        (Some((mode, _)), Ok(_)) => {
+            let message = verified_message.lock().ok().and_then(|mut m| m.take());
+            // An unchanged commit keeps the condition of the pass that verified it.
+            if let Some(message) = message {
+                conds.mark_true(SOURCE_VERIFIED, reason::SUCCEEDED, &message);
+            }
+            status.source_verification_mode = Some(crate::gitverify::mode_name(*mode).into());
+        }
+        (Some(_), Err(_)) => {}
+    }
     if result.is_ok() {
         status.observed_sparse_checkout = obj
             .spec
@@ -554,15 +601,15 @@ mod tests {
                 "not supported yet: provider 'azure' (only 'generic')".into()
             ))
         );
+        // verify is done now too.
         assert_eq!(
-            message(serde_json::json!({"verify": {"secretRef": {"name": "k"}}, "include": [{"repository": {"name": "o"}}]}))
-                .map(|m| m.0),
-            Some(VERIFICATION_ERROR)
+            message(serde_json::json!({"verify": {"secretRef": {"name": "k"}}})),
+            None
         );
     }
 
     #[test]
-    fn a_refused_verify_withdraws_the_artifact_other_refusals_keep_it() {
+    fn a_refusal_keeps_the_artifact() {
         let with_artifact = || GitRepositoryStatus {
             artifact: Some(to_status_artifact(
                 &artifact("main@sha1:aa"),
@@ -574,28 +621,6 @@ mod tests {
             reason,
             message: "m".into(),
         };
-        let mut st = with_artifact();
-        let event = refuse(
-            &mut st,
-            Some(2),
-            &refused(VERIFICATION_ERROR),
-            Timestamp::UNIX_EPOCH,
-        );
-        assert_eq!(event.1, VERIFICATION_ERROR);
-        assert!(st.artifact.is_none());
-        let conds = st.conditions.clone().unwrap();
-        assert_eq!(
-            conditions::find_condition(&conds, SOURCE_VERIFIED)
-                .unwrap()
-                .status,
-            "False"
-        );
-        assert_eq!(
-            conditions::find_condition(&conds, "Stalled")
-                .unwrap()
-                .status,
-            "True"
-        );
         let mut st = with_artifact();
         refuse(
             &mut st,

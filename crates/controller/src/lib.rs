@@ -29,6 +29,7 @@ pub mod dependencies;
 pub mod events;
 pub mod finalizer;
 pub mod gitrepository;
+pub mod gitverify;
 pub mod helmchart;
 pub mod helmrelease;
 pub mod helmrepository;

@@ -1,7 +1,9 @@
 //! Signing Git commit objects so that `git verify-commit` accepts them, for `bootstrap`'s
-//! `--gpg-*` and `--ssh-signing-*` flags: an SSH signature from an OpenSSH key ([`ssh`]), an
-//! OpenPGP signature from a secret key ring ([`pgp`]), and the commit object with its `gpgsig`
-//! header ([`commit`]). No `gpg` or `ssh-keygen` program runs.
+//! `--gpg-*` and `--ssh-signing-*` flags and image automation's `signingKey`: an SSH signature
+//! from an OpenSSH key ([`ssh`]), an OpenPGP signature from a secret key ring ([`pgp`]), and the
+//! commit object with its `gpgsig` header ([`commit`]). And the other way, for a
+//! GitRepository's `spec.verify`: the signature of a fetched commit or tag checked against
+//! OpenPGP key rings or SSH authorized keys ([`verify`]). No `gpg` or `ssh-keygen` program runs.
 //!
 //! Must not touch: files (callers read the key files and hand over their bytes), the `git`
 //! program and repositories (the bootstrap crate writes the signed object), the terminal.
@@ -21,6 +23,7 @@
 pub mod commit;
 pub mod pgp;
 pub mod ssh;
+pub mod verify;
 
 pub use commit::{CommitError, with_signature};
 pub use pgp::{PgpKeyError, PgpSigner};

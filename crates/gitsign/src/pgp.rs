@@ -849,6 +849,265 @@ impl PgpSigner {
     }
 }
 
+/// The DER `DigestInfo` prefix PKCS#1 v1.5 puts before a digest of hash algorithm `id`, and the
+/// digest's length (RFC 8017, 9.2; OpenPGP's hash ids).
+fn rsa_digest_info(id: u8) -> Option<(&'static [u8], usize)> {
+    const SHA1: [u8; 15] = [
+        0x30, 0x21, 0x30, 0x09, 0x06, 0x05, 0x2b, 0x0e, 0x03, 0x02, 0x1a, 0x05, 0x00, 0x04, 0x14,
+    ];
+    const SHA256: [u8; 19] = [
+        0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01,
+        0x05, 0x00, 0x04, 0x20,
+    ];
+    const SHA384: [u8; 19] = [
+        0x30, 0x41, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x02,
+        0x05, 0x00, 0x04, 0x30,
+    ];
+    const SHA512: [u8; 19] = [
+        0x30, 0x51, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x03,
+        0x05, 0x00, 0x04, 0x40,
+    ];
+    const SHA224: [u8; 19] = [
+        0x30, 0x2d, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x04,
+        0x05, 0x00, 0x04, 0x1c,
+    ];
+    Some(match id {
+        2 => (&SHA1[..], 20),
+        8 => (&SHA256[..], 32),
+        9 => (&SHA384[..], 48),
+        10 => (&SHA512[..], 64),
+        11 => (&SHA224[..], 28),
+        _ => return None,
+    })
+}
+
+/// A v4 signature packet's parts that verification needs.
+struct SignaturePacket {
+    sig_type: u8,
+    algo: u8,
+    hash: u8,
+    /// Version through the hashed subpackets: what the digest covers after the data.
+    hashed_part: Vec<u8>,
+    /// The issuer's key id, from subpacket 16 or the end of subpacket 33's fingerprint.
+    issuer: Option<[u8; 8]>,
+    /// The signature values (MPIs, or the raw 64 bytes of an Ed25519 v4 signature).
+    values: Vec<Vec<u8>>,
+}
+
+/// The issuer key id among subpackets (RFC 4880 5.2.3.1).
+fn issuer_of(mut area: &[u8]) -> Option<[u8; 8]> {
+    let mut found = None;
+    while let Some(&first) = area.first() {
+        let (len, skip) = match first {
+            0..=191 => (first as usize, 1),
+            192..=254 => (
+                ((first as usize - 192) << 8) + *area.get(1)? as usize + 192,
+                2,
+            ),
+            255 => (
+                u32::from_be_bytes(area.get(1..5)?.try_into().ok()?) as usize,
+                5,
+            ),
+        };
+        let body = area.get(skip..skip + len)?;
+        let (kind, data) = body.split_first()?;
+        match kind & 0x7f {
+            16 if data.len() == 8 => found = data.try_into().ok(),
+            33 if data.len() == 21 && found.is_none() => found = data[13..21].try_into().ok(),
+            _ => {}
+        }
+        area = &area[skip + len..];
+    }
+    found
+}
+
+fn parse_signature(body: &[u8]) -> Result<SignaturePacket, String> {
+    let mut r = Reader {
+        data: body,
+        pos: 0,
+        base: 0,
+    };
+    let bad = |_| "the signature packet is truncated".to_string();
+    let version = r.u8().map_err(bad)?;
+    if version != 4 {
+        return Err(format!(
+            "version {version} signatures are not supported (version 4 only)"
+        ));
+    }
+    let sig_type = r.u8().map_err(bad)?;
+    let algo = r.u8().map_err(bad)?;
+    let hash = r.u8().map_err(bad)?;
+    let hashed_len = u16::from_be_bytes([r.u8().map_err(bad)?, r.u8().map_err(bad)?]) as usize;
+    let hashed = r.take(hashed_len).map_err(bad)?;
+    let hashed_part = body[..r.pos].to_vec();
+    let unhashed_len = u16::from_be_bytes([r.u8().map_err(bad)?, r.u8().map_err(bad)?]) as usize;
+    let unhashed = r.take(unhashed_len).map_err(bad)?;
+    r.take(2).map_err(bad)?; // the digest's first 16 bits, a quick check only
+    let values = match algo {
+        1 | 3 => vec![r.mpi().map_err(bad)?.to_vec()],
+        22 => vec![
+            r.mpi().map_err(bad)?.to_vec(),
+            r.mpi().map_err(bad)?.to_vec(),
+        ],
+        27 => vec![r.take(64).map_err(bad)?.to_vec()],
+        other => return Err(format!("public-key algorithm {other} is not supported")),
+    };
+    Ok(SignaturePacket {
+        sig_type,
+        algo,
+        hash,
+        hashed_part,
+        issuer: issuer_of(hashed).or_else(|| issuer_of(unhashed)),
+        values,
+    })
+}
+
+fn left_pad(bytes: &[u8], len: usize) -> Option<Vec<u8>> {
+    if bytes.len() > len {
+        return None;
+    }
+    let mut out = vec![0u8; len - bytes.len()];
+    out.extend_from_slice(bytes);
+    Some(out)
+}
+
+/// Whether `sig` over `digest` verifies with `key`'s public material.
+fn verify_with(key: &Entity, sig: &SignaturePacket, digest: &[u8]) -> bool {
+    let mut r = Reader {
+        data: &key.material,
+        pos: 0,
+        base: 0,
+    };
+    match (key.algo, sig.algo) {
+        (Some(Algo::Rsa), 1 | 3) => {
+            let (Ok(n), Ok(e)) = (r.mpi(), r.mpi()) else {
+                return false;
+            };
+            let Some((prefix, hash_len)) = rsa_digest_info(sig.hash) else {
+                return false;
+            };
+            let Ok(public) = rsa::RsaPublicKey::new(
+                rsa::BigUint::from_bytes_be(n),
+                rsa::BigUint::from_bytes_be(e),
+            ) else {
+                return false;
+            };
+            let scheme = rsa::Pkcs1v15Sign {
+                hash_len: Some(hash_len),
+                prefix: prefix.into(),
+            };
+            let Some(value) = left_pad(&sig.values[0], n.len()) else {
+                return false;
+            };
+            use rsa::traits::PublicKeyParts as _;
+            let Some(value) = left_pad(&value, public.size()) else {
+                return false;
+            };
+            public.verify(scheme, digest, &value).is_ok()
+        }
+        (Some(Algo::EdDsaLegacy), 22) | (Some(Algo::Ed25519), 27) => {
+            let point: Option<[u8; 32]> = if key.algo == Some(Algo::Ed25519) {
+                r.take(32).ok().and_then(|p| p.try_into().ok())
+            } else {
+                // The OID, then the point as an MPI: 0x40 and the 32 bytes.
+                r.u8()
+                    .ok()
+                    .and_then(|l| r.take(l as usize).ok())
+                    .and_then(|_| r.mpi().ok())
+                    .and_then(|p| p.strip_prefix(&[0x40]))
+                    .and_then(|p| p.try_into().ok())
+            };
+            let Some(point) = point else {
+                return false;
+            };
+            let bytes: Option<[u8; 64]> = if sig.algo == 27 {
+                sig.values[0].as_slice().try_into().ok()
+            } else {
+                let (Some(rr), Some(ss)) =
+                    (left_pad(&sig.values[0], 32), left_pad(&sig.values[1], 32))
+                else {
+                    return false;
+                };
+                [rr, ss].concat().try_into().ok()
+            };
+            let (Ok(key), Some(bytes)) = (ed25519_dalek::VerifyingKey::from_bytes(&point), bytes)
+            else {
+                return false;
+            };
+            use ed25519_dalek::Verifier as _;
+            key.verify(digest, &ed25519_dalek::Signature::from_bytes(&bytes))
+                .is_ok()
+        }
+        _ => false,
+    }
+}
+
+/// Verifies an armored detached OpenPGP signature (a commit's or a tag's) of `payload` against
+/// the keys of `rings` (armored or binary key rings), as source-controller's `VerifyPGP` does:
+/// the first ring whose key verifies it wins, and the result is that key's primary key id
+/// (16 upper-case hex digits, subkey signatures included). Flux's messages otherwise.
+pub fn verify_detached(payload: &[u8], armored: &str, rings: &[&[u8]]) -> Result<String, String> {
+    let binary =
+        dearmor(armored.as_bytes()).map_err(|e| format!("unable to read the signature: {e}"))?;
+    let mut pos = 0;
+    let mut signatures = Vec::new();
+    while pos < binary.len() {
+        let (tag, body, next) =
+            packet(&binary, pos).map_err(|e| format!("unable to read the signature: {e}"))?;
+        pos = next;
+        if tag == 2 {
+            signatures.push(parse_signature(body)?);
+        }
+    }
+    if signatures.is_empty() {
+        return Err("unable to read the signature: no signature packet".into());
+    }
+    for ring in rings {
+        let entities =
+            read_ring(ring).map_err(|e| format!("unable to read armored key ring: {e}"))?;
+        for sig in &signatures {
+            let mut h = match Hash::new(sig.hash) {
+                Some(h) => h,
+                None => continue,
+            };
+            if sig.sig_type == 0x01 {
+                // A text signature covers the data with CRLF line endings.
+                let mut canonical = Vec::with_capacity(payload.len());
+                for (i, &b) in payload.iter().enumerate() {
+                    if b == b'\n' && (i == 0 || payload[i - 1] != b'\r') {
+                        canonical.push(b'\r');
+                    }
+                    canonical.push(b);
+                }
+                h.update(&canonical);
+            } else if sig.sig_type == 0x00 {
+                h.update(payload);
+            } else {
+                continue;
+            }
+            h.update(&sig.hashed_part);
+            h.update(&[4, 0xff]);
+            h.update(&(sig.hashed_part.len() as u32).to_be_bytes());
+            let Some(digest) = h.finish() else { continue };
+            for primary in &entities {
+                let keys = std::iter::once(primary).chain(primary.subkeys.iter());
+                for key in keys {
+                    if sig.issuer.is_some_and(|id| id != key.key_id) {
+                        continue;
+                    }
+                    if verify_with(key, sig, &digest) {
+                        return Ok(hex_upper(&primary.key_id));
+                    }
+                }
+            }
+        }
+    }
+    Err(
+        "unable to verify Git commit: unable to verify payload with any of the given key rings"
+            .into(),
+    )
+}
+
 fn push_mpi(out: &mut Vec<u8>, bytes: &[u8]) {
     let start = bytes.iter().position(|&b| b != 0).unwrap_or(bytes.len());
     let bytes = &bytes[start..];

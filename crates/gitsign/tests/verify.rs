@@ -461,3 +461,133 @@ fn a_signing_subkey_signs_for_a_certify_only_primary_key() {
         )
     );
 }
+
+/// The other direction: signatures made by gpg (ed25519 and RSA keys it generated, signing with
+/// the primary key or a signing subkey) and by `ssh-keygen -Y sign`, checked by
+/// `verify::verify_object` with the public keys as a GitRepository's `spec.verify` Secret holds
+/// them; a changed payload, another key and a missing key kind are refused with Flux's words.
+#[test]
+fn signatures_gpg_and_ssh_keygen_make_are_verified_and_tampering_is_not() {
+    use ferroflux_gitsign::verify::verify_object;
+    let home = gnupg_home(&[]);
+    let gpg = |args: &[&str], stdin: Option<&[u8]>| -> Vec<u8> {
+        let mut child = Command::new("gpg")
+            .env("GNUPGHOME", home.path())
+            .args([
+                "--batch",
+                "--pinentry-mode",
+                "loopback",
+                "--passphrase",
+                "pw",
+            ])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        let mut input = child.stdin.take().unwrap();
+        if let Some(data) = stdin {
+            input.write_all(data).unwrap();
+        }
+        drop(input);
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "gpg {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let mut rings = Vec::new();
+    let mut sigs = Vec::new();
+    for algo in ["ed25519", "rsa2048"] {
+        gpg_generated(home.path(), algo, "pw", true);
+        let user = format!("{algo}@example.com");
+        rings.push(gpg(&["--armor", "--export", &user], None));
+        let sig = gpg(&["--armor", "--detach-sign", "-u", &user], Some(PAYLOAD));
+        sigs.push((algo, String::from_utf8(sig).unwrap()));
+    }
+    // A key whose signing subkey signs (gpg picks it over the certify-only primary).
+    gpg(
+        &[
+            "--quick-gen-key",
+            "sub <sub@example.com>",
+            "ed25519",
+            "cert",
+            "never",
+        ],
+        None,
+    );
+    let fpr_out = String::from_utf8(gpg(
+        &["--with-colons", "--list-keys", "sub@example.com"],
+        None,
+    ))
+    .unwrap();
+    let fpr = fpr_out
+        .lines()
+        .find(|l| l.starts_with("fpr:"))
+        .and_then(|l| l.split(':').nth(9))
+        .unwrap()
+        .to_string();
+    gpg(&["--quick-add-key", &fpr, "ed25519", "sign", "never"], None);
+    rings.push(gpg(&["--armor", "--export", "sub@example.com"], None));
+    let sub_sig = String::from_utf8(gpg(
+        &["--armor", "--detach-sign", "-u", "sub@example.com"],
+        Some(PAYLOAD),
+    ))
+    .unwrap();
+    sigs.push(("subkey", sub_sig));
+
+    let all: Vec<&[u8]> = rings.iter().map(Vec::as_slice).collect();
+    let mut tampered = PAYLOAD.to_vec();
+    tampered[70] ^= 1;
+    for (what, sig) in &sigs {
+        let id =
+            verify_object(PAYLOAD, Some(sig), &all, &[]).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(id.len(), 16, "{what}: {id}");
+        assert_eq!(
+            verify_object(&tampered, Some(sig), &all, &[]).unwrap_err(),
+            "unable to verify Git commit: unable to verify payload with any of the given key rings",
+            "{what}"
+        );
+    }
+    // The subkey's signature names the primary key, as go-crypto's KeyIdString does.
+    let sub_id = verify_object(PAYLOAD, Some(&sigs[2].1), &all, &[]).unwrap();
+    assert!(fpr.ends_with(&sub_id), "{fpr} {sub_id}");
+    // Another key's ring does not verify it.
+    assert!(verify_object(PAYLOAD, Some(&sigs[0].1), &[&rings[1]], &[]).is_err());
+    assert_eq!(
+        verify_object(PAYLOAD, Some(&sigs[0].1), &[], &["ssh-ed25519 AAAA"]).unwrap_err(),
+        "PGP signature detected but no PGP public keys found in secret (keys with .asc suffix)"
+    );
+
+    // SSH: ssh-keygen signs in namespace git, as `git commit -S` with gpg.format=ssh does.
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("id");
+    let made = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "", "-f"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let data = dir.path().join("payload");
+    std::fs::write(&data, PAYLOAD).unwrap();
+    let out = Command::new("ssh-keygen")
+        .args(["-Y", "sign", "-n", "git", "-f"])
+        .arg(&key)
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ssh_sig = std::fs::read_to_string(dir.path().join("payload.sig")).unwrap();
+    let public = std::fs::read_to_string(dir.path().join("id.pub")).unwrap();
+    let fingerprint = verify_object(PAYLOAD, Some(&ssh_sig), &[], &[&public]).unwrap();
+    assert!(fingerprint.starts_with("SHA256:"), "{fingerprint}");
+    assert!(verify_object(&tampered, Some(&ssh_sig), &[], &[&public]).is_err());
+}

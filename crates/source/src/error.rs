@@ -37,6 +37,18 @@ pub enum Error {
         /// What Git said, credentials scrubbed.
         detail: String,
     },
+    /// `spec.verify` refused the fetched commit or tag; `reason` is Flux's (for the Ready and
+    /// `SourceVerified` conditions).
+    #[error("{message}")]
+    Verification {
+        /// `InvalidCommitSignature`, `InvalidTagSignature`, `InvalidGitObject`,
+        /// `InvalidVerificationMode` or `VerificationError`.
+        reason: &'static str,
+        /// What failed, in source-controller's words.
+        message: String,
+        /// Whether only a spec change can fix it.
+        stalling: bool,
+    },
     /// An included artifact could not be copied in (Flux's `CopyFailure`).
     #[error("{0}")]
     Include(String),
@@ -131,12 +143,18 @@ impl Error {
             }
             Error::Storage { .. } => reason::STORAGE_OPERATION_FAILED,
             Error::Include(_) => reason::COPY_FAILURE,
+            Error::Verification { reason, .. } => reason,
         }
     }
 
     /// True when retrying without a spec change cannot succeed (Flux marks these `Stalled`).
     pub fn is_stalling(&self) -> bool {
-        matches!(self, Error::InvalidUrl { .. } | Error::InvalidRef(_))
+        matches!(
+            self,
+            Error::InvalidUrl { .. }
+                | Error::InvalidRef(_)
+                | Error::Verification { stalling: true, .. }
+        )
     }
 
     pub(crate) fn storage(path: impl Into<PathBuf>, source: std::io::Error) -> Self {

@@ -13,7 +13,9 @@
 //! `crates/controller` maps [`Outcome`] and [`Error`] onto conditions and events), and nothing
 //! outside the storage root and its own temporary directories. The one write to a remote is
 //! image automation's: a commit on top of a fetched one, pushed back ([`Fetched::commit_files`],
-//! [`GitSource::push`]).
+//! [`GitSource::push`]). The fetched commit and tag objects are handed out raw
+//! ([`Fetched::commit_object`], [`Fetched::referencing_tag`]) for `spec.verify`, which
+//! [`reconcile_checked`] runs before anything is stored.
 
 mod artifact;
 mod credentials;
@@ -109,6 +111,20 @@ pub fn reconcile(
     pack: &PackOptions,
     previous: Option<&Previous>,
 ) -> Result<Outcome> {
+    reconcile_checked(source, storage, key, pack, previous, |_| Ok(()))
+}
+
+/// [`reconcile`], with `check` run on the fetched commit before anything is stored (the
+/// signature verification of `spec.verify`): its error is the pass's, and storage is left as
+/// it was.
+pub fn reconcile_checked(
+    source: &GitSource,
+    storage: &Storage,
+    key: &ObjectKey,
+    pack: &PackOptions,
+    previous: Option<&Previous>,
+    check: impl FnOnce(&Fetched) -> Result<()>,
+) -> Result<Outcome> {
     let resolved = source.resolve()?;
     if let Some(prev) = previous
         && revision_commit(&prev.artifact.revision) == Some(resolved.commit.as_str())
@@ -129,6 +145,7 @@ pub fn reconcile(
         return Ok(Outcome::Unchanged { artifact });
     }
     let fetched = source.fetch(&resolved)?;
+    check(&fetched)?;
     store(&fetched, storage, key, pack)
 }
 

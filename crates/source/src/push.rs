@@ -135,6 +135,33 @@ impl Fetched {
         Ok(out)
     }
 
+    /// The fetched commit's object as Git stores it (what its signature covers, with the
+    /// signature header in).
+    pub fn commit_object(&self) -> Result<Vec<u8>> {
+        let id: gix::ObjectId = self
+            .resolved
+            .commit
+            .parse()
+            .map_err(|e| commit_err("the fetched commit's id", e))?;
+        let object = self
+            .repo
+            .find_object(id)
+            .map_err(|e| commit_err("reading the fetched commit", e))?;
+        Ok(object.data.clone())
+    }
+
+    /// The annotated tag the checkout went through, when it was a tag: its name, its object's
+    /// id and the object as Git stores it. `None` for a lightweight tag or another ref.
+    pub fn referencing_tag(&self) -> Option<(String, String, Vec<u8>)> {
+        let full = self.resolved.ref_name.as_deref()?;
+        let name = full.strip_prefix("refs/tags/")?;
+        let reference = self.repo.find_reference(full).ok()?;
+        let id = reference.target().try_id()?.to_owned();
+        let object = self.repo.find_object(id).ok()?;
+        (object.kind == gix::object::Kind::Tag)
+            .then(|| (name.to_string(), id.to_string(), object.data.clone()))
+    }
+
     /// Writes a commit on top of the fetched one in which each `(path, contents)` of `files`
     /// (paths relative to the repository root, each an existing regular file) has the new
     /// contents. `None` when the tree comes out unchanged: there is nothing to commit.

@@ -146,11 +146,10 @@ async fn reconciles_status_finalizer_failures_and_deletion() {
     cluster.shutdown().await;
 }
 
-/// Spec fields ferroflux does not do yet are refused, not ignored: `verify` withdraws the
-/// artifact (nothing unverified is applied). `sparseCheckout`, once refused here too, narrows
-/// the artifact, and a directory the commit lacks fails the fetch with Flux's message.
+/// `sparseCheckout`, once refused here, narrows the artifact, and a directory the commit lacks
+/// fails the fetch with Flux's message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fields_ferroflux_does_not_do_are_refused_not_ignored() {
+async fn sparse_checkout_narrows_the_artifact() {
     let cluster = DevCluster::start(Config::memory("src-refused"))
         .await
         .unwrap();
@@ -173,7 +172,7 @@ async fn fields_ferroflux_does_not_do_are_refused_not_ignored() {
         allow_file_urls: true,
     };
     let api: Api<GitRepository> = Api::namespaced(client.clone(), "default");
-    for name in ["signed", "sparse"] {
+    for name in ["sparse"] {
         let obj: GitRepository = serde_json::from_value(serde_json::json!({
             "apiVersion": "source.toolkit.fluxcd.io/v1",
             "kind": "GitRepository",
@@ -196,27 +195,6 @@ async fn fields_ferroflux_does_not_do_are_refused_not_ignored() {
                 .is_some()
         );
     }
-
-    let verify = serde_json::json!({"spec": {"verify": {"mode": "HEAD", "secretRef": {"name": "pgp-keys"}}}});
-    api.patch("signed", &PatchParams::default(), &Patch::Merge(&verify))
-        .await
-        .unwrap();
-    let done = reconcile(&client, &settings, "default", "signed")
-        .await
-        .unwrap();
-    assert_eq!(done.event.as_ref().unwrap().1, "VerificationError");
-    let got = api.get("signed").await.unwrap();
-    let message = "signature verification of commits and tags (spec.verify) is not supported yet by ferroflux; no artifact is served from this source while spec.verify is set";
-    assert_eq!(
-        condition(&got, "Ready"),
-        ("False".into(), "VerificationError".into(), message.into())
-    );
-    assert_eq!(condition(&got, "SourceVerified").0, "False");
-    assert_eq!(condition(&got, "Stalled").0, "True");
-    assert!(
-        got.status.unwrap().artifact.is_none(),
-        "the artifact is withdrawn"
-    );
 
     // sparseCheckout: the artifact holds the listed directories only, repacked from the same
     // commit; a directory the commit lacks fails the fetch and keeps the last artifact.
@@ -460,5 +438,294 @@ async fn included_artifacts_are_copied_in_and_followed() {
         )
     );
     assert_eq!(got.status.unwrap().artifact.unwrap().digest, second.digest);
+    cluster.shutdown().await;
+}
+
+/// `spec.verify` with keys gpg made: a commit signed with the Secret's key is served and
+/// `SourceVerified` names the key; an unsigned commit on top is not served (the verified
+/// artifact stays, InvalidCommitSignature); a signed annotated tag verifies in `Tag` mode and
+/// an unsigned one is InvalidGitObject; `Tag` on a branch is InvalidVerificationMode (Stalled);
+/// another key, or no Secret, is refused with Flux's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signatures_are_verified_before_an_artifact_is_served() {
+    let cluster = DevCluster::start(Config::memory("src-verify"))
+        .await
+        .unwrap();
+    let client = cluster.client().await.unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in ferroflux_api::crds() {
+        crds.create(&PostParams::default(), &crd).await.unwrap();
+    }
+    let work = tempfile::tempdir().unwrap();
+    let gnupg = work.path().join("gnupg");
+    std::fs::create_dir(&gnupg).unwrap();
+    std::fs::set_permissions(&gnupg, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let run = |dir: &std::path::Path, program: &str, args: &[&str]| -> String {
+        let out = std::process::Command::new(program)
+            .env("GNUPGHOME", &gnupg)
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let gpg = |args: &[&str]| {
+        let mut all = vec!["--batch", "--pinentry-mode", "loopback", "--passphrase", ""];
+        all.extend_from_slice(args);
+        run(work.path(), "gpg", &all)
+    };
+    for who in ["fleet", "stranger"] {
+        gpg(&[
+            "--quick-gen-key",
+            &format!("{who} <{who}@example.com>"),
+            "ed25519",
+            "sign",
+            "never",
+        ]);
+    }
+    let public = |who: &str| gpg(&["--armor", "--export", &format!("{who}@example.com")]);
+    let key_id = {
+        let listing = gpg(&["--with-colons", "--list-keys", "fleet@example.com"]);
+        let fpr = listing
+            .lines()
+            .find(|l| l.starts_with("fpr:"))
+            .and_then(|l| l.split(':').nth(9))
+            .unwrap()
+            .to_string();
+        fpr[fpr.len() - 16..].to_string()
+    };
+    git(work.path(), &["init", "-q", "-b", "main", "repo"]);
+    let repo = work.path().join("repo");
+    let git_signed = |args: &[&str]| {
+        let mut all = vec![
+            "-c",
+            "user.name=Fleet",
+            "-c",
+            "user.email=fleet@example.com",
+            "-c",
+            "user.signingkey=fleet@example.com",
+        ];
+        all.extend_from_slice(args);
+        run(&repo, "git", &all)
+    };
+    std::fs::write(repo.join("app.yaml"), "kind: ConfigMap\n").unwrap();
+    git_signed(&["add", "-A"]);
+    git_signed(&["commit", "-q", "-S", "-m", "signed"]);
+    let signed = git_signed(&["rev-parse", "HEAD"]);
+    git_signed(&["tag", "-s", "v1.0.0", "-m", "v1.0.0"]);
+    git_signed(&["tag", "-a", "v1.0.1", "-m", "unsigned"]);
+
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(client.clone(), "default");
+    for (name, key) in [
+        ("pgp-keys", public("fleet")),
+        ("other-keys", public("stranger")),
+    ] {
+        let secret = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "stringData": {"author.asc": key}
+        }))
+        .unwrap();
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+    let store = tempfile::tempdir().unwrap();
+    let settings = SourceSettings {
+        storage: Storage::new(store.path(), "http://127.0.0.1:9090").unwrap(),
+        allow_file_urls: true,
+    };
+    let api: Api<GitRepository> = Api::namespaced(client.clone(), "default");
+    let object =
+        |name: &str, git_ref: serde_json::Value, verify: serde_json::Value| -> GitRepository {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "source.toolkit.fluxcd.io/v1",
+                "kind": "GitRepository",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"url": format!("file://{}", repo.display()), "interval": "5m",
+                         "ref": git_ref, "verify": verify}
+            }))
+            .unwrap()
+        };
+    let pass = |name: &'static str| {
+        let client = client.clone();
+        let settings = settings.clone();
+        async move {
+            reconcile(&client, &settings, "default", name)
+                .await
+                .unwrap();
+        }
+    };
+    let main = serde_json::json!({"branch": "main"});
+    let head = serde_json::json!({"mode": "HEAD", "secretRef": {"name": "pgp-keys"}});
+    api.create(&PostParams::default(), &object("head", main.clone(), head))
+        .await
+        .unwrap();
+    pass("head").await;
+    let got = api.get("head").await.unwrap();
+    assert_eq!(condition(&got, "Ready").0, "True");
+    assert_eq!(
+        condition(&got, "SourceVerified"),
+        (
+            "True".into(),
+            "Succeeded".into(),
+            format!("verified signature of\n\t- commit '{signed}' with key '{key_id}'")
+        )
+    );
+    let status = got.status.unwrap();
+    assert_eq!(status.source_verification_mode.as_deref(), Some("HEAD"));
+    let verified = status.artifact.unwrap();
+
+    // An unsigned commit on top: not served.
+    std::fs::write(repo.join("app.yaml"), "kind: Secret\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@example.com",
+            "commit",
+            "-qm",
+            "unsigned",
+        ],
+    );
+    let unsigned = git(&repo, &["rev-parse", "HEAD"]);
+    pass("head").await;
+    let got = api.get("head").await.unwrap();
+    let message = format!(
+        "signature verification of commit '{unsigned}' failed: unsupported signature type: empty"
+    );
+    assert_eq!(
+        condition(&got, "Ready"),
+        (
+            "False".into(),
+            "InvalidCommitSignature".into(),
+            message.clone()
+        )
+    );
+    assert_eq!(
+        condition(&got, "SourceVerified"),
+        ("False".into(), "InvalidCommitSignature".into(), message)
+    );
+    assert_eq!(
+        got.status.unwrap().artifact.unwrap().revision,
+        verified.revision
+    );
+
+    // Tags: a signed annotated tag verifies, an unsigned one is refused.
+    let tag_mode = serde_json::json!({"mode": "Tag", "secretRef": {"name": "pgp-keys"}});
+    api.create(
+        &PostParams::default(),
+        &object(
+            "tag",
+            serde_json::json!({"tag": "v1.0.0"}),
+            tag_mode.clone(),
+        ),
+    )
+    .await
+    .unwrap();
+    pass("tag").await;
+    let got = api.get("tag").await.unwrap();
+    assert_eq!(condition(&got, "Ready").0, "True", "{:?}", got.status);
+    let verified_tag = condition(&got, "SourceVerified").2;
+    assert!(
+        verified_tag.starts_with("verified signature of\n\t- tag 'v1.0.0@sha1:")
+            && verified_tag.ends_with(&format!("' with key '{key_id}'")),
+        "{verified_tag}"
+    );
+    api.create(
+        &PostParams::default(),
+        &object(
+            "unsigned-tag",
+            serde_json::json!({"tag": "v1.0.1"}),
+            tag_mode.clone(),
+        ),
+    )
+    .await
+    .unwrap();
+    pass("unsigned-tag").await;
+    let got = api.get("unsigned-tag").await.unwrap();
+    let (status, reason, message) = condition(&got, "Ready");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "InvalidGitObject")
+    );
+    assert!(
+        message.starts_with("cannot verify signature of tag 'v1.0.1@sha1:"),
+        "{message}"
+    );
+    assert!(got.status.unwrap().artifact.is_none(), "nothing is served");
+
+    // Tag mode on a branch: only a spec change can help.
+    api.create(
+        &PostParams::default(),
+        &object("branch-tag", main.clone(), tag_mode),
+    )
+    .await
+    .unwrap();
+    pass("branch-tag").await;
+    let got = api.get("branch-tag").await.unwrap();
+    assert_eq!(
+        condition(&got, "Ready"),
+        (
+            "False".into(),
+            "InvalidVerificationMode".into(),
+            "cannot verify tag object's signature if a tag reference is not specified".into()
+        )
+    );
+    assert_eq!(condition(&got, "Stalled").0, "True");
+
+    // Another key, and no Secret at all.
+    let tagged = serde_json::json!({"tag": "v1.0.0"});
+    api.create(
+        &PostParams::default(),
+        &object(
+            "stranger",
+            tagged.clone(),
+            serde_json::json!({"secretRef": {"name": "other-keys"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    pass("stranger").await;
+    let got = api.get("stranger").await.unwrap();
+    assert_eq!(
+        condition(&got, "Ready"),
+        (
+            "False".into(),
+            "InvalidCommitSignature".into(),
+            format!(
+                "signature verification of commit '{signed}' failed: unable to verify Git commit: unable to verify payload with any of the given key rings"
+            )
+        )
+    );
+    api.create(
+        &PostParams::default(),
+        &object(
+            "no-secret",
+            tagged,
+            serde_json::json!({"secretRef": {"name": "nope"}}),
+        ),
+    )
+    .await
+    .unwrap();
+    pass("no-secret").await;
+    let (status, reason, message) = condition(&api.get("no-secret").await.unwrap(), "Ready");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "VerificationError")
+    );
+    assert!(
+        message.starts_with("public keys secret error: "),
+        "{message}"
+    );
     cluster.shutdown().await;
 }
