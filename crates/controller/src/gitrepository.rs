@@ -99,9 +99,6 @@ pub fn refusal(spec: &ferroflux_api::gitrepository::GitRepositorySpec) -> Option
         Some(GitProvider::Azure) => return unsupported("provider 'azure' (only 'generic')"),
         Some(GitProvider::Github) => return unsupported("provider 'github' (only 'generic')"),
     }
-    if spec.proxy_secret_ref.is_some() {
-        return unsupported("proxySecretRef");
-    }
     if spec.service_account_name.is_some() {
         return unsupported("serviceAccountName (use secretRef)");
     }
@@ -290,6 +287,24 @@ async fn includes(
     Ok((includes, artifacts))
 }
 
+/// The proxy of `proxySecretRef` (`ns/name`), or Flux's message why not.
+pub(crate) async fn read_proxy(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<ferroflux_source::Proxy, ferroflux_source::Error> {
+    let fail = |e: String| {
+        ferroflux_source::Error::InvalidSecret(format!("failed to configure proxy options: {e}"))
+    };
+    let data = sourceloop::secret_data(client, ns, name)
+        .await
+        .map_err(fail)?;
+    ferroflux_source::Proxy::from_secret_data(&format!("{ns}/{name}"), &data).map_err(|e| match e {
+        ferroflux_source::Error::InvalidSecret(m) => fail(m),
+        other => other,
+    })
+}
+
 async fn read_secret(
     client: &kube::Client,
     ns: &str,
@@ -380,6 +395,10 @@ pub async fn reconcile(
         let creds = match &obj.spec.secret_ref {
             Some(r) => read_secret(client, ns, &r.name).await?,
             None => Credentials::default(),
+        };
+        let creds = match &obj.spec.proxy_secret_ref {
+            Some(r) => creds.with_proxy(read_proxy(client, ns, &r.name).await?),
+            None => creds,
         };
         let r = obj.spec.r#ref.clone().unwrap_or_default();
         let git_ref = GitRef {

@@ -548,6 +548,14 @@ async fn prepare(
         }
         None => Credentials::default(),
     };
+    let creds = match &repo.spec.proxy_secret_ref {
+        Some(r) => creds.with_proxy(
+            crate::gitrepository::read_proxy(client, &repo_ns, &r.name)
+                .await
+                .map_err(|e| manager(e.to_string()))?,
+        ),
+        None => creds,
+    };
     let (_, timeout) =
         sourceloop::interval_and_timeout(&repo.spec.interval, repo.spec.timeout.as_deref());
     let source = GitSource::new(

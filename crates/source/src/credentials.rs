@@ -19,6 +19,86 @@ pub struct Credentials {
     pub identity_passphrase: Option<String>,
     /// `known_hosts`: the ssh host keys to trust (required for ssh).
     pub known_hosts: Option<Vec<u8>>,
+    /// `spec.proxySecretRef`: the HTTP(S) proxy every request goes through, with the proxy's
+    /// credentials when it has any (see [`Credentials::with_proxy`]).
+    pub proxy: Option<Proxy>,
+}
+
+/// An HTTP(S) proxy, as a `proxySecretRef` Secret gives it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Proxy {
+    /// `address`: `http(s)://host:port`.
+    pub address: String,
+    /// `username` and `password`, when the proxy wants them.
+    pub credentials: Option<(String, Option<String>)>,
+}
+
+impl Proxy {
+    /// Flux's reading of a proxy Secret's data (`ProxyURLFromSecret`): `address` is required
+    /// and must be an http(s) URL; `username` (and `password`) authenticate to the proxy.
+    /// `secret` (`ns/name`) names the Secret in messages.
+    pub fn from_secret_data(secret: &str, data: &BTreeMap<String, Vec<u8>>) -> Result<Proxy> {
+        let address = text(data, "address")?.ok_or_else(|| {
+            Error::InvalidSecret(format!("secret '{secret}': key 'address' not found"))
+        })?;
+        let address = address.trim().to_string();
+        if address.is_empty() {
+            return Err(Error::InvalidSecret(format!(
+                "secret '{secret}': proxy address is empty"
+            )));
+        }
+        if !address.starts_with("http://") && !address.starts_with("https://") {
+            return Err(Error::InvalidSecret(format!(
+                "secret '{secret}': proxy address '{address}' is not an http(s) URL"
+            )));
+        }
+        let credentials =
+            text(data, "username")?.map(|u| (u, text(data, "password").ok().flatten()));
+        Ok(Proxy {
+            address,
+            credentials,
+        })
+    }
+
+    /// The proxy URL as ureq takes it, credentials in its user info.
+    pub(crate) fn url(&self) -> String {
+        match &self.credentials {
+            None => self.address.clone(),
+            Some((user, password)) => {
+                let (scheme, rest) = self
+                    .address
+                    .split_once("://")
+                    .unwrap_or(("http", &self.address));
+                let enc = |s: &str| {
+                    s.bytes()
+                        .map(|b| {
+                            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                                (b as char).to_string()
+                            } else {
+                                format!("%{b:02X}")
+                            }
+                        })
+                        .collect::<String>()
+                };
+                match password {
+                    Some(p) => format!("{scheme}://{}:{}@{rest}", enc(user), enc(p)),
+                    None => format!("{scheme}://{}@{rest}", enc(user)),
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("address", &self.address)
+            .field(
+                "credentials",
+                &self.credentials.as_ref().map(|(u, _)| (u, "***")),
+            )
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for Credentials {
@@ -33,6 +113,7 @@ impl std::fmt::Debug for Credentials {
                 &self.identity_passphrase.as_ref().map(|_| "***"),
             )
             .field("known_hosts", &self.known_hosts.is_some())
+            .field("proxy", &self.proxy)
             .finish()
     }
 }
@@ -75,7 +156,14 @@ impl Credentials {
             identity,
             identity_passphrase,
             known_hosts: data.get("known_hosts").cloned(),
+            proxy: None,
         })
+    }
+
+    /// These credentials with every request going through `proxy`.
+    pub fn with_proxy(mut self, proxy: Proxy) -> Self {
+        self.proxy = Some(proxy);
+        self
     }
 
     /// Every secret string that must never appear in a message.
@@ -86,6 +174,13 @@ impl Credentials {
         }
         out.extend(self.bearer_token.clone());
         out.extend(self.identity_passphrase.clone());
+        if let Some(Proxy {
+            credentials: Some((_, Some(p))),
+            ..
+        }) = &self.proxy
+        {
+            out.push(p.clone());
+        }
         if let Some(id) = &self.identity {
             // Any line of the key is secret; the armour lines are not.
             out.extend(

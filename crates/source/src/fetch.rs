@@ -198,6 +198,11 @@ impl GitSource {
     ) -> Result<Self> {
         let url = RepoUrl::parse(url, opts.allow_file_urls)?;
         let plan = Plan::from_ref(reference)?;
+        if url.scheme != Scheme::Http && url.scheme != Scheme::Https && creds.proxy.is_some() {
+            return Err(Error::InvalidSecret(
+                "a proxy (proxySecretRef) is only used for http(s) URLs".into(),
+            ));
+        }
         if url.scheme == Scheme::Ssh {
             if creds.known_hosts.is_none() {
                 return Err(Error::InvalidSecret(

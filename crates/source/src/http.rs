@@ -43,13 +43,19 @@ impl Client {
             let certs = parse_pem_certificates(pem)?;
             tls = tls.root_certs(RootCerts::Specific(Arc::new(certs)));
         }
-        let config = ureq::Agent::config_builder()
+        let mut config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .tls_config(tls.build())
             .timeout_global(Some(timeout))
             .user_agent("ferroflux-source")
-            .max_redirects(5)
-            .build();
+            .max_redirects(5);
+        if let Some(proxy) = &creds.proxy {
+            let proxy = ureq::Proxy::new(&proxy.url()).map_err(|e| {
+                Error::InvalidSecret(creds.redact(&format!("invalid proxy address: {e}")))
+            })?;
+            config = config.proxy(Some(proxy));
+        }
+        let config = config.build();
         let basic = creds.basic.clone().or_else(|| {
             url_user.map(|u| (u.to_string(), url_password.unwrap_or_default().to_string()))
         });

@@ -34,7 +34,7 @@ mod url;
 pub use artifact::{
     DEFAULT_MAX_ARTIFACT_SIZE, DEFAULT_MAX_FILE_SIZE, Include, PackOptions, PackStats, pack_tree,
 };
-pub use credentials::Credentials;
+pub use credentials::{Credentials, Proxy};
 pub use error::{Error, Result, reason};
 pub use fetch::{DEFAULT_BRANCH, FetchOptions, Fetched, GitRef, GitSource, RemoteRef, Resolved};
 pub use push::{CommitSigner, NewCommit, RefUpdate, Signature, clean_path};

@@ -26,6 +26,11 @@ mod http;
 pub use http::{Auth, GitHttpServer, StaticServer, Tls, make_tls};
 
 #[cfg(feature = "git-server")]
+mod proxy;
+#[cfg(feature = "git-server")]
+pub use proxy::HttpProxy;
+
+#[cfg(feature = "git-server")]
 mod ssh;
 #[cfg(feature = "git-server")]
 pub use ssh::{Sshd, closed_port, keygen};

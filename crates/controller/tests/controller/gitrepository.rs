@@ -729,3 +729,102 @@ async fn signatures_are_verified_before_an_artifact_is_served() {
     );
     cluster.shutdown().await;
 }
+
+/// `proxySecretRef`: the fetch goes through the proxy the Secret names (with its basic auth);
+/// a Secret without `address` fails with Flux's reason and keeps nothing half-done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetches_go_through_the_proxy_secret() {
+    let cluster = DevCluster::start(Config::memory("src-proxy"))
+        .await
+        .unwrap();
+    let client = cluster.client().await.unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in ferroflux_api::crds() {
+        crds.create(&PostParams::default(), &crd).await.unwrap();
+    }
+    let work = tempfile::tempdir().unwrap();
+    git(
+        work.path(),
+        &["init", "-q", "--bare", "-b", "main", "fleet.git"],
+    );
+    git(work.path(), &["init", "-q", "-b", "main", "w"]);
+    let w = work.path().join("w");
+    std::fs::write(w.join("app.yaml"), "kind: ConfigMap\n").unwrap();
+    git(&w, &["add", "-A"]);
+    git(
+        &w,
+        &[
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@example.com",
+            "commit",
+            "-qm",
+            "one",
+        ],
+    );
+    git(&w, &["push", "-q", "../fleet.git", "main"]);
+    let server =
+        ferroflux_testkit::GitHttpServer::start(work.path(), ferroflux_testkit::Auth::None, None);
+    let proxy = ferroflux_testkit::HttpProxy::start(Some(("user", "proxy-secret-pw")));
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(client.clone(), "default");
+    for (name, data) in [
+        (
+            "proxy",
+            serde_json::json!({"address": proxy.url(), "username": "user", "password": "proxy-secret-pw"}),
+        ),
+        ("bad-proxy", serde_json::json!({"username": "user"})),
+    ] {
+        let secret = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "stringData": data
+        }))
+        .unwrap();
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+    let store = tempfile::tempdir().unwrap();
+    let settings = SourceSettings {
+        storage: Storage::new(store.path(), "http://127.0.0.1:9090").unwrap(),
+        allow_file_urls: false,
+    };
+    let api: Api<GitRepository> = Api::namespaced(client.clone(), "default");
+    for (name, secret) in [("proxied", "proxy"), ("bad", "bad-proxy")] {
+        let obj: GitRepository = serde_json::from_value(serde_json::json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"url": server.url("fleet"), "interval": "5m", "ref": {"branch": "main"},
+                     "proxySecretRef": {"name": secret}}
+        }))
+        .unwrap();
+        api.create(&PostParams::default(), &obj).await.unwrap();
+        reconcile(&client, &settings, "default", name)
+            .await
+            .unwrap();
+    }
+    let got = api.get("proxied").await.unwrap();
+    assert_eq!(condition(&got, "Ready").0, "True", "{:?}", got.status);
+    assert!(
+        proxy
+            .requests()
+            .iter()
+            .any(|l| l.starts_with(&format!("CONNECT 127.0.0.1:{}", server.addr.port()))),
+        "{:?}",
+        proxy.requests()
+    );
+    let got = api.get("bad").await.unwrap();
+    assert_eq!(
+        condition(&got, "Ready"),
+        (
+            "False".into(),
+            "AuthenticationFailed".into(),
+            "invalid credentials: failed to configure proxy options: secret 'default/bad-proxy': key 'address' not found".into()
+        )
+    );
+    assert!(got.status.unwrap().artifact.is_none());
+    cluster.shutdown().await;
+}

@@ -2,6 +2,7 @@
 //! servers (`git http-backend` and sshd from `ferroflux-testkit`) and repositories made by the
 //! `git` program (`repo`); pushing back what image automation commits (`push`).
 
+mod proxy;
 mod push;
 mod repo;
 mod source;
