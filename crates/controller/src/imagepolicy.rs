@@ -302,8 +302,11 @@ async fn fetch_digest(
     let opts = registry_options(
         client,
         &repo_ns,
-        repo.spec.secret_ref.as_ref(),
-        repo.spec.cert_secret_ref.as_ref(),
+        crate::ocirepository::RegistrySecrets {
+            secret_ref: repo.spec.secret_ref.as_ref(),
+            cert_secret_ref: repo.spec.cert_secret_ref.as_ref(),
+            proxy_secret_ref: repo.spec.proxy_secret_ref.as_ref(),
+        },
         repo.spec.insecure.unwrap_or(false),
         &image.registry,
         timeout,

@@ -410,9 +410,6 @@ async fn pass(
             obj.provider().as_str()
         ));
     }
-    if obj.spec.proxy_secret_ref.is_some() {
-        return unsupported("not supported yet: proxySecretRef".into());
-    }
     if obj.spec.service_account_name.is_some() {
         return unsupported("not supported yet: serviceAccountName (use secretRef)".into());
     }
@@ -421,8 +418,11 @@ async fn pass(
     let opts = match registry_options(
         client,
         ns,
-        obj.spec.secret_ref.as_ref(),
-        obj.spec.cert_secret_ref.as_ref(),
+        crate::ocirepository::RegistrySecrets {
+            secret_ref: obj.spec.secret_ref.as_ref(),
+            cert_secret_ref: obj.spec.cert_secret_ref.as_ref(),
+            proxy_secret_ref: obj.spec.proxy_secret_ref.as_ref(),
+        },
         obj.spec.insecure.unwrap_or(false),
         &image.registry,
         timeout,

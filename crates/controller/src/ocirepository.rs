@@ -11,8 +11,8 @@
 //! (`copy`), under `ocirepository/<ns>/<name>/<digest>.tar.gz`, served by the artifact server.
 //! The manifest's annotations become `status.artifact.metadata`. A failure leaves the last
 //! artifact in storage and in status (consumers keep using it), with Ready=False and the reason.
-//! Cloud providers, `proxySecretRef` and `serviceAccountName` answer "not supported yet"
-//! (Stalled). `verify` (cosign/notation) is refused with source-controller's `VerificationError`
+//! `proxySecretRef` sends every request through the Secret's proxy. Cloud providers and
+//! `serviceAccountName` answer "not supported yet" (Stalled). `verify` (cosign/notation) is refused with source-controller's `VerificationError`
 //! on `SourceVerified` and Ready, Stalled, and the artifact withdrawn from status: ferroflux
 //! cannot check signatures, and nothing unverified may be applied.
 
@@ -181,12 +181,6 @@ pub fn validate(obj: &OCIRepository) -> Result<Reference, FetchError> {
         return Err(FetchError::stalled(
             oci_reason::VERIFICATION_ERROR,
             verification_unsupported(p, v.secret_ref.is_none()),
-        ));
-    }
-    if spec.proxy_secret_ref.is_some() {
-        return Err(FetchError::stalled(
-            oci_reason::UNSUPPORTED,
-            "not supported yet: proxySecretRef",
         ));
     }
     if spec.service_account_name.is_some() {
@@ -456,8 +450,11 @@ pub async fn client_options(
     registry_options(
         client,
         ns,
-        obj.spec.secret_ref.as_ref(),
-        obj.spec.cert_secret_ref.as_ref(),
+        crate::ocirepository::RegistrySecrets {
+            secret_ref: obj.spec.secret_ref.as_ref(),
+            cert_secret_ref: obj.spec.cert_secret_ref.as_ref(),
+            proxy_secret_ref: obj.spec.proxy_secret_ref.as_ref(),
+        },
         obj.spec.insecure.unwrap_or(false),
         registry,
         timeout,
@@ -465,23 +462,51 @@ pub async fn client_options(
     .await
 }
 
+/// The Secrets an OCI registry client is configured from: `secretRef` (a docker config),
+/// `certSecretRef` (CA and client certificate) and `proxySecretRef`.
+#[derive(Clone, Copy, Default)]
+pub struct RegistrySecrets<'a> {
+    /// `secretRef`.
+    pub secret_ref: Option<&'a ferroflux_api::LocalObjectReference>,
+    /// `certSecretRef`.
+    pub cert_secret_ref: Option<&'a ferroflux_api::LocalObjectReference>,
+    /// `proxySecretRef`.
+    pub proxy_secret_ref: Option<&'a ferroflux_api::LocalObjectReference>,
+}
+
 /// The registry client settings of any kind that names a `kubernetes.io/dockerconfigjson`
-/// Secret (`secretRef`) and a TLS Secret (`certSecretRef`) in namespace `ns`: OCIRepository,
-/// ImageRepository.
+/// Secret (`secretRef`), a TLS Secret (`certSecretRef`) and a proxy Secret (`proxySecretRef`)
+/// in namespace `ns`: OCIRepository, ImageRepository.
 pub async fn registry_options(
     client: &kube::Client,
     ns: &str,
-    secret_ref: Option<&ferroflux_api::LocalObjectReference>,
-    cert_secret_ref: Option<&ferroflux_api::LocalObjectReference>,
+    secrets: RegistrySecrets<'_>,
     insecure: bool,
     registry: &str,
     timeout: Duration,
 ) -> Result<ClientOptions, FetchError> {
+    let RegistrySecrets {
+        secret_ref,
+        cert_secret_ref,
+        proxy_secret_ref,
+    } = secrets;
     let mut opts = ClientOptions {
         insecure,
         timeout,
         ..Default::default()
     };
+    if let Some(r) = proxy_secret_ref {
+        let proxy = crate::gitrepository::read_proxy(client, ns, &r.name)
+            .await
+            .map_err(|e| {
+                let message = match e {
+                    ferroflux_source::Error::InvalidSecret(m) => m,
+                    other => other.to_string(),
+                };
+                FetchError::retry(oci_reason::AUTH_FAILED, message)
+            })?;
+        opts.proxy = Some(proxy.url());
+    }
     if let Some(r) = secret_ref {
         let data = read_secret(client, ns, &r.name).await?;
         let json = data

@@ -59,6 +59,9 @@ pub struct ClientOptions {
     pub client_cert: Option<(Vec<u8>, Vec<u8>)>,
     /// Bound on each HTTP exchange, body included.
     pub timeout: Duration,
+    /// An HTTP(S) proxy every request goes through (`proxySecretRef`), credentials in its user
+    /// info.
+    pub proxy: Option<String>,
 }
 
 impl Default for ClientOptions {
@@ -69,6 +72,7 @@ impl Default for ClientOptions {
             ca_pem: None,
             client_cert: None,
             timeout: Duration::from_secs(60),
+            proxy: None,
         }
     }
 }
@@ -185,13 +189,19 @@ impl Client {
             })?;
             tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
         }
-        let config = ureq::Agent::config_builder()
+        let mut config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .tls_config(tls.build())
             .timeout_global(Some(opts.timeout))
             .user_agent(concat!("ferroflux/", env!("CARGO_PKG_VERSION")))
-            .max_redirects(5)
-            .build();
+            .max_redirects(5);
+        if let Some(proxy) = &opts.proxy {
+            let proxy = ureq::Proxy::new(proxy).map_err(|_| {
+                Error::InvalidCredentials("the proxy address is not a valid URL".into())
+            })?;
+            config = config.proxy(Some(proxy));
+        }
+        let config = config.build();
         Ok(Client {
             registry: registry.to_string(),
             auth: opts.auth,

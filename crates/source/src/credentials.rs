@@ -60,8 +60,8 @@ impl Proxy {
         })
     }
 
-    /// The proxy URL as ureq takes it, credentials in its user info.
-    pub(crate) fn url(&self) -> String {
+    /// The proxy URL as an HTTP client takes it, the credentials in its user info.
+    pub fn url(&self) -> String {
         match &self.credentials {
             None => self.address.clone(),
             Some((user, password)) => {

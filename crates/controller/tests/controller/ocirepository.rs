@@ -595,3 +595,70 @@ async fn mutual_tls_with_a_cert_secret_ref() {
             .starts_with("1.0.0@sha256:")
     );
 }
+
+/// `proxySecretRef`: the registry is reached through the proxy the Secret names (its basic
+/// auth included); a proxy Secret without `address` is refused with its name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pulls_go_through_the_proxy_secret() {
+    let reg = Registry::start(RegistryOptions::default());
+    push(&reg, Auth::Anonymous, "app", "1.0.0", "1");
+    let proxy = ferroflux_testkit::HttpProxy::start(Some(("user", "oci-proxy-pw")));
+    let (_cluster, client) = ferroflux_testkit::flux_cluster("ociproxy").await;
+    let store = tempfile::tempdir().unwrap();
+    let settings = Options {
+        storage: Storage::new(store.path(), "http://127.0.0.1:1").unwrap(),
+    };
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "flux-system");
+    for (name, data) in [
+        (
+            "proxy",
+            json!({"address": proxy.url(), "username": "user", "password": "oci-proxy-pw"}),
+        ),
+        ("no-address", json!({"username": "user"})),
+    ] {
+        let secret: Secret = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "flux-system"},
+            "stringData": data
+        }))
+        .unwrap();
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+    let api: Api<OCIRepository> = Api::namespaced(client.clone(), "flux-system");
+    for (name, secret) in [("proxied", "proxy"), ("bad-proxy", "no-address")] {
+        api.create(
+            &PostParams::default(),
+            &oci_repository(
+                name,
+                json!({"url": format!("oci://{}/app", reg.host()), "interval": "5m",
+                       "ref": {"tag": "1.0.0"}, "proxySecretRef": {"name": secret}}),
+            ),
+        )
+        .await
+        .unwrap();
+        reconcile(&client, &settings, "flux-system", name)
+            .await
+            .unwrap();
+    }
+    let got = api.get("proxied").await.unwrap();
+    assert_eq!(condition(&got, "Ready").0, "True", "{:?}", got.status);
+    assert!(
+        proxy
+            .requests()
+            .iter()
+            .any(|l| l.starts_with(&format!("CONNECT {}", reg.host()))),
+        "{:?}",
+        proxy.requests()
+    );
+    let (st, reason, msg) = condition(&api.get("bad-proxy").await.unwrap(), "Ready");
+    assert_eq!(
+        (st.as_str(), reason.as_str()),
+        ("False", "AuthenticationFailed")
+    );
+    assert_eq!(
+        msg,
+        "failed to configure proxy options: secret 'flux-system/no-address': key 'address' not found"
+    );
+}
