@@ -19,14 +19,20 @@ fn condition(obj: &GitRepository, t: &str) -> (String, String, String) {
     (c.status.clone(), c.reason.clone(), c.message.clone())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reconciles_status_finalizer_failures_and_deletion() {
-    let cluster = DevCluster::start(Config::memory("src")).await.unwrap();
+/// A devcluster serving Flux's CRDs, and a client of it.
+async fn cluster_with_crds(name: &str) -> (ferroflux_devcluster::RunningCluster, kube::Client) {
+    let cluster = DevCluster::start(Config::memory(name)).await.unwrap();
     let client = cluster.client().await.unwrap();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in ferroflux_api::crds() {
         crds.create(&PostParams::default(), &crd).await.unwrap();
     }
+    (cluster, client)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconciles_status_finalizer_failures_and_deletion() {
+    let (cluster, client) = cluster_with_crds("src").await;
 
     let work = tempfile::tempdir().unwrap();
     git(work.path(), &["init", "-q", "repo"]);
@@ -150,14 +156,7 @@ async fn reconciles_status_finalizer_failures_and_deletion() {
 /// fails the fetch with Flux's message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sparse_checkout_narrows_the_artifact() {
-    let cluster = DevCluster::start(Config::memory("src-refused"))
-        .await
-        .unwrap();
-    let client = cluster.client().await.unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in ferroflux_api::crds() {
-        crds.create(&PostParams::default(), &crd).await.unwrap();
-    }
+    let (cluster, client) = cluster_with_crds("src-refused").await;
     let work = tempfile::tempdir().unwrap();
     git(work.path(), &["init", "-q", "-b", "main", "repo"]);
     let repo = work.path().join("repo");
@@ -254,6 +253,7 @@ async fn sparse_checkout_narrows_the_artifact() {
         narrowed.digest,
         "the last artifact is kept"
     );
+    cluster.shutdown().await;
 }
 
 /// `spec.include`: while the included GitRepository is missing or has no artifact the
@@ -263,14 +263,7 @@ async fn sparse_checkout_narrows_the_artifact() {
 /// already holds fails with Flux's CopyFailure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn included_artifacts_are_copied_in_and_followed() {
-    let cluster = DevCluster::start(Config::memory("src-include"))
-        .await
-        .unwrap();
-    let client = cluster.client().await.unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in ferroflux_api::crds() {
-        crds.create(&PostParams::default(), &crd).await.unwrap();
-    }
+    let (cluster, client) = cluster_with_crds("src-include").await;
     let work = tempfile::tempdir().unwrap();
     let repo = |name: &str, files: &[(&str, &str)]| {
         git(work.path(), &["init", "-q", "-b", "main", name]);
@@ -448,14 +441,7 @@ async fn included_artifacts_are_copied_in_and_followed() {
 /// another key, or no Secret, is refused with Flux's words.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signatures_are_verified_before_an_artifact_is_served() {
-    let cluster = DevCluster::start(Config::memory("src-verify"))
-        .await
-        .unwrap();
-    let client = cluster.client().await.unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in ferroflux_api::crds() {
-        crds.create(&PostParams::default(), &crd).await.unwrap();
-    }
+    let (cluster, client) = cluster_with_crds("src-verify").await;
     let work = tempfile::tempdir().unwrap();
     let gnupg = work.path().join("gnupg");
     std::fs::create_dir(&gnupg).unwrap();
@@ -734,14 +720,7 @@ async fn signatures_are_verified_before_an_artifact_is_served() {
 /// a Secret without `address` fails with Flux's reason and keeps nothing half-done.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fetches_go_through_the_proxy_secret() {
-    let cluster = DevCluster::start(Config::memory("src-proxy"))
-        .await
-        .unwrap();
-    let client = cluster.client().await.unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for crd in ferroflux_api::crds() {
-        crds.create(&PostParams::default(), &crd).await.unwrap();
-    }
+    let (cluster, client) = cluster_with_crds("src-proxy").await;
     let work = tempfile::tempdir().unwrap();
     git(
         work.path(),
