@@ -54,6 +54,7 @@ fn main() {
         }),
         ca_pem: None,
         timeout: Duration::from_secs(60),
+        proxy: None,
     })
     .unwrap();
     let storage_dir = tempfile::tempdir().unwrap();

@@ -17,7 +17,9 @@
 //! - Providers: `generic` with static keys (`accesskey`/`secretkey`) or anonymous, and `aws`
 //!   with static keys in the same Secret. `aws` without keys (workload identity, instance
 //!   profiles), `gcp` and `azure` are not implemented; the reconciler says so in the status.
-//! - `sts`, `proxySecretRef` and `serviceAccountName` are not implemented (said in the status).
+//! - `proxySecretRef`: [`Options::proxy`] sends every request through the proxy (tunnelled,
+//!   so SigV4 still signs the endpoint's Host).
+//! - `sts` and `serviceAccountName` are not implemented (said in the status).
 //! - Without `spec.region` the bucket's location is asked once per pass (`GetBucketLocation`),
 //!   as minio-go does once per client; `us-east-1` when that question is refused.
 //! - A server that lists objects without ETags (s3s-fs) gets one `HEAD` per such object (four at

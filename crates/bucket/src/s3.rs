@@ -71,6 +71,9 @@ pub struct Options {
     pub ca_pem: Option<Vec<u8>>,
     /// Deadline of each request.
     pub timeout: Duration,
+    /// An HTTP(S) proxy every request goes through (`proxySecretRef`), credentials in its user
+    /// info.
+    pub proxy: Option<String>,
 }
 
 /// An S3 client for one endpoint.
@@ -146,14 +149,18 @@ impl Client {
             }
             tls = tls.root_certs(RootCerts::Specific(Arc::new(certs)));
         }
-        let agent = ureq::Agent::config_builder()
+        let mut config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .tls_config(tls.build())
             .timeout_global(Some(opts.timeout))
             .user_agent(concat!("ferroflux/", env!("CARGO_PKG_VERSION")))
-            .max_redirects(0)
-            .build()
-            .new_agent();
+            .max_redirects(0);
+        if let Some(proxy) = &opts.proxy {
+            let proxy = ureq::Proxy::new(proxy)
+                .map_err(|_| S3Error::Invalid("the proxy address is not a valid URL".into()))?;
+            config = config.proxy(Some(proxy));
+        }
+        let agent = config.build().new_agent();
         Ok(Client {
             opts,
             agent,

@@ -12,9 +12,10 @@
 //! `AuthenticationFailed`) and message.
 //!
 //! Providers: `generic` with the Secret's `accesskey`/`secretkey` (or anonymous without a
-//! Secret) and `aws` with the same static keys. `aws` without keys (workload identity), `gcp`,
-//! `azure`, `sts`, `proxySecretRef` and `serviceAccountName` are not implemented: the status
-//! says so (Stalled, `UnsupportedFeature`), nothing is faked.
+//! Secret) and `aws` with the same static keys; `proxySecretRef` sends every request through
+//! the Secret's proxy. `aws` without keys (workload identity), `gcp`, `azure`, `sts` and
+//! `serviceAccountName` are not implemented: the status says so (Stalled,
+//! `UnsupportedFeature`), nothing is faked.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -110,11 +111,6 @@ pub fn validate(obj: &Bucket) -> Result<(), FetchError> {
     if spec.sts.is_some() {
         return Err(FetchError::unsupported("not supported yet: spec.sts"));
     }
-    if spec.proxy_secret_ref.is_some() {
-        return Err(FetchError::unsupported(
-            "not supported yet: spec.proxySecretRef",
-        ));
-    }
     if spec.service_account_name.is_some() {
         return Err(FetchError::unsupported(
             "not supported yet: spec.serviceAccountName (use spec.secretRef)",
@@ -123,8 +119,8 @@ pub fn validate(obj: &Bucket) -> Result<(), FetchError> {
     Ok(())
 }
 
-/// The client settings from the spec, `secretRef` (`accesskey`, `secretkey`) and
-/// `certSecretRef` (`ca.crt`).
+/// The client settings from the spec, `secretRef` (`accesskey`, `secretkey`), `certSecretRef`
+/// (`ca.crt`) and `proxySecretRef`.
 pub async fn client_options(
     client: &kube::Client,
     obj: &Bucket,
@@ -138,7 +134,19 @@ pub async fn client_options(
         credentials: None,
         ca_pem: None,
         timeout,
+        proxy: None,
     };
+    if let Some(r) = &obj.spec.proxy_secret_ref {
+        let proxy = crate::gitrepository::read_proxy(client, ns, &r.name)
+            .await
+            .map_err(|e| {
+                FetchError::auth(match e {
+                    ferroflux_source::Error::InvalidSecret(m) => m,
+                    other => other.to_string(),
+                })
+            })?;
+        opts.proxy = Some(proxy.url());
+    }
     if let Some(r) = &obj.spec.secret_ref {
         let data = sourceloop::secret_data(client, ns, &r.name)
             .await

@@ -418,7 +418,7 @@ where
 }
 
 /// The Secrets a source's `secretRef` and `certSecretRef` name, as `Secret ns/name`.
-fn secret_names(ns: &str, names: [Option<&str>; 2]) -> String {
+fn secret_names<'a>(ns: &str, names: impl IntoIterator<Item = Option<&'a str>>) -> String {
     let names: Vec<String> = names
         .into_iter()
         .flatten()
@@ -688,6 +688,11 @@ async fn locate_bucket(
                 .cert_secret_ref
                 .as_ref()
                 .map(|r| r.name.as_str()),
+            bucket
+                .spec
+                .proxy_secret_ref
+                .as_ref()
+                .map(|r| r.name.as_str()),
         ],
     );
     let (options, credentials) = if names.is_empty() {
@@ -699,6 +704,7 @@ async fn locate_bucket(
                 credentials: None,
                 ca_pem: None,
                 timeout,
+                proxy: None,
             },
             None,
         )
@@ -836,6 +842,11 @@ async fn locate_oci_repository(
             repository
                 .spec
                 .cert_secret_ref
+                .as_ref()
+                .map(|r| r.name.as_str()),
+            repository
+                .spec
+                .proxy_secret_ref
                 .as_ref()
                 .map(|r| r.name.as_str()),
         ],

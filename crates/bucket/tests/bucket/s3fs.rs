@@ -23,6 +23,7 @@ fn client(server: &S3Server, secret: &str) -> Client {
         }),
         ca_pem: None,
         timeout: Duration::from_secs(30),
+        proxy: None,
     })
     .unwrap()
 }
@@ -202,6 +203,7 @@ fn refusals_say_what_flux_says() {
         credentials: None,
         ca_pem: None,
         timeout: Duration::from_secs(10),
+        proxy: None,
     })
     .unwrap();
     let err = fetch(&unreachable, &request("podinfo", "", None, None), &storage).unwrap_err();
@@ -222,6 +224,7 @@ fn refusals_say_what_flux_says() {
         credentials: None,
         ca_pem: None,
         timeout: Duration::from_secs(1),
+        proxy: None,
     })
     .err()
     .unwrap();
@@ -251,6 +254,7 @@ fn https_with_a_private_ca() {
         }),
         ca_pem: ca,
         timeout: Duration::from_secs(30),
+        proxy: None,
     };
     let trusted = Client::new(options(Some(tls.ca_pem.clone().into_bytes()))).unwrap();
     let Fetched::Stored { artifact, files } =
@@ -274,4 +278,42 @@ fn https_with_a_private_ca() {
     );
     // A bundle without a certificate is refused when the client is made.
     assert!(Client::new(options(Some(b"not a pem".to_vec()))).is_err());
+}
+
+/// `proxySecretRef`: the signed requests reach the server through a forward proxy (tunnelled,
+/// so the signature over the endpoint's Host still holds), and the proxy saw them.
+#[test]
+fn fetches_through_a_proxy() {
+    let server = S3Server::start();
+    server.put("podinfo", "apps/deploy.yaml", "kind: Deployment\n");
+    let proxy = ferroflux_testkit::HttpProxy::start(Some(("u", "bucket-proxy-pw")));
+    let c = Client::new(Options {
+        endpoint: server.endpoint(),
+        insecure: true,
+        region: String::new(),
+        credentials: Some(Credentials {
+            access_key: server.access_key.clone(),
+            secret_key: server.secret_key.clone(),
+        }),
+        ca_pem: None,
+        timeout: Duration::from_secs(30),
+        proxy: Some(proxy.url().replace("http://", "http://u:bucket-proxy-pw@")),
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let storage = Storage::new(dir.path(), "http://localhost:9090").unwrap();
+    let Fetched::Stored { artifact, .. } =
+        fetch(&c, &request("podinfo", "", None, None), &storage).unwrap()
+    else {
+        panic!("nothing stored")
+    };
+    assert!(artifact_files(&storage, &artifact.path).contains_key("apps/deploy.yaml"));
+    assert!(
+        proxy
+            .requests()
+            .iter()
+            .any(|l| l.starts_with(&format!("CONNECT {}", server.endpoint()))),
+        "{:?}",
+        proxy.requests()
+    );
 }
