@@ -296,6 +296,8 @@ struct Work {
     policies: Vec<ferroflux_imageupdate::setters::ImagePolicy>,
     branch: String,
     updates: Vec<RefUpdate>,
+    /// `push.refspec` as written, for the event (its destination is among `updates`).
+    refspec: Option<String>,
     options: Vec<String>,
     author: Signature,
     message: MessageInput,
@@ -396,9 +398,8 @@ fn run(work: Work, interval: Duration) -> Result<Done, Failure> {
         .map_err(update_failed)?;
     let id = commit.id.to_string();
     let mut summary = format!("pushed commit '{}' to branch '{}'", &id[..7], work.branch);
-    let refspecs: Vec<&str> = work.updates[1..].iter().map(|u| u.name.as_str()).collect();
-    if !refspecs.is_empty() {
-        summary.push_str(&format!(" and refspecs '{}'", refspecs.join("', '")));
+    if let Some(refspec) = &work.refspec {
+        summary.push_str(&format!(" and refspecs '{refspec}'"));
     }
     if !message.is_empty() {
         summary.push('\n');
@@ -601,6 +602,7 @@ async fn prepare(
         policies,
         branch,
         updates,
+        refspec: git.push.as_ref().and_then(|p| p.refspec.clone()),
         options,
         author: Signature {
             name: git.commit.author.name.clone().unwrap_or_default(),

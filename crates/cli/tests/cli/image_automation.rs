@@ -6,7 +6,8 @@
 //! test reads the result back with the `git` program on the server's repository, then has a
 //! newer tag pushed to the registry and sees a second commit on top of the first. Then the CLI:
 //! `create image update` (another push branch, an SSH-signed commit that `git verify-commit`
-//! accepts) waits for the automation, and `reconcile image update` asks for a pass.
+//! accepts) waits for the automation, and `reconcile image update` asks for a pass; last, a
+//! `push.refspec` sends the commit to a second ref as well.
 //!
 //! Bad input, each with the message a user reads in the Ready condition and nothing pushed: a
 //! template using the removed `.Updated` field (Stalled), a GitRepository that does not exist, and a push branch that cannot be inferred.
@@ -463,4 +464,21 @@ spec:
         )
     );
     assert_eq!(bare(&root, &["rev-parse", "main"]), second);
+
+    // push.refspec: the commit goes to the checkout branch and, by the refspec, to another ref.
+    let refspec = automation(
+        "refspec",
+        source,
+        "\n    push:\n      refspec: refs/heads/main:refs/heads/review",
+        "infra update",
+        "./infrastructure",
+    );
+    kubectl.ok(&["apply", "-f", "-"], &refspec);
+    let pushed = rt.block_on(eventually("the refspec push", || async {
+        let obj = api.get("refspec").await.ok()?;
+        obj.status?.last_push_commit
+    }));
+    assert_eq!(bare(&root, &["rev-parse", "main"]), pushed);
+    assert_eq!(bare(&root, &["rev-parse", "review"]), pushed);
+    assert_eq!(bare(&root, &["rev-parse", "main~1"]), second);
 }
