@@ -137,14 +137,9 @@ pub async fn client_options(
         proxy: None,
     };
     if let Some(r) = &obj.spec.proxy_secret_ref {
-        let proxy = crate::gitrepository::read_proxy(client, ns, &r.name)
+        let proxy = sourceloop::proxy(client, ns, &r.name)
             .await
-            .map_err(|e| {
-                FetchError::auth(match e {
-                    ferroflux_source::Error::InvalidSecret(m) => m,
-                    other => other.to_string(),
-                })
-            })?;
+            .map_err(FetchError::auth)?;
         opts.proxy = Some(proxy.url());
     }
     if let Some(r) = &obj.spec.secret_ref {

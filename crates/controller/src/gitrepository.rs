@@ -287,24 +287,6 @@ async fn includes(
     Ok((includes, artifacts))
 }
 
-/// The proxy of `proxySecretRef` (`ns/name`), or Flux's message why not.
-pub(crate) async fn read_proxy(
-    client: &kube::Client,
-    ns: &str,
-    name: &str,
-) -> Result<ferroflux_source::Proxy, ferroflux_source::Error> {
-    let fail = |e: String| {
-        ferroflux_source::Error::InvalidSecret(format!("failed to configure proxy options: {e}"))
-    };
-    let data = sourceloop::secret_data(client, ns, name)
-        .await
-        .map_err(fail)?;
-    ferroflux_source::Proxy::from_secret_data(&format!("{ns}/{name}"), &data).map_err(|e| match e {
-        ferroflux_source::Error::InvalidSecret(m) => fail(m),
-        other => other,
-    })
-}
-
 async fn read_secret(
     client: &kube::Client,
     ns: &str,
@@ -397,7 +379,11 @@ pub async fn reconcile(
             None => Credentials::default(),
         };
         let creds = match &obj.spec.proxy_secret_ref {
-            Some(r) => creds.with_proxy(read_proxy(client, ns, &r.name).await?),
+            Some(r) => creds.with_proxy(
+                sourceloop::proxy(client, ns, &r.name)
+                    .await
+                    .map_err(ferroflux_source::Error::InvalidSecret)?,
+            ),
             None => creds,
         };
         let r = obj.spec.r#ref.clone().unwrap_or_default();

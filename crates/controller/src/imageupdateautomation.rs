@@ -551,9 +551,9 @@ async fn prepare(
     };
     let creds = match &repo.spec.proxy_secret_ref {
         Some(r) => creds.with_proxy(
-            crate::gitrepository::read_proxy(client, &repo_ns, &r.name)
+            sourceloop::proxy(client, &repo_ns, &r.name)
                 .await
-                .map_err(|e| manager(e.to_string()))?,
+                .map_err(|m| manager(ferroflux_source::Error::InvalidSecret(m).to_string()))?,
         ),
         None => creds,
     };

@@ -496,15 +496,9 @@ pub async fn registry_options(
         ..Default::default()
     };
     if let Some(r) = proxy_secret_ref {
-        let proxy = crate::gitrepository::read_proxy(client, ns, &r.name)
+        let proxy = sourceloop::proxy(client, ns, &r.name)
             .await
-            .map_err(|e| {
-                let message = match e {
-                    ferroflux_source::Error::InvalidSecret(m) => m,
-                    other => other.to_string(),
-                };
-                FetchError::retry(oci_reason::AUTH_FAILED, message)
-            })?;
+            .map_err(|m| FetchError::retry(oci_reason::AUTH_FAILED, m))?;
         opts.proxy = Some(proxy.url());
     }
     if let Some(r) = secret_ref {

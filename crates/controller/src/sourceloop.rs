@@ -368,3 +368,18 @@ pub(crate) async fn secret_data(
         )
         .collect())
 }
+
+/// The proxy a `proxySecretRef` Secret `ns/name` names (every source kind that has the field
+/// reads it the same way), or Flux's message why not.
+pub(crate) async fn proxy(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Result<ferroflux_source::Proxy, String> {
+    let fail = |e: String| format!("failed to configure proxy options: {e}");
+    let data = secret_data(client, ns, name).await.map_err(fail)?;
+    ferroflux_source::Proxy::from_secret_data(&format!("{ns}/{name}"), &data).map_err(|e| match e {
+        ferroflux_source::Error::InvalidSecret(m) => fail(m),
+        other => fail(other.to_string()),
+    })
+}
