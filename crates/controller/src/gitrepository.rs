@@ -149,14 +149,11 @@ fn previous(status: Option<&GitRepositoryStatus>) -> Option<Previous> {
             .flatten()
             .zip(status.included_artifacts.iter().flatten())
             .map(|(incl, artifact)| {
-                let name = &incl.repository.name;
+                let (from, to) = include_paths(incl);
                 ferroflux_source::include_fingerprint(
-                    name,
-                    incl.from_path.as_deref().unwrap_or_default(),
-                    incl.to_path
-                        .as_deref()
-                        .filter(|p| !p.is_empty())
-                        .unwrap_or(name),
+                    &incl.repository.name,
+                    &from,
+                    &to,
                     &artifact.digest,
                 )
             })
@@ -235,6 +232,17 @@ pub const INCLUDE_UNAVAILABLE: &str = "IncludeUnavailable";
 /// `--requeue-dependency` default).
 const INCLUDE_REQUEUE: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// An include's `fromPath` and `toPath` with Flux's defaults: all of the included artifact, to
+/// a directory named after the included repository.
+fn include_paths(incl: &ferroflux_api::gitrepository::GitRepositoryInclude) -> (String, String) {
+    let to = incl
+        .to_path
+        .clone()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| incl.repository.name.clone());
+    (incl.from_path.clone().unwrap_or_default(), to)
+}
+
 /// What `spec.include` names, each with its artifact in storage, and those artifacts as the
 /// status records them; or Flux's reason and message when one is missing or has none yet.
 async fn includes(
@@ -271,14 +279,11 @@ async fn includes(
                 format!("no artifact available for include '{name}'"),
             ));
         };
+        let (from_path, to_path) = include_paths(incl);
         includes.push(ferroflux_source::Include {
             name: name.clone(),
-            from_path: incl.from_path.clone().unwrap_or_default(),
-            to_path: incl
-                .to_path
-                .clone()
-                .filter(|p| !p.is_empty())
-                .unwrap_or_else(|| name.clone()),
+            from_path,
+            to_path,
             archive: storage.local_path(&artifact.path),
             digest: artifact.digest.clone(),
         });
