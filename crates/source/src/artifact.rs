@@ -137,7 +137,7 @@ fn walk(
 fn sparse_entries(entries: Vec<Entry>, dirs: &[String]) -> Result<Vec<Entry>> {
     let cleaned: Vec<(String, String)> = dirs
         .iter()
-        .map(|d| (d.clone(), crate::push::clean_path(d).join("/")))
+        .map(|d| (d.clone(), crate::clean_path(d).join("/")))
         .collect();
     for (given, dir) in &cleaned {
         let exists = dir.is_empty() || entries.iter().any(|e| e.path == dir.as_bytes());
@@ -174,8 +174,8 @@ fn with_includes(
                 incl.name, incl.from_path, incl.to_path
             ))
         };
-        let to = crate::push::clean_path(&incl.to_path).join("/");
-        let from = crate::push::clean_path(&incl.from_path).join("/");
+        let to = crate::clean_path(&incl.to_path).join("/");
+        let from = crate::clean_path(&incl.from_path).join("/");
         if to.is_empty() {
             return Err(fail("the include would replace the whole artifact".into()));
         }
@@ -200,7 +200,7 @@ fn with_includes(
                 .map_err(|e| fail(format!("reading the included artifact: {e}")))?
                 .to_string_lossy()
                 .into_owned();
-            let rel = crate::push::clean_path(&raw).join("/");
+            let rel = crate::clean_path(&raw).join("/");
             let below = if from.is_empty() {
                 Some(rel.as_str())
             } else if rel == from {

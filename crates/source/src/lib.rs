@@ -37,7 +37,7 @@ pub use artifact::{
 pub use credentials::{Credentials, Proxy};
 pub use error::{Error, Result, reason};
 pub use fetch::{DEFAULT_BRANCH, FetchOptions, Fetched, GitRef, GitSource, RemoteRef, Resolved};
-pub use push::{CommitSigner, NewCommit, RefUpdate, Signature, clean_path};
+pub use push::{CommitSigner, NewCommit, RefUpdate, Signature};
 pub use server::{router, serve};
 pub use sourceignore::{DEFAULT_EXCLUDES, IGNORE_FILE, VCS_EXCLUDES};
 pub use storage::{Artifact, KEEP_ARTIFACTS, ObjectKey, Storage};
@@ -173,4 +173,21 @@ pub fn store(
         stats,
         removed,
     })
+}
+
+/// Splits `dir` into its components, `.` and empty ones dropped and `..` never above the root
+/// (as Flux joins a path of a checkout securely: `spec.update.path`, `sparseCheckout`, an
+/// include's paths).
+pub fn clean_path(dir: &str) -> Vec<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for comp in dir.split('/') {
+        match comp {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c.to_string()),
+        }
+    }
+    parts
 }

@@ -18,6 +18,7 @@ use gix::protocol::transport::Protocol;
 use gix::protocol::transport::client::blocking_io::Transport;
 use gix::protocol::transport::client::{MessageKind, WriteMode};
 
+use crate::clean_path;
 use crate::error::{Error, Result};
 use crate::fetch::{Fetched, GitSource};
 
@@ -58,22 +59,6 @@ pub struct RefUpdate {
 
 fn commit_err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Commit(format!("{what}: {e}"))
-}
-
-/// Splits `dir` into its components, `.` and empty ones dropped and `..` never above the root
-/// (as Flux joins `spec.update.path` to the checkout securely).
-pub fn clean_path(dir: &str) -> Vec<String> {
-    let mut parts: Vec<String> = Vec::new();
-    for comp in dir.split('/') {
-        match comp {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            c => parts.push(c.to_string()),
-        }
-    }
-    parts
 }
 
 impl Fetched {
