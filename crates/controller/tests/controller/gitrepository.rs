@@ -30,6 +30,31 @@ async fn cluster_with_crds(name: &str) -> (ferroflux_devcluster::RunningCluster,
     (cluster, client)
 }
 
+/// Settings storing under `store`, with `--allow-file-urls` as given.
+fn source_settings(store: &std::path::Path, allow_file_urls: bool) -> SourceSettings {
+    SourceSettings {
+        storage: Storage::new(store, "http://127.0.0.1:9090").unwrap(),
+        allow_file_urls,
+    }
+}
+
+/// A GitRepository `default/name` with `spec` and a 5m interval.
+fn git_repository(name: &str, mut spec: serde_json::Value) -> GitRepository {
+    spec["interval"] = "5m".into();
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec
+    }))
+    .unwrap()
+}
+
+/// One pass of the reconciler over `default/name`.
+async fn pass(client: &kube::Client, settings: &SourceSettings, name: &str) {
+    reconcile(client, settings, "default", name).await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconciles_status_finalizer_failures_and_deletion() {
     let (cluster, client) = cluster_with_crds("src").await;
@@ -166,34 +191,23 @@ async fn sparse_checkout_narrows_the_artifact() {
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-qm", "one"]);
     let store = tempfile::tempdir().unwrap();
-    let settings = SourceSettings {
-        storage: Storage::new(store.path(), "http://127.0.0.1:9090").unwrap(),
-        allow_file_urls: true,
-    };
+    let settings = source_settings(store.path(), true);
     let api: Api<GitRepository> = Api::namespaced(client.clone(), "default");
-    for name in ["sparse"] {
-        let obj: GitRepository = serde_json::from_value(serde_json::json!({
-            "apiVersion": "source.toolkit.fluxcd.io/v1",
-            "kind": "GitRepository",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"url": format!("file://{}", repo.display()), "interval": "5m",
-                     "ref": {"branch": "main"}}
-        }))
-        .unwrap();
-        api.create(&PostParams::default(), &obj).await.unwrap();
-        reconcile(&client, &settings, "default", name)
+    let obj = git_repository(
+        "sparse",
+        serde_json::json!({"url": format!("file://{}", repo.display()), "ref": {"branch": "main"}}),
+    );
+    api.create(&PostParams::default(), &obj).await.unwrap();
+    pass(&client, &settings, "sparse").await;
+    assert!(
+        api.get("sparse")
             .await
-            .unwrap();
-        assert!(
-            api.get(name)
-                .await
-                .unwrap()
-                .status
-                .unwrap()
-                .artifact
-                .is_some()
-        );
-    }
+            .unwrap()
+            .status
+            .unwrap()
+            .artifact
+            .is_some()
+    );
 
     // sparseCheckout: the artifact holds the listed directories only, repacked from the same
     // commit; a directory the commit lacks fails the fetch and keeps the last artifact.
@@ -209,9 +223,7 @@ async fn sparse_checkout_narrows_the_artifact() {
     api.patch("sparse", &PatchParams::default(), &Patch::Merge(&sparse))
         .await
         .unwrap();
-    reconcile(&client, &settings, "default", "sparse")
-        .await
-        .unwrap();
+    pass(&client, &settings, "sparse").await;
     let got = api.get("sparse").await.unwrap();
     assert_eq!(condition(&got, "Ready").0, "True");
     let status = got.status.unwrap();
@@ -236,9 +248,7 @@ async fn sparse_checkout_narrows_the_artifact() {
     api.patch("sparse", &PatchParams::default(), &Patch::Merge(&missing))
         .await
         .unwrap();
-    reconcile(&client, &settings, "default", "sparse")
-        .await
-        .unwrap();
+    pass(&client, &settings, "sparse").await;
     let got = api.get("sparse").await.unwrap();
     assert_eq!(
         condition(&got, "Ready"),
@@ -286,36 +296,21 @@ async fn included_artifacts_are_copied_in_and_followed() {
     );
     let fleet = repo("fleet", &[("base/other.yaml", "o: 1\n")]);
     let store = tempfile::tempdir().unwrap();
-    let settings = SourceSettings {
-        storage: Storage::new(store.path(), "http://127.0.0.1:9090").unwrap(),
-        allow_file_urls: true,
-    };
+    let settings = source_settings(store.path(), true);
     let api: Api<GitRepository> = Api::namespaced(client.clone(), "default");
-    let object = |name: &str, dir: &std::path::Path, include: serde_json::Value| -> GitRepository {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "source.toolkit.fluxcd.io/v1",
-            "kind": "GitRepository",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"url": format!("file://{}", dir.display()), "interval": "5m",
-                     "ref": {"branch": "main"}, "include": include}
-        }))
-        .unwrap()
+    let object = |name: &str, dir: &std::path::Path, include: serde_json::Value| {
+        git_repository(
+            name,
+            serde_json::json!({"url": format!("file://{}", dir.display()),
+                               "ref": {"branch": "main"}, "include": include}),
+        )
     };
     let include = serde_json::json!([{"repository": {"name": "app"},
         "fromPath": "deploy/kubernetes", "toPath": "base/app"}]);
     api.create(&PostParams::default(), &object("fleet", &fleet, include))
         .await
         .unwrap();
-    let pass = |name: &'static str| {
-        let client = client.clone();
-        let settings = settings.clone();
-        async move {
-            reconcile(&client, &settings, "default", name)
-                .await
-                .unwrap();
-        }
-    };
-    pass("fleet").await;
+    pass(&client, &settings, "fleet").await;
     let got = api.get("fleet").await.unwrap();
     assert_eq!(
         condition(&got, "Ready"),
@@ -333,7 +328,7 @@ async fn included_artifacts_are_copied_in_and_followed() {
     )
     .await
     .unwrap();
-    pass("fleet").await;
+    pass(&client, &settings, "fleet").await;
     assert_eq!(
         condition(&api.get("fleet").await.unwrap(), "Ready"),
         (
@@ -343,8 +338,8 @@ async fn included_artifacts_are_copied_in_and_followed() {
         )
     );
 
-    pass("app").await;
-    pass("fleet").await;
+    pass(&client, &settings, "app").await;
+    pass(&client, &settings, "fleet").await;
     let got = api.get("fleet").await.unwrap();
     assert_eq!(condition(&got, "Ready").0, "True");
     let status = got.status.clone().unwrap();
@@ -383,7 +378,7 @@ async fn included_artifacts_are_copied_in_and_followed() {
     );
 
     // Nothing changed: nothing repacked.
-    pass("fleet").await;
+    pass(&client, &settings, "fleet").await;
     assert_eq!(
         api.get("fleet")
             .await
@@ -400,8 +395,8 @@ async fn included_artifacts_are_copied_in_and_followed() {
     std::fs::write(app.join("deploy/kubernetes/b.yaml"), "b: 2\n").unwrap();
     git(&app, &["add", "-A"]);
     git(&app, &["commit", "-qm", "two"]);
-    pass("app").await;
-    pass("fleet").await;
+    pass(&client, &settings, "app").await;
+    pass(&client, &settings, "fleet").await;
     let second = api
         .get("fleet")
         .await
@@ -419,7 +414,7 @@ async fn included_artifacts_are_copied_in_and_followed() {
     api.patch("fleet", &PatchParams::default(), &Patch::Merge(&taken))
         .await
         .unwrap();
-    pass("fleet").await;
+    pass(&client, &settings, "fleet").await;
     let got = api.get("fleet").await.unwrap();
     assert_eq!(
         condition(&got, "Ready"),
@@ -523,37 +518,21 @@ async fn signatures_are_verified_before_an_artifact_is_served() {
             .unwrap();
     }
     let store = tempfile::tempdir().unwrap();
-    let settings = SourceSettings {
-        storage: Storage::new(store.path(), "http://127.0.0.1:9090").unwrap(),
-        allow_file_urls: true,
-    };
+    let settings = source_settings(store.path(), true);
     let api: Api<GitRepository> = Api::namespaced(client.clone(), "default");
-    let object =
-        |name: &str, git_ref: serde_json::Value, verify: serde_json::Value| -> GitRepository {
-            serde_json::from_value(serde_json::json!({
-                "apiVersion": "source.toolkit.fluxcd.io/v1",
-                "kind": "GitRepository",
-                "metadata": {"name": name, "namespace": "default"},
-                "spec": {"url": format!("file://{}", repo.display()), "interval": "5m",
-                         "ref": git_ref, "verify": verify}
-            }))
-            .unwrap()
-        };
-    let pass = |name: &'static str| {
-        let client = client.clone();
-        let settings = settings.clone();
-        async move {
-            reconcile(&client, &settings, "default", name)
-                .await
-                .unwrap();
-        }
+    let object = |name: &str, git_ref: serde_json::Value, verify: serde_json::Value| {
+        git_repository(
+            name,
+            serde_json::json!({"url": format!("file://{}", repo.display()),
+                               "ref": git_ref, "verify": verify}),
+        )
     };
     let main = serde_json::json!({"branch": "main"});
     let head = serde_json::json!({"mode": "HEAD", "secretRef": {"name": "pgp-keys"}});
     api.create(&PostParams::default(), &object("head", main.clone(), head))
         .await
         .unwrap();
-    pass("head").await;
+    pass(&client, &settings, "head").await;
     let got = api.get("head").await.unwrap();
     assert_eq!(condition(&got, "Ready").0, "True");
     assert_eq!(
@@ -584,7 +563,7 @@ async fn signatures_are_verified_before_an_artifact_is_served() {
         ],
     );
     let unsigned = git(&repo, &["rev-parse", "HEAD"]);
-    pass("head").await;
+    pass(&client, &settings, "head").await;
     let got = api.get("head").await.unwrap();
     let message = format!(
         "signature verification of commit '{unsigned}' failed: unsupported signature type: empty"
@@ -618,7 +597,7 @@ async fn signatures_are_verified_before_an_artifact_is_served() {
     )
     .await
     .unwrap();
-    pass("tag").await;
+    pass(&client, &settings, "tag").await;
     let got = api.get("tag").await.unwrap();
     assert_eq!(condition(&got, "Ready").0, "True", "{:?}", got.status);
     let verified_tag = condition(&got, "SourceVerified").2;
@@ -637,7 +616,7 @@ async fn signatures_are_verified_before_an_artifact_is_served() {
     )
     .await
     .unwrap();
-    pass("unsigned-tag").await;
+    pass(&client, &settings, "unsigned-tag").await;
     let got = api.get("unsigned-tag").await.unwrap();
     let (status, reason, message) = condition(&got, "Ready");
     assert_eq!(
@@ -657,7 +636,7 @@ async fn signatures_are_verified_before_an_artifact_is_served() {
     )
     .await
     .unwrap();
-    pass("branch-tag").await;
+    pass(&client, &settings, "branch-tag").await;
     let got = api.get("branch-tag").await.unwrap();
     assert_eq!(
         condition(&got, "Ready"),
@@ -681,7 +660,7 @@ async fn signatures_are_verified_before_an_artifact_is_served() {
     )
     .await
     .unwrap();
-    pass("stranger").await;
+    pass(&client, &settings, "stranger").await;
     let got = api.get("stranger").await.unwrap();
     assert_eq!(
         condition(&got, "Ready"),
@@ -703,7 +682,7 @@ async fn signatures_are_verified_before_an_artifact_is_served() {
     )
     .await
     .unwrap();
-    pass("no-secret").await;
+    pass(&client, &settings, "no-secret").await;
     let (status, reason, message) = condition(&api.get("no-secret").await.unwrap(), "Ready");
     assert_eq!(
         (status.as_str(), reason.as_str()),
@@ -766,24 +745,16 @@ async fn fetches_go_through_the_proxy_secret() {
             .unwrap();
     }
     let store = tempfile::tempdir().unwrap();
-    let settings = SourceSettings {
-        storage: Storage::new(store.path(), "http://127.0.0.1:9090").unwrap(),
-        allow_file_urls: false,
-    };
+    let settings = source_settings(store.path(), false);
     let api: Api<GitRepository> = Api::namespaced(client.clone(), "default");
     for (name, secret) in [("proxied", "proxy"), ("bad", "bad-proxy")] {
-        let obj: GitRepository = serde_json::from_value(serde_json::json!({
-            "apiVersion": "source.toolkit.fluxcd.io/v1",
-            "kind": "GitRepository",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"url": server.url("fleet"), "interval": "5m", "ref": {"branch": "main"},
-                     "proxySecretRef": {"name": secret}}
-        }))
-        .unwrap();
+        let obj = git_repository(
+            name,
+            serde_json::json!({"url": server.url("fleet"), "ref": {"branch": "main"},
+                               "proxySecretRef": {"name": secret}}),
+        );
         api.create(&PostParams::default(), &obj).await.unwrap();
-        reconcile(&client, &settings, "default", name)
-            .await
-            .unwrap();
+        pass(&client, &settings, name).await;
     }
     let got = api.get("proxied").await.unwrap();
     assert_eq!(condition(&got, "Ready").0, "True", "{:?}", got.status);
